@@ -1,0 +1,328 @@
+"""Session entries: the wire format shared by every store adapter.
+
+Attributes are snake_case; the wire (a JSONL line, a SQLite JSON column) uses the
+specification's camelCase names. ``SessionEntry.model_validate(wire)`` followed by
+``entry.model_dump(by_alias=True, mode="json")`` gives back ``wire`` exactly: optional
+fields that are absent on the wire stay absent.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from .errors import InvalidEntryError, InvalidSessionIdError
+from .ids import create_entry_id
+
+__all__ = [
+    "ContentPart",
+    "EntryKind",
+    "ImagePart",
+    "Message",
+    "Role",
+    "SESSION_ID_PATTERN",
+    "SessionEntry",
+    "TextPart",
+    "ThinkingPart",
+    "ToolCall",
+    "compaction_entry",
+    "custom_entry",
+    "entry_from_wire",
+    "entry_text",
+    "message_entry",
+    "now_timestamp",
+    "validate_session_id",
+]
+
+Role = Literal["user", "assistant", "tool"]
+EntryKind = Literal["message", "custom", "compaction"]
+
+# Session ids double as file names in the JSONL adapter: no separators, no dot-only names.
+SESSION_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+
+
+def validate_session_id(session_id: object) -> str:
+    """Return ``session_id`` when it is a safe name, else raise ``InvalidSessionIdError``."""
+    if not isinstance(session_id, str) or not SESSION_ID_PATTERN.fullmatch(session_id):
+        raise InvalidSessionIdError(
+            f"invalid session id {session_id!r}: use 1-128 characters of [A-Za-z0-9._:-], "
+            "starting with a letter or digit"
+        )
+    if ".." in session_id:
+        raise InvalidSessionIdError(f"invalid session id {session_id!r}: '..' is not allowed")
+    return session_id
+
+
+def now_timestamp() -> str:
+    """The current UTC time as an ISO 8601 string with milliseconds and a ``Z``."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class WireModel(BaseModel):
+    """Base for wire models: camelCase aliases, strict keys, absent optionals stay absent."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+    )
+
+    # Field names (snake_case) that are written even when None.
+    _keep_none: frozenset[str] = frozenset()
+
+    @model_serializer(mode="wrap")
+    def _drop_absent(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for name, field in type(self).model_fields.items():
+            if name in self._keep_none or getattr(self, name) is not None:
+                continue
+            key = (field.alias or name) if info.by_alias else name
+            data.pop(key, None)
+        return data
+
+
+class TextPart(WireModel):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ImagePart(WireModel):
+    type: Literal["image"] = "image"
+    data: str | None = None
+    url: str | None = None
+    mime_type: str | None = None
+
+
+class ThinkingPart(WireModel):
+    type: Literal["thinking"] = "thinking"
+    thinking: str
+
+
+ContentPart = Annotated[TextPart | ImagePart | ThinkingPart, Field(discriminator="type")]
+
+
+class ToolCall(WireModel):
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class Message(WireModel):
+    role: Role
+    content: str | list[ContentPart] = ""
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    @model_validator(mode="after")
+    def _tool_rules(self) -> Message:
+        if self.role == "tool" and not self.tool_call_id:
+            raise ValueError("a tool message needs toolCallId")
+        if self.tool_calls and self.role != "assistant":
+            raise ValueError("only an assistant message carries toolCalls")
+        return self
+
+    def text(self) -> str:
+        """The message's text: plain content, or its text parts joined by newlines."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(p.text for p in self.content if isinstance(p, TextPart))
+
+
+def _check_timestamp(value: str) -> str:
+    try:
+        datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise ValueError(f"timestamp {value!r} is not ISO 8601") from exc
+    return value
+
+
+class SessionEntry(WireModel):
+    """One node of a session's entry tree."""
+
+    _keep_none = frozenset({"parent_id"})
+
+    id: str = Field(min_length=1, max_length=256)
+    session_id: str
+    parent_id: str | None = None
+    kind: EntryKind
+    timestamp: str
+    message: Message | None = None
+    data: dict[str, Any] | None = None
+    summary: str | None = None
+
+    @field_validator("session_id")
+    @classmethod
+    def _session_id(cls, value: str) -> str:
+        try:
+            return validate_session_id(value)
+        except InvalidSessionIdError as exc:
+            raise ValueError(str(exc)) from None
+
+    @field_validator("timestamp")
+    @classmethod
+    def _timestamp(cls, value: str) -> str:
+        return _check_timestamp(value)
+
+    @model_validator(mode="after")
+    def _payload_matches_kind(self) -> SessionEntry:
+        if self.kind == "message":
+            if self.message is None:
+                raise ValueError("a message entry needs 'message'")
+            if self.data is not None or self.summary is not None:
+                raise ValueError("a message entry carries no 'data' or 'summary'")
+        elif self.kind == "custom":
+            if self.data is None or not isinstance(self.data.get("type"), str):
+                raise ValueError("a custom entry needs 'data' with a string 'type' marker")
+            if self.message is not None or self.summary is not None:
+                raise ValueError("a custom entry carries no 'message' or 'summary'")
+        else:
+            if self.summary is None:
+                raise ValueError("a compaction entry needs 'summary'")
+            if self.message is not None:
+                raise ValueError("a compaction entry carries no 'message'")
+        if self.parent_id == self.id:
+            raise ValueError("an entry cannot be its own parent")
+        return self
+
+    @property
+    def custom_type(self) -> str | None:
+        """The ``data.type`` marker of a custom entry, else None."""
+        if self.kind == "custom" and self.data is not None:
+            marker = self.data.get("type")
+            return marker if isinstance(marker, str) else None
+        return None
+
+    @property
+    def role(self) -> Role | None:
+        return self.message.role if self.message is not None else None
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, mode="json")
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True)
+
+
+def entry_from_wire(wire: object, *, where: str = "entry") -> SessionEntry:
+    """Validate a wire dict (or JSON text) into an entry, raising ``InvalidEntryError``."""
+    try:
+        if isinstance(wire, str | bytes):
+            return SessionEntry.model_validate_json(wire)
+        return SessionEntry.model_validate(wire)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "entry"
+        ident = wire.get("id") if isinstance(wire, dict) else None
+        label = f"{where} {ident!r}" if ident else where
+        raise InvalidEntryError(f"{label}: field {field!r}: {first['msg']}") from None
+
+
+def entry_text(entry: SessionEntry) -> str:
+    """The text a token estimate or a render sees for an entry."""
+    if entry.message is not None:
+        parts = [entry.message.text()]
+        for call in entry.message.tool_calls or ():
+            parts.append(f"{call.name}({_compact_json(call.arguments)})")
+        return "\n".join(p for p in parts if p)
+    if entry.kind == "compaction":
+        return entry.summary or ""
+    return _compact_json(entry.data or {})
+
+
+def _compact_json(value: object) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def message_entry(
+    session_id: str,
+    role: Role,
+    content: str | list[Any],
+    *,
+    parent_id: str | None = None,
+    entry_id: str | None = None,
+    timestamp: str | None = None,
+    tool_calls: list[ToolCall] | list[dict[str, Any]] | None = None,
+    tool_call_id: str | None = None,
+) -> SessionEntry:
+    """Build a message entry with a fresh id and the current time unless given."""
+    wire: dict[str, Any] = {"role": role, "content": content}
+    if tool_calls is not None:
+        wire["toolCalls"] = [
+            c.model_dump(by_alias=True) if isinstance(c, ToolCall) else c for c in tool_calls
+        ]
+    if tool_call_id is not None:
+        wire["toolCallId"] = tool_call_id
+    return entry_from_wire(
+        {
+            "id": entry_id or create_entry_id(),
+            "sessionId": session_id,
+            "parentId": parent_id,
+            "kind": "message",
+            "timestamp": timestamp or now_timestamp(),
+            "message": wire,
+        }
+    )
+
+
+def custom_entry(
+    session_id: str,
+    data: dict[str, Any],
+    *,
+    parent_id: str | None = None,
+    entry_id: str | None = None,
+    timestamp: str | None = None,
+) -> SessionEntry:
+    """Build a custom entry; ``data`` must carry its ``type`` marker."""
+    return entry_from_wire(
+        {
+            "id": entry_id or create_entry_id(),
+            "sessionId": session_id,
+            "parentId": parent_id,
+            "kind": "custom",
+            "timestamp": timestamp or now_timestamp(),
+            "data": data,
+        }
+    )
+
+
+def compaction_entry(
+    session_id: str,
+    summary: str,
+    data: dict[str, Any] | None = None,
+    *,
+    parent_id: str | None = None,
+    entry_id: str | None = None,
+    timestamp: str | None = None,
+) -> SessionEntry:
+    """Build a compaction entry."""
+    wire: dict[str, Any] = {
+        "id": entry_id or create_entry_id(),
+        "sessionId": session_id,
+        "parentId": parent_id,
+        "kind": "compaction",
+        "timestamp": timestamp or now_timestamp(),
+        "summary": summary,
+    }
+    if data is not None:
+        wire["data"] = data
+    return entry_from_wire(wire)

@@ -1,0 +1,150 @@
+"""Every error prism_om raises on purpose.
+
+The hierarchy::
+
+    PrismMemoryError
+    ├── InvalidInputError            bad input rejected before any side effect
+    │   ├── InvalidEntryError        an entry that does not match the wire format
+    │   ├── InvalidIdError           a malformed entry, memory or scope id
+    │   ├── InvalidSessionIdError    a session id that is not a safe name
+    │   ├── AmbiguousInputError      a request that names two things, or none
+    │   ├── PageTooLargeError        a page limit above its hard cap
+    │   └── LimitExceededError       any other cap of the specification
+    ├── StoreRuleError               an append or move the tree does not allow
+    │   ├── DuplicateEntryError      the entry id already exists in the store
+    │   ├── UnknownParentError       the parent id is in no session of the store
+    │   ├── SessionMismatchError     the entry or parent belongs to another session
+    │   ├── RootExistsError          a second root for one session
+    │   ├── EntryNotFoundError       a leaf or cursor that is not in the session
+    │   └── MemoryRecordError        an om.* record that the branch does not support
+    ├── BranchMismatchError          an append that did not land on the session's leaf
+    ├── ScopeDeniedError             a shared scope read that was not granted
+    ├── StoreError                   the storage underneath failed
+    │   ├── CorruptStoreError        unreadable file, page or row
+    │   ├── StoreBusyError           the store stayed locked past its timeout
+    │   └── StoreClosedError         use after close()
+    └── WorkerError                  a memory worker broke one of its limits
+
+``RemovedSettingError`` (a removed pre-0.1.5 settings key) derives from both
+``PrismMemoryError`` and ``TypeError``, as the specification asks for a ``TypeError``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AmbiguousInputError",
+    "BranchMismatchError",
+    "CorruptStoreError",
+    "DuplicateEntryError",
+    "EntryNotFoundError",
+    "InvalidEntryError",
+    "InvalidIdError",
+    "InvalidInputError",
+    "InvalidSessionIdError",
+    "LimitExceededError",
+    "MemoryRecordError",
+    "PageTooLargeError",
+    "PrismMemoryError",
+    "RemovedSettingError",
+    "RootExistsError",
+    "ScopeDeniedError",
+    "SessionMismatchError",
+    "StoreBusyError",
+    "StoreClosedError",
+    "StoreError",
+    "StoreRuleError",
+    "UnknownParentError",
+    "WorkerError",
+]
+
+
+class PrismMemoryError(Exception):
+    """Root of every error raised by prism_om."""
+
+
+class InvalidInputError(PrismMemoryError, ValueError):
+    """Input rejected before any side effect."""
+
+
+class InvalidEntryError(InvalidInputError):
+    """An entry that does not match the wire format."""
+
+
+class InvalidIdError(InvalidInputError):
+    """A malformed entry, memory or scope id."""
+
+
+class InvalidSessionIdError(InvalidInputError):
+    """A session id that is not a safe, portable name."""
+
+
+class AmbiguousInputError(InvalidInputError):
+    """A request that names two alternatives at once, or neither."""
+
+
+class PageTooLargeError(InvalidInputError):
+    """A page limit above the hard cap."""
+
+
+class LimitExceededError(InvalidInputError):
+    """A cap of the specification would be exceeded."""
+
+
+class StoreRuleError(PrismMemoryError):
+    """An append or leaf move that the session tree does not allow."""
+
+
+class DuplicateEntryError(StoreRuleError):
+    """The entry id already exists somewhere in the store."""
+
+
+class UnknownParentError(StoreRuleError):
+    """The parent id names no entry of the store."""
+
+
+class SessionMismatchError(StoreRuleError):
+    """An entry, parent, leaf or caller that belongs to another session."""
+
+
+class RootExistsError(StoreRuleError):
+    """The session already has its one root entry."""
+
+
+class EntryNotFoundError(StoreRuleError, LookupError):
+    """A leaf or cursor id that is not an entry of the session."""
+
+
+class MemoryRecordError(StoreRuleError):
+    """An ``om.*`` record whose ids or sources the branch does not support."""
+
+
+class BranchMismatchError(PrismMemoryError):
+    """A memory append that did not land at the session's leaf."""
+
+
+class ScopeDeniedError(PrismMemoryError):
+    """A shared-scope access that no grant allows."""
+
+
+class StoreError(PrismMemoryError):
+    """The storage underneath the store failed."""
+
+
+class CorruptStoreError(StoreError):
+    """A file, page or row that can no longer be read."""
+
+
+class StoreBusyError(StoreError):
+    """The store stayed locked by another writer past its timeout."""
+
+
+class StoreClosedError(StoreError):
+    """The store was used after ``close()``."""
+
+
+class WorkerError(PrismMemoryError):
+    """A memory worker run broke one of its limits."""
+
+
+class RemovedSettingError(PrismMemoryError, TypeError):
+    """A settings key removed in 0.1.5; the message names its replacement."""

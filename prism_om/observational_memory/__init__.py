@@ -1,0 +1,1 @@
+"""Observational memory: records, the ledger fold, projections, rendering and recall."""

@@ -1,0 +1,156 @@
+"""An in-process index of session trees: the reference the other adapters must equal.
+
+The memory adapter is this index alone; the JSONL adapter keeps one in step with its
+files. Validation happens in ``check`` before ``apply`` touches anything, so a rejected
+batch leaves the index exactly as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..entries import SessionEntry
+from ..errors import (
+    DuplicateEntryError,
+    EntryNotFoundError,
+    RootExistsError,
+    SessionMismatchError,
+    UnknownParentError,
+)
+
+__all__ = ["TreeIndex"]
+
+
+@dataclass
+class _SessionTree:
+    order: list[str] = field(default_factory=list)
+    root: str | None = None
+    leaf: str | None = None
+
+
+class TreeIndex:
+    """Entries by id, per-session append order, children, depth and the current leaf."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, SessionEntry] = {}
+        self.children: dict[str, list[str]] = {}
+        self.depth: dict[str, int] = {}
+        self.trees: dict[str, _SessionTree] = {}
+
+    # -- writes ------------------------------------------------------------------------
+
+    def check(self, batch: Sequence[SessionEntry]) -> None:
+        """Raise the store error the batch breaks, touching nothing."""
+        if not batch:
+            return
+        session_id = batch[0].session_id
+        tree = self.trees.get(session_id)
+        has_root = tree is not None and tree.root is not None
+        pending: set[str] = set()
+        for entry in batch:
+            if entry.id in self.entries:
+                raise DuplicateEntryError(f"entry id {entry.id!r} already exists in the store")
+            if entry.parent_id is None:
+                if has_root:
+                    root = tree.root if tree else None
+                    raise RootExistsError(
+                        f"entry {entry.id!r} has no parent, but session {session_id!r} "
+                        f"already has its root {root!r}"
+                    )
+                has_root = True
+            elif entry.parent_id not in pending:
+                parent = self.entries.get(entry.parent_id)
+                if parent is None:
+                    raise UnknownParentError(
+                        f"entry {entry.id!r} names parent {entry.parent_id!r}, "
+                        "which is not in the store"
+                    )
+                if parent.session_id != session_id:
+                    raise SessionMismatchError(
+                        f"entry {entry.id!r} of session {session_id!r} names parent "
+                        f"{entry.parent_id!r} of session {parent.session_id!r}"
+                    )
+            pending.add(entry.id)
+
+    def apply(self, batch: Sequence[SessionEntry]) -> None:
+        """Add an already checked batch and move the session's leaf to its last entry."""
+        for entry in batch:
+            tree = self.trees.get(entry.session_id)
+            if tree is None:
+                tree = self.trees[entry.session_id] = _SessionTree()
+            self.entries[entry.id] = entry
+            self.children[entry.id] = []
+            tree.order.append(entry.id)
+            if entry.parent_id is None:
+                tree.root = entry.id
+                self.depth[entry.id] = 0
+            else:
+                self.children[entry.parent_id].append(entry.id)
+                self.depth[entry.id] = self.depth[entry.parent_id] + 1
+            tree.leaf = entry.id
+
+    def resolve_leaf(self, session_id: str, entry_id: str) -> str:
+        """Check that ``entry_id`` is an entry of the session and return it."""
+        entry = self.entries.get(entry_id)
+        if entry is None:
+            raise EntryNotFoundError(f"entry {entry_id!r} is not in the store")
+        if entry.session_id != session_id:
+            raise SessionMismatchError(
+                f"entry {entry_id!r} belongs to session {entry.session_id!r}, not {session_id!r}"
+            )
+        return entry_id
+
+    # -- reads -------------------------------------------------------------------------
+
+    def session_entries(self, session_id: str) -> list[SessionEntry]:
+        tree = self.trees.get(session_id)
+        return [self.entries[i] for i in tree.order] if tree else []
+
+    def leaf(self, session_id: str) -> str | None:
+        tree = self.trees.get(session_id)
+        return tree.leaf if tree else None
+
+    def leaves(self, session_id: str) -> list[str]:
+        tree = self.trees.get(session_id)
+        return [i for i in tree.order if not self.children[i]] if tree else []
+
+    def path_ids(self, session_id: str, leaf_id: str | None) -> list[str]:
+        """Ids from the root to the leaf (default: the current leaf), root first."""
+        if leaf_id is None:
+            leaf_id = self.leaf(session_id)
+            if leaf_id is None:
+                return []
+        else:
+            self.resolve_leaf(session_id, leaf_id)
+        path: list[str] = []
+        current: str | None = leaf_id
+        while current is not None:
+            path.append(current)
+            current = self.entries[current].parent_id
+        path.reverse()
+        return path
+
+    def branch(self, session_id: str, leaf_id: str | None) -> list[SessionEntry]:
+        return [self.entries[i] for i in self.path_ids(session_id, leaf_id)]
+
+    def is_on_branch(self, session_id: str, entry_id: str, leaf_id: str | None) -> bool:
+        """Ancestor test by depth: walk up from the leaf only as far as the entry's depth."""
+        if leaf_id is None:
+            leaf_id = self.leaf(session_id)
+            if leaf_id is None:
+                return False
+        else:
+            self.resolve_leaf(session_id, leaf_id)
+        target = self.entries.get(entry_id)
+        if target is None or target.session_id != session_id:
+            return False
+        want = self.depth[entry_id]
+        current = leaf_id
+        if self.depth[current] < want:
+            return False
+        while self.depth[current] > want:
+            parent = self.entries[current].parent_id
+            assert parent is not None  # depth > 0 means a parent exists
+            current = parent
+        return current == entry_id

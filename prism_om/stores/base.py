@@ -1,0 +1,115 @@
+"""The ``SessionStore`` protocol every adapter implements, and the rules they share."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Sequence
+from types import TracebackType
+from typing import Protocol, Self, runtime_checkable
+
+from ..entries import SessionEntry, validate_session_id
+from ..errors import DuplicateEntryError, InvalidEntryError, SessionMismatchError
+
+__all__ = ["SessionStore", "check_batch_shape"]
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """An append-only forest of session entry trees.
+
+    Rules every adapter keeps:
+
+    * entry ids are unique across the whole store;
+    * a parent exists in the same session; a session has exactly one root
+      (``parent_id=None``);
+    * appending to an entry that already has a child starts a new branch;
+    * a rejected append or batch writes nothing; a batch belongs to one session;
+    * each session has a persisted current leaf: an append moves it to the new entry,
+      ``set_leaf`` moves it anywhere in the session (so the next append forks).
+    """
+
+    url: str
+
+    async def append(self, entry: SessionEntry) -> None:
+        """Append one entry."""
+        ...
+
+    async def append_many(self, entries: Sequence[SessionEntry]) -> None:
+        """Append a batch of one session's entries, all or nothing."""
+        ...
+
+    async def get(self, entry_id: str) -> SessionEntry | None:
+        """The entry with this id, from any session, or None."""
+        ...
+
+    async def list(self, session_id: str) -> builtins.list[SessionEntry]:
+        """Every entry of the session in append order (empty for an unknown session)."""
+        ...
+
+    async def branch(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> builtins.list[SessionEntry]:
+        """The path from the root to ``leaf_id`` (default: the current leaf), root first."""
+        ...
+
+    async def leaves(self, session_id: str) -> builtins.list[str]:
+        """Ids of the session's entries that have no child, in append order."""
+        ...
+
+    async def leaf(self, session_id: str) -> str | None:
+        """The session's persisted current leaf, or None for an unknown session."""
+        ...
+
+    async def set_leaf(self, session_id: str, entry_id: str) -> None:
+        """Move the session's current leaf to one of its entries."""
+        ...
+
+    async def is_on_branch(
+        self, session_id: str, entry_id: str, leaf_id: str | None = None
+    ) -> bool:
+        """True when ``entry_id`` lies on the path from the root to the leaf."""
+        ...
+
+    async def sessions(self) -> builtins.list[str]:
+        """Every session id of the store, in order of creation."""
+        ...
+
+    async def close(self) -> None:
+        """Release files and connections; idempotent."""
+        ...
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+
+def check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[SessionEntry]:
+    """Checks that need no store: entry types, one session, no id twice in the batch."""
+    batch = builtins.list(entries)
+    if not batch:
+        return batch
+    seen: set[str] = set()
+    session_id = None
+    for entry in batch:
+        if not isinstance(entry, SessionEntry):
+            raise InvalidEntryError(
+                f"expected a SessionEntry, got {type(entry).__name__}; "
+                "build one with SessionEntry.model_validate(wire)"
+            )
+        validate_session_id(entry.session_id)
+        if session_id is None:
+            session_id = entry.session_id
+        elif entry.session_id != session_id:
+            raise SessionMismatchError(
+                f"entry {entry.id!r} belongs to session {entry.session_id!r}, but the batch "
+                f"is for session {session_id!r}: a batch holds one session's entries"
+            )
+        if entry.id in seen:
+            raise DuplicateEntryError(f"entry id {entry.id!r} appears twice in the batch")
+        seen.add(entry.id)
+    return batch

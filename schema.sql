@@ -1,0 +1,1 @@
+-- schema: filled by the SQLite adapter
