@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Self
 
-from ..entries import SessionEntry
+from ..entries import SessionEntry, validate_session_id
 from ..errors import StoreClosedError
 from ._tree import TreeIndex
 from .base import check_batch_shape
@@ -45,28 +45,28 @@ class MemoryStore:
         return self._open_index().entries.get(entry_id)
 
     async def list(self, session_id: str) -> builtins.list[SessionEntry]:
-        return self._open_index().session_entries(session_id)
+        return self._open_index().session_entries(validate_session_id(session_id))
 
     async def branch(
         self, session_id: str, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
-        return self._open_index().branch(session_id, leaf_id)
+        return self._open_index().branch(validate_session_id(session_id), leaf_id)
 
     async def leaves(self, session_id: str) -> builtins.list[str]:
-        return self._open_index().leaves(session_id)
+        return self._open_index().leaves(validate_session_id(session_id))
 
     async def leaf(self, session_id: str) -> str | None:
-        return self._open_index().leaf(session_id)
+        return self._open_index().leaf(validate_session_id(session_id))
 
     async def set_leaf(self, session_id: str, entry_id: str) -> None:
         index = self._open_index()
-        index.resolve_leaf(session_id, entry_id)
+        index.resolve_leaf(validate_session_id(session_id), entry_id)
         index.trees[session_id].leaf = entry_id
 
     async def is_on_branch(
         self, session_id: str, entry_id: str, leaf_id: str | None = None
     ) -> bool:
-        return self._open_index().is_on_branch(session_id, entry_id, leaf_id)
+        return self._open_index().is_on_branch(validate_session_id(session_id), entry_id, leaf_id)
 
     async def sessions(self) -> builtins.list[str]:
         return builtins.list(self._open_index().trees)

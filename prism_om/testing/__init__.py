@@ -1,0 +1,1 @@
+"""Test support that ships with the package, so outside adapters can run our suites."""
