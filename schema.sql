@@ -1,1 +1,67 @@
--- schema: filled by the SQLite adapter
+-- prism_om relational schema: the one source of truth for every SQL adapter.
+--
+-- Tables and indexes only. Pragmas are set in code, and tables derived from entries are
+-- maintained by the adapter inside the append transaction, never by triggers, so that
+-- sqlglot can transpile this file to other dialects (PostgreSQL) unchanged.
+-- The SQLite adapter records the version of this file in PRAGMA user_version
+-- (prism_om/stores/_schema.py: SCHEMA_VERSION); change both together.
+--
+-- Branch paths without tree walks: every entry has a depth (root = 0) and a segment.
+-- A segment is a maximal chain of entries each of which is the first child of the one
+-- before. Appending to an entry that has no child yet continues its segment; appending to
+-- an entry that already has a child starts a new segment whose parent segment is the
+-- parent entry's segment. The path from the root to a leaf is then one depth range per
+-- segment it crosses, and "rows on this branch" is an index range search per piece on
+-- (segment_id, depth).
+
+-- One row per session, in creation order (seq).
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL,
+    root_id TEXT NOT NULL,
+    leaf_id TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+
+CREATE UNIQUE INDEX IF NOT EXISTS sessions_seq ON sessions (seq);
+
+-- One row per segment; segment ids grow with creation, so a parent segment id is always
+-- smaller than its children's. start_depth is the depth of the segment's first entry;
+-- that entry's parent is in parent_segment_id at start_depth - 1.
+CREATE TABLE IF NOT EXISTS segments (
+    segment_id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions (session_id),
+    parent_segment_id INTEGER REFERENCES segments (segment_id),
+    start_depth INTEGER NOT NULL
+);
+
+CREATE INDEX IF NOT EXISTS segments_session ON segments (session_id, segment_id);
+
+-- One row per entry, in append order (seq). body is the entry's wire JSON, exactly as
+-- every adapter persists it; the other columns are indexed copies of its fields or the
+-- entry's place in the tree. tokens is the entry's estimate made at append with
+-- token_encoding; path_tokens sums the message tokens from the root through this entry,
+-- and is NULL when the path was counted with more than one encoding.
+CREATE TABLE IF NOT EXISTS entries (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    session_id TEXT NOT NULL REFERENCES sessions (session_id),
+    parent_id TEXT REFERENCES entries (id),
+    kind TEXT NOT NULL,
+    role TEXT,
+    custom_type TEXT,
+    timestamp TEXT NOT NULL,
+    depth INTEGER NOT NULL,
+    segment_id INTEGER NOT NULL REFERENCES segments (segment_id),
+    tokens INTEGER NOT NULL,
+    token_encoding TEXT NOT NULL,
+    path_tokens INTEGER,
+    body TEXT NOT NULL
+);
+
+CREATE INDEX IF NOT EXISTS entries_session_seq ON entries (session_id, seq);
+
+-- A segment holds at most one entry per depth.
+CREATE UNIQUE INDEX IF NOT EXISTS entries_segment_depth ON entries (segment_id, depth);
+
+CREATE INDEX IF NOT EXISTS entries_parent ON entries (parent_id);

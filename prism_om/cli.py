@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -24,8 +25,8 @@ EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
 def _store_url(value: str) -> str:
     """Accept a store URL, or a bare path meaning a SQLite file."""
-    if value.startswith(("memory:", "jsonl:", "sqlite:")):
-        return value
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", value):
+        return value  # a URL; open_store names the schemes it knows if this is not one
     return f"sqlite:{value}"
 
 

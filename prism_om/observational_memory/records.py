@@ -2,25 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from ..entries import WireModel
 from ..ids import MEMORY_ID_PATTERN
 
 __all__ = [
     "COMPACTION_STRATEGY_NAME",
+    "ENTRY_ID_MAX_CHARS",
     "FOLDED_TYPE",
     "MEMORY_RECORD_TYPES",
     "OBSERVATIONS_DROPPED",
     "OBSERVATIONS_RECORDED",
+    "PRIORITY_RANK",
     "REFLECTIONS_RECORDED",
     "SCOPE_RECORD_TYPES",
     "FoldedMemory",
     "Observation",
     "ObservationsDropped",
     "ObservationsRecorded",
+    "EntryRef",
+    "MemoryId",
     "Priority",
     "Reflection",
     "ReflectionsRecorded",
@@ -47,6 +53,10 @@ SCOPE_RECORD_TYPES = frozenset(
 
 Priority = Literal["high", "medium", "low"]
 PRIORITY_RANK: dict[str, int] = {"low": 0, "medium": 1, "high": 2}
+"""Relevance order of priorities: a lower rank is dropped or trimmed first."""
+
+# The longest entry id SessionEntry accepts; a reference to an entry is held to the same.
+ENTRY_ID_MAX_CHARS: Final = 256
 
 
 def _memory_id(value: str) -> str:
@@ -55,66 +65,119 @@ def _memory_id(value: str) -> str:
     return value
 
 
+def _entry_ref(value: str) -> str:
+    if not value or len(value) > ENTRY_ID_MAX_CHARS:
+        raise ValueError(f"{value!r} is not an entry id (1-{ENTRY_ID_MAX_CHARS} characters)")
+    return value
+
+
+# Item-level types, so a bad id is reported with its index (observationIds[2]).
+MemoryId = Annotated[str, AfterValidator(_memory_id)]
+EntryRef = Annotated[str, AfterValidator(_entry_ref)]
+
+
+def _no_duplicates(values: Iterable[str], what: str) -> None:
+    # A duplicate inside one record is a malformed record, never a harmless repeat: the
+    # fold keys rows by id, so the second copy would silently vanish.
+    seen: set[str] = set()
+    for value in values:
+        if value in seen:
+            raise ValueError(f"{what} lists {value!r} twice")
+        seen.add(value)
+
+
+def _iso_datetime(value: str, what: str) -> str:
+    try:
+        datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise ValueError(f"{what} {value!r} is not an ISO 8601 date or timestamp") from exc
+    return value
+
+
 class Observation(WireModel):
     """One source-backed fact, dated by its newest source."""
 
-    id: str
+    id: MemoryId
     text: str = Field(min_length=1)
-    source_entry_ids: list[str] = Field(min_length=1)
+    source_entry_ids: list[EntryRef] = Field(min_length=1)
     observed_at: str
     referenced_date: str | None = None
     priority: Priority = "medium"
     trust: str | None = None
     metadata: dict[str, Any] | None = None
 
-    @field_validator("id")
+    @field_validator("source_entry_ids")
     @classmethod
-    def _check_id(cls, value: str) -> str:
-        return _memory_id(value)
+    def _check_sources(cls, value: list[str]) -> list[str]:
+        _no_duplicates(value, "sourceEntryIds")
+        return value
+
+    @field_validator("observed_at")
+    @classmethod
+    def _check_observed_at(cls, value: str) -> str:
+        return _iso_datetime(value, "observedAt")
+
+    @field_validator("referenced_date")
+    @classmethod
+    def _check_referenced_date(cls, value: str | None) -> str | None:
+        return None if value is None else _iso_datetime(value, "referencedDate")
 
 
 class Reflection(WireModel):
     """A higher-level statement resting on observation ids."""
 
-    id: str
+    id: MemoryId
     text: str = Field(min_length=1)
-    observation_ids: list[str] = Field(min_length=1)
+    observation_ids: list[MemoryId] = Field(min_length=1)
     priority: Priority = "medium"
     trust: str | None = None
     metadata: dict[str, Any] | None = None
 
-    @field_validator("id")
-    @classmethod
-    def _check_id(cls, value: str) -> str:
-        return _memory_id(value)
-
     @field_validator("observation_ids")
     @classmethod
     def _check_supports(cls, value: list[str]) -> list[str]:
-        return [_memory_id(v) for v in value]
+        _no_duplicates(value, "observationIds")
+        return value
 
 
 class ObservationsRecorded(WireModel):
+    """An observer run: new observations (maybe none) and how far it scanned."""
+
     type: Literal["om.observations.recorded"] = OBSERVATIONS_RECORDED
     observations: list[Observation] = Field(default_factory=list)
-    covers_up_to_id: str | None = None
+    covers_up_to_id: EntryRef | None = None
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> ObservationsRecorded:
+        _no_duplicates((o.id for o in self.observations), "observations")
+        return self
 
 
 class ReflectionsRecorded(WireModel):
+    """A reflector run: new reflections (maybe none) and its coverage."""
+
     type: Literal["om.reflections.recorded"] = REFLECTIONS_RECORDED
     reflections: list[Reflection] = Field(default_factory=list)
-    covers_up_to_id: str | None = None
+    covers_up_to_id: EntryRef | None = None
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> ReflectionsRecorded:
+        _no_duplicates((r.id for r in self.reflections), "reflections")
+        return self
 
 
 class ObservationsDropped(WireModel):
+    """Observation ids retired by the dropper, or by a revocation (no coverage then)."""
+
     type: Literal["om.observations.dropped"] = OBSERVATIONS_DROPPED
-    observation_ids: list[str] = Field(default_factory=list)
-    covers_up_to_id: str | None = None
+    observation_ids: list[MemoryId] = Field(default_factory=list)
+    covers_up_to_id: EntryRef | None = None
 
     @field_validator("observation_ids")
     @classmethod
     def _check_ids(cls, value: list[str]) -> list[str]:
-        return [_memory_id(v) for v in value]
+        _no_duplicates(value, "observationIds")
+        return value
 
 
 class FoldedMemory(WireModel):
@@ -125,4 +188,18 @@ class FoldedMemory(WireModel):
     full_fold: bool = False
     observations: list[Observation] = Field(default_factory=list)
     reflections: list[Reflection] = Field(default_factory=list)
-    dropped_observation_ids: list[str] = Field(default_factory=list)
+    dropped_observation_ids: list[MemoryId] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> FoldedMemory:
+        # Observation and reflection ids share one namespace (recall takes a bare id), and
+        # an id cannot be both kept and trimmed by the same compaction.
+        _no_duplicates(
+            [
+                *(o.id for o in self.observations),
+                *(r.id for r in self.reflections),
+                *self.dropped_observation_ids,
+            ],
+            "the folded memory (observations, reflections and droppedObservationIds)",
+        )
+        return self

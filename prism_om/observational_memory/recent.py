@@ -1,0 +1,185 @@
+"""The recent-messages layer: the exact last few user/assistant/tool messages of a branch.
+
+Selection: the last ``keep_recent_entries`` eligible message entries in branch order; with
+``max_tokens``, the oldest are dropped until the rest fit, except that the newest message
+is always kept (an agent that cannot see the latest message cannot answer it; the byte cap
+below still bounds it). Compaction's ``keepEntryIds`` uses the same selection.
+
+Rendering: each message as a header line (role, entry id, timestamp, and the tool call id
+of a tool result) followed by its text, messages separated by a blank line. The window
+never exceeds 512 KiB (or a smaller ``max_bytes``): the oldest messages are dropped first,
+with a first line saying how many; a newest message that alone is too large is cut, with
+a marker. Text is redacted of ``secrets`` before it is measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from ..entries import SessionEntry, entry_text
+from ..errors import InvalidInputError
+from ..tokens import TokenEstimator, get_estimator
+from .limits import RECENT_WINDOW_MAX_BYTES, validate_limit
+from .redact import Redactor, redactor
+from .sources import is_eligible_observation_source_entry
+from .textcap import truncate_utf8, utf8_len
+
+__all__ = [
+    "DEFAULT_KEEP_RECENT_ENTRIES",
+    "RecentMessageWindow",
+    "check_keep_recent_entries",
+    "recent_message_window",
+    "render_recent_message_window",
+    "select_recent_message_entries",
+]
+
+DEFAULT_KEEP_RECENT_ENTRIES: Final = 8
+_CUT_MARKER: Final = "\n[message truncated to fit the recent-message window cap]"
+_SEPARATOR: Final = "\n\n"
+
+
+@dataclass(frozen=True)
+class RecentMessageWindow:
+    """The rendered recent-message window and the entries it shows."""
+
+    entries: tuple[SessionEntry, ...]
+    """Messages shown, oldest first (the newest may be cut, see ``truncated_entry_id``)."""
+    text: str
+    omitted_entry_ids: tuple[str, ...] = ()
+    """Selected messages dropped, oldest first, to fit the byte cap."""
+    truncated_entry_id: str | None = None
+    """The message shown only in part because it alone exceeds the cap."""
+
+    @property
+    def entry_ids(self) -> tuple[str, ...]:
+        return tuple(e.id for e in self.entries)
+
+    @property
+    def complete_entry_ids(self) -> tuple[str, ...]:
+        """Messages shown whole: the ones memory need not repeat."""
+        return tuple(e.id for e in self.entries if e.id != self.truncated_entry_id)
+
+
+def check_keep_recent_entries(value: object, name: str = "keep_recent_entries") -> int:
+    """``value`` when it is a non-negative integer (0 keeps no recent messages)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInputError(f"{name} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def select_recent_message_entries(
+    entries: Sequence[SessionEntry],
+    keep_recent_entries: int = DEFAULT_KEEP_RECENT_ENTRIES,
+    *,
+    max_tokens: int | None = None,
+    estimator: TokenEstimator | None = None,
+) -> list[SessionEntry]:
+    """The last eligible message entries of the branch, oldest first. O(n)."""
+    keep = check_keep_recent_entries(keep_recent_entries)
+    if max_tokens is not None:
+        validate_limit("max_tokens", max_tokens)
+    chosen: list[SessionEntry] = []
+    for entry in reversed(entries):
+        if len(chosen) >= keep:
+            break
+        if is_eligible_observation_source_entry(entry):
+            chosen.append(entry)
+    if max_tokens is not None and len(chosen) > 1:
+        est = estimator or get_estimator()
+        total = 0
+        for count, entry in enumerate(chosen):  # newest first
+            total += est.count_entry(entry)
+            if total > max_tokens and count > 0:
+                chosen = chosen[:count]
+                break
+    chosen.reverse()
+    return chosen
+
+
+def _render_message(entry: SessionEntry, red: Redactor) -> str:
+    assert entry.message is not None
+    head = f"[{entry.message.role} {entry.id} {entry.timestamp}"
+    if entry.message.tool_call_id:
+        head += f" result of {entry.message.tool_call_id}"
+    return red.text(f"{head}]\n{entry_text(entry)}")
+
+
+def _omitted_line(count: int) -> str:
+    return f"[{count} earlier message{'s' if count != 1 else ''} omitted to fit the window cap]"
+
+
+def recent_message_window(
+    entries: Sequence[SessionEntry],
+    keep_recent_entries: int = DEFAULT_KEEP_RECENT_ENTRIES,
+    *,
+    max_tokens: int | None = None,
+    estimator: TokenEstimator | None = None,
+    secrets: Iterable[str] | Redactor | None = None,
+    max_bytes: int = RECENT_WINDOW_MAX_BYTES,
+) -> RecentMessageWindow:
+    """Select and render the recent-message window within its byte cap."""
+    validate_limit("max_bytes", max_bytes, hard_cap=RECENT_WINDOW_MAX_BYTES)
+    selected = select_recent_message_entries(
+        entries, keep_recent_entries, max_tokens=max_tokens, estimator=estimator
+    )
+    red = redactor(secrets)
+    blocks = [_render_message(e, red) for e in selected]
+    sizes = [utf8_len(b) for b in blocks]
+    sep = utf8_len(_SEPARATOR)
+
+    # Keep the newest messages that fit, counting the omission line they would need.
+    kept = 0
+    used = 0
+    for index in range(len(blocks) - 1, -1, -1):
+        grown = used + sizes[index] + (sep if kept else 0)
+        omitted = index  # messages older than this one
+        marker = utf8_len(_omitted_line(omitted)) + sep if omitted else 0
+        if grown + marker > max_bytes:
+            break
+        used, kept = grown, kept + 1
+
+    truncated_id = None
+    if kept == 0 and blocks:
+        # The newest message alone does not fit: show its beginning, cut on a character.
+        kept = 1
+        omitted = len(blocks) - 1
+        budget = max_bytes - (utf8_len(_omitted_line(omitted)) + sep if omitted else 0)
+        blocks[-1] = truncate_utf8(blocks[-1], max(budget, 0), _CUT_MARKER)
+        truncated_id = selected[-1].id
+
+    shown = selected[len(selected) - kept :]
+    dropped = selected[: len(selected) - kept]
+    parts = blocks[len(blocks) - kept :]
+    if dropped:
+        parts.insert(0, _omitted_line(len(dropped)))
+    text = _SEPARATOR.join(parts)
+    if utf8_len(text) > max_bytes:  # only when max_bytes is too small for even a marker
+        text = truncate_utf8(text, max_bytes)
+    return RecentMessageWindow(
+        entries=tuple(shown),
+        text=text,
+        omitted_entry_ids=tuple(e.id for e in dropped),
+        truncated_entry_id=truncated_id,
+    )
+
+
+def render_recent_message_window(
+    entries: Sequence[SessionEntry],
+    keep_recent_entries: int = DEFAULT_KEEP_RECENT_ENTRIES,
+    *,
+    max_tokens: int | None = None,
+    estimator: TokenEstimator | None = None,
+    secrets: Iterable[str] | Redactor | None = None,
+    max_bytes: int = RECENT_WINDOW_MAX_BYTES,
+) -> str:
+    """The text of the recent-message window (see ``recent_message_window``)."""
+    return recent_message_window(
+        entries,
+        keep_recent_entries,
+        max_tokens=max_tokens,
+        estimator=estimator,
+        secrets=secrets,
+        max_bytes=max_bytes,
+    ).text

@@ -1,0 +1,224 @@
+"""Render reflections and observations into the prepared memory text an agent reads.
+
+Layout (sections appear only when they have content; no memory renders as ``""``)::
+
+    # Observational memory
+    Ids in brackets can be recalled for their exact source messages.
+
+    ## Scope outline
+    <outline>
+
+    ## Reflections
+    - [aaaaaaaaaaaa] (high) The user is migrating the billing service to Postgres.
+
+    ## Observations
+    ### 2024-05-03
+    - 14:05 [bbbbbbbbbbbb] (medium) User chose pgbouncer in transaction mode. (refers to 2024-05-07)
+
+    [3 observations omitted to fit the 256 KiB memory cap]
+
+Reflections keep record order. Observations are grouped by the date of ``observedAt`` (as
+written, so a local timestamp keeps its local date), dates ascending, and ordered by time
+within a date. The text never exceeds its byte cap (256 KiB, or a smaller ``max_bytes``):
+the least relevant observations (lowest priority, then oldest) are omitted first, then,
+only if the reflections alone are too large, the least relevant reflections; a final line
+says how many were omitted. Every line is redacted of ``secrets`` before it is measured,
+since a replacement can be longer than the secret.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
+
+from .limits import RENDERED_MEMORY_MAX_BYTES, validate_limit
+from .records import PRIORITY_RANK, Observation, Reflection
+from .redact import Redactor, redactor
+from .relevance import instant, lowest_relevance_order
+from .textcap import truncate_utf8, utf8_len
+
+__all__ = [
+    "MEMORY_TITLE",
+    "RenderedMemory",
+    "render_observational_memory",
+    "render_observational_memory_details",
+]
+
+MEMORY_TITLE: Final = "# Observational memory"
+_HINT: Final = "Ids in brackets can be recalled for their exact source messages."
+_TRUNCATED: Final = "\n[memory truncated to fit its cap]"
+
+
+@dataclass(frozen=True)
+class RenderedMemory:
+    """Rendered memory text and which memory made it in."""
+
+    text: str
+    observation_ids: tuple[str, ...]
+    """Rendered observations, in display order."""
+    reflection_ids: tuple[str, ...]
+    omitted_observation_ids: tuple[str, ...]
+    """Observations left out to fit the cap, least relevant first."""
+    omitted_reflection_ids: tuple[str, ...]
+    truncated: bool = False
+    """True only when even the title, outline and marker had to be cut."""
+
+
+def render_observational_memory(
+    reflections: Sequence[Reflection],
+    observations: Sequence[Observation],
+    *,
+    outline: str | None = None,
+    secrets: Iterable[str] | Redactor | None = None,
+    max_bytes: int = RENDERED_MEMORY_MAX_BYTES,
+) -> str:
+    """The memory text for ``reflections`` and ``observations`` (both in record order)."""
+    return render_observational_memory_details(
+        reflections, observations, outline=outline, secrets=secrets, max_bytes=max_bytes
+    ).text
+
+
+def render_observational_memory_details(
+    reflections: Sequence[Reflection],
+    observations: Sequence[Observation],
+    *,
+    outline: str | None = None,
+    secrets: Iterable[str] | Redactor | None = None,
+    max_bytes: int = RENDERED_MEMORY_MAX_BYTES,
+) -> RenderedMemory:
+    """Like ``render_observational_memory``, also reporting rendered and omitted ids.
+
+    Raises ``LimitExceededError`` when ``max_bytes`` is above the 256 KiB hard cap.
+    """
+    validate_limit("max_bytes", max_bytes, hard_cap=RENDERED_MEMORY_MAX_BYTES)
+    red = redactor(secrets)
+    layout = _Layout(reflections, observations, outline, red)
+    if layout.empty:
+        return RenderedMemory("", (), (), (), ())
+
+    # Omitting one more item never makes the text longer (a line outweighs the digits the
+    # omission count may gain), so the smallest omission that fits is a binary search.
+    obs_order = lowest_relevance_order(observations)
+    refl_order = sorted(
+        range(len(reflections)), key=lambda i: (PRIORITY_RANK[reflections[i].priority], i)
+    )
+
+    def fits(n_obs: int, n_refl: int) -> bool:
+        return utf8_len(layout.text(obs_order[:n_obs], refl_order[:n_refl])) <= max_bytes
+
+    n_obs = _smallest(len(observations), lambda k: fits(k, 0))
+    n_refl = 0
+    if n_obs is None:
+        n_obs = len(observations)
+        n_refl_found = _smallest(len(reflections), lambda k: fits(n_obs, k))
+        n_refl = len(reflections) if n_refl_found is None else n_refl_found
+    omitted_obs, omitted_refl = obs_order[:n_obs], refl_order[:n_refl]
+    text = layout.text(omitted_obs, omitted_refl)
+    truncated = utf8_len(text) > max_bytes
+    if truncated:
+        text = truncate_utf8(text, max_bytes, _TRUNCATED)
+    gone_obs, gone_refl = set(omitted_obs), set(omitted_refl)
+    return RenderedMemory(
+        text=text,
+        observation_ids=tuple(
+            observations[i].id for i in layout.observation_display_order if i not in gone_obs
+        ),
+        reflection_ids=tuple(r.id for i, r in enumerate(reflections) if i not in gone_refl),
+        omitted_observation_ids=tuple(observations[i].id for i in omitted_obs),
+        omitted_reflection_ids=tuple(reflections[i].id for i in omitted_refl),
+        truncated=truncated,
+    )
+
+
+def _smallest(upper: int, ok: Callable[[int], bool]) -> int | None:
+    """The smallest ``k`` in ``0..upper`` with ``ok(k)``, assuming monotony; else None."""
+    if ok(0):
+        return 0
+    if not ok(upper):
+        return None
+    lo, hi = 0, upper  # ok(lo) is False, ok(hi) is True
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+class _Layout:
+    """Pre-rendered, pre-redacted lines; ``text()`` assembles them minus omitted items."""
+
+    def __init__(
+        self,
+        reflections: Sequence[Reflection],
+        observations: Sequence[Observation],
+        outline: str | None,
+        red: Redactor,
+    ) -> None:
+        self.empty = not reflections and not observations and not (outline and outline.strip())
+        self.head = [MEMORY_TITLE, _HINT]
+        if outline and outline.strip():
+            self.head += ["", "## Scope outline", red.text(outline.strip())]
+        self.reflection_lines = [_reflection_line(r, red) for r in reflections]
+        # Display order: by date as written, then by instant, then record order.
+        self.observation_display_order = sorted(
+            range(len(observations)),
+            key=lambda i: (_date_of(observations[i]), instant(observations[i].observed_at), i),
+        )
+        self.observation_dates = [_date_of(o) for o in observations]
+        self.observation_lines = [_observation_line(o, red) for o in observations]
+        self.date_headers = {d: red.text(f"### {d}") for d in set(self.observation_dates)}
+
+    def text(self, omit_obs: Sequence[int], omit_refl: Sequence[int]) -> str:
+        gone_obs, gone_refl = set(omit_obs), set(omit_refl)
+        lines = list(self.head)
+        kept_refl = [line for i, line in enumerate(self.reflection_lines) if i not in gone_refl]
+        if kept_refl:
+            lines += ["", "## Reflections", *kept_refl]
+        kept_obs = [i for i in self.observation_display_order if i not in gone_obs]
+        if kept_obs:
+            lines += ["", "## Observations"]
+            current = None
+            for i in kept_obs:
+                if self.observation_dates[i] != current:
+                    current = self.observation_dates[i]
+                    lines.append(self.date_headers[current])
+                lines.append(self.observation_lines[i])
+        if gone_obs or gone_refl:
+            lines += ["", _omission_marker(len(gone_obs), len(gone_refl))]
+        return "\n".join(lines)
+
+
+def _omission_marker(n_obs: int, n_refl: int) -> str:
+    parts = []
+    if n_obs:
+        parts.append(f"{n_obs} observation{'s' if n_obs != 1 else ''}")
+    if n_refl:
+        parts.append(f"{n_refl} reflection{'s' if n_refl != 1 else ''}")
+    return f"[{' and '.join(parts)} omitted to fit the memory cap]"
+
+
+def _date_of(observation: Observation) -> str:
+    return datetime.fromisoformat(observation.observed_at).date().isoformat()
+
+
+def _block(text: str) -> str:
+    # Continuation lines are indented so a multi-line text stays inside its list item.
+    return text.strip().replace("\r\n", "\n").replace("\n", "\n  ")
+
+
+def _reflection_line(reflection: Reflection, red: Redactor) -> str:
+    text = _block(red.text(reflection.text))
+    return red.text(f"- [{reflection.id}] ({reflection.priority}) {text}")
+
+
+def _observation_line(observation: Observation, red: Redactor) -> str:
+    moment = datetime.fromisoformat(observation.observed_at)
+    text = _block(red.text(observation.text))
+    line = f"- {moment:%H:%M} [{observation.id}] ({observation.priority}) {text}"
+    if observation.referenced_date:
+        line += f" (refers to {observation.referenced_date})"
+    return red.text(line)

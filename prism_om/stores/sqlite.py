@@ -1,0 +1,901 @@
+"""The SQLite adapter: session trees in one file, branch paths as indexed range queries.
+
+Durability: the file runs in WAL mode. ``synchronous="NORMAL"`` (the default) keeps every
+committed append through an application crash (a killed process); ``"FULL"`` also keeps
+it through an operating-system crash or power loss, at the cost of an fsync per commit.
+
+Concurrency: one writer connection, guarded by an ``asyncio.Lock`` held across each whole
+transaction, because aiosqlite runs every coroutine's statements on one connection and so
+in one transaction; every write transaction starts with ``BEGIN IMMEDIATE`` so that two
+processes queue for the write lock instead of failing half-way. Reads use their own
+connection and see the last committed state. A write lock held by another process past
+``busy_timeout_ms`` is retried a few times with a short backoff, then raises
+``StoreBusyError``. Every ``sqlite3`` error is translated at this boundary.
+
+Branch paths: see ``schema.sql``. Each entry has a depth and a segment (a chain of first
+children), so a branch is one (segment, depth range) piece per fork on it. The pieces come
+from the small ``segments`` table by a recursive query; the entries of a piece come from
+the ``(segment_id, depth)`` index. Nothing walks parent pointers one entry at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import os
+import random
+import sqlite3
+import warnings
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any, NamedTuple, Self, TypeVar
+
+import aiosqlite
+from pydantic import ValidationError
+
+from ..entries import SessionEntry
+from ..errors import (
+    CorruptStoreError,
+    DuplicateEntryError,
+    EntryNotFoundError,
+    InvalidInputError,
+    RootExistsError,
+    SessionMismatchError,
+    StoreBusyError,
+    StoreClosedError,
+    StoreError,
+    StoreRuleError,
+    UnknownParentError,
+)
+from ..tokens import TokenEstimator, get_estimator
+from ._schema import APPLICATION_ID, SCHEMA_VERSION, Schema, load_schema
+from .base import check_batch_shape
+
+__all__ = [
+    "AppendHook",
+    "BRANCH_PATH_CTE",
+    "LeafPosition",
+    "PlacedEntry",
+    "SqliteStore",
+    "branch_rows_sql",
+]
+
+T = TypeVar("T")
+Params = Sequence[Any] | Mapping[str, Any]
+
+SYNCHRONOUS_MODES = frozenset({"NORMAL", "FULL", "EXTRA"})
+# After SQLite's own busy_timeout wait: this many attempts in all, with a short backoff.
+BUSY_ATTEMPTS = 4
+BUSY_BACKOFF_S = 0.05
+# Batches this large are serialised and counted off the event loop.
+ENCODE_IN_THREAD = 1000
+# Ids per "IN (...)" lookup, well under SQLite's bound-parameter limit.
+LOOKUP_CHUNK = 500
+
+# The pieces of the branch ending at the entry at (:leaf_segment, :leaf_depth): one row
+# (segment_id, lo, hi) per segment on the path, leaf first. Each step up costs one primary
+# key lookup in ``segments``; the recursion ends at the root segment, or once the piece
+# reaches :min_depth, as shallower pieces cannot hold the rows a caller asks for.
+BRANCH_PATH_CTE = """
+WITH RECURSIVE branch_path(segment_id, lo, hi, parent_segment_id) AS (
+    SELECT s.segment_id, s.start_depth, :leaf_depth, s.parent_segment_id
+    FROM segments s WHERE s.segment_id = :leaf_segment
+    UNION ALL
+    SELECT s.segment_id, s.start_depth, bp.lo - 1, s.parent_segment_id
+    FROM branch_path bp JOIN segments s ON s.segment_id = bp.parent_segment_id
+    WHERE bp.lo > :min_depth
+)"""
+
+
+def branch_rows_sql(columns: str, table: str, alias: str, where: str = "") -> str:
+    """SQL selecting ``columns`` from the rows of ``table`` that lie on one branch.
+
+    ``table`` needs ``segment_id`` and ``depth`` columns (an entry's, or those of the entry
+    that recorded a fold row) and an index on ``(segment_id, depth)``. Bind
+    ``:leaf_segment`` and ``:leaf_depth`` (a ``LeafPosition``), and ``:min_depth`` /
+    ``:max_depth`` to restrict the depth range (0 and the leaf's depth for all of it).
+    ``CROSS JOIN`` makes SQLite loop over the few pieces and search the index for each,
+    whatever its statistics say.
+    """
+    extra = f" AND ({where})" if where else ""
+    return (
+        f"{BRANCH_PATH_CTE}\nSELECT {columns} FROM branch_path bp CROSS JOIN {table} {alias}\n"
+        f"WHERE {alias}.segment_id = bp.segment_id\n"
+        f"  AND {alias}.depth BETWEEN max(bp.lo, :min_depth) AND min(bp.hi, :max_depth)"
+        f"{extra}"
+    )
+
+
+_BRANCH_ENTRIES_SQL = branch_rows_sql("e.depth, e.id, CAST(e.body AS BLOB)", "entries", "e")
+_BRANCH_PIECES_SQL = f"{BRANCH_PATH_CTE}\nSELECT segment_id, lo, hi FROM branch_path"
+_ON_BRANCH_SQL = f"""{BRANCH_PATH_CTE}
+SELECT EXISTS (
+    SELECT 1 FROM entries e CROSS JOIN branch_path bp
+    WHERE e.id = :entry_id AND e.session_id = :session_id
+      AND bp.segment_id = e.segment_id AND e.depth BETWEEN bp.lo AND bp.hi
+)"""
+_BRANCH_TOKENS_SQL = branch_rows_sql(
+    "e.id, e.tokens, e.token_encoding,"
+    " CASE WHEN e.token_encoding = :encoding THEN NULL ELSE CAST(e.body AS BLOB) END",
+    "entries",
+    "e",
+    where="e.kind = 'message'",
+)
+_LEAF_BY_SESSION_SQL = """
+SELECT s.leaf_id, e.segment_id, e.depth, e.path_tokens, e.token_encoding
+FROM sessions s LEFT JOIN entries e ON e.id = s.leaf_id
+WHERE s.session_id = ?"""
+_LEAF_BY_ID_SQL = """
+SELECT session_id, segment_id, depth, path_tokens, token_encoding FROM entries WHERE id = ?"""
+# A segment's tail is exactly an entry without children, so the leaves are the tails.
+_LEAVES_SQL = """
+SELECT e.id FROM segments s
+JOIN entries e ON e.segment_id = s.segment_id
+ AND e.depth = (SELECT max(t.depth) FROM entries t WHERE t.segment_id = s.segment_id)
+WHERE s.session_id = ?
+ORDER BY e.seq"""
+_STATE_SQL = """
+SELECT (SELECT root_id FROM sessions WHERE session_id = ?),
+       (SELECT coalesce(max(seq), 0) FROM sessions),
+       (SELECT coalesce(max(seq), 0) FROM entries),
+       (SELECT coalesce(max(segment_id), 0) FROM segments)"""
+# "Has a child" is "has an entry one deeper in its segment": the first child continues it.
+_PARENTS_SQL = """
+SELECT p.id, p.session_id, p.segment_id, p.depth, p.path_tokens, p.token_encoding,
+       EXISTS (SELECT 1 FROM entries c WHERE c.segment_id = p.segment_id
+                                         AND c.depth = p.depth + 1)
+FROM entries p WHERE p.id IN ({marks})"""
+_INSERT_ENTRY_SQL = """
+INSERT INTO entries (seq, id, session_id, parent_id, kind, role, custom_type, timestamp,
+                     depth, segment_id, tokens, token_encoding, path_tokens, body)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+_INSERT_SEGMENT_SQL = """
+INSERT INTO segments (segment_id, session_id, parent_segment_id, start_depth)
+VALUES (?, ?, ?, ?)"""
+
+
+class LeafPosition(NamedTuple):
+    """Where a branch ends: the leaf entry, its segment and depth, its path tokens."""
+
+    entry_id: str
+    segment_id: int
+    depth: int
+    path_tokens: int | None
+    token_encoding: str
+
+    def params(self, min_depth: int = 0, max_depth: int | None = None) -> dict[str, int]:
+        """Bindings for ``branch_rows_sql`` over depths ``min_depth..max_depth``."""
+        return {
+            "leaf_segment": self.segment_id,
+            "leaf_depth": self.depth,
+            "min_depth": min_depth,
+            "max_depth": self.depth if max_depth is None else max_depth,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedEntry:
+    """An entry as appended: its row number, segment, depth and token count."""
+
+    entry: SessionEntry
+    seq: int
+    segment_id: int
+    depth: int
+    tokens: int
+
+
+# Runs inside the append transaction, after the entry rows; raising rolls the batch back.
+AppendHook = Callable[[aiosqlite.Connection, Sequence[PlacedEntry]], Awaitable[None]]
+
+
+class SqliteStore:
+    """A ``SessionStore`` in one SQLite file; open it with ``await SqliteStore.open(path)``."""
+
+    def __init__(
+        self,
+        url: str,
+        writer: aiosqlite.Connection,
+        reader: aiosqlite.Connection,
+        estimator: TokenEstimator,
+    ) -> None:
+        self.url = url
+        self._writer = writer
+        self._reader = reader
+        self._estimator = estimator
+        self._closed = False
+        # Held across every write transaction: the writer connection has one transaction.
+        self._lock = asyncio.Lock()
+        self._append_hooks: builtins.list[AppendHook] = []
+
+    @classmethod
+    async def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout_ms: int = 5000,
+        synchronous: str = "NORMAL",
+    ) -> SqliteStore:
+        """Open (creating if needed) the store file at ``path`` and check its schema."""
+        location = os.fspath(path)
+        mode = _check_open_args(location, busy_timeout_ms, synchronous)
+        url = f"sqlite:{location}"
+        schema = load_schema()
+        writer = await _connect(url, location, busy_timeout_ms)
+        try:
+            await _prepare_file(url, writer, mode, schema)
+            reader = await _connect(url, location, busy_timeout_ms, query_only=True)
+        except BaseException:
+            await _close_quietly(writer)
+            raise
+        return cls(url, writer, reader, get_estimator())
+
+    # -- the SessionStore protocol ----------------------------------------------------
+
+    async def append(self, entry: SessionEntry) -> None:
+        await self.append_many([entry])
+
+    async def append_many(self, entries: Sequence[SessionEntry]) -> None:
+        batch = check_batch_shape(entries)
+        if not batch:
+            self._open_writer()
+            return
+        if len(batch) >= ENCODE_IN_THREAD:
+            encoded = await asyncio.to_thread(_encode, batch, self._estimator)
+        else:
+            encoded = _encode(batch, self._estimator)
+
+        async def work(conn: aiosqlite.Connection) -> None:
+            await self._append_in(conn, batch, encoded)
+
+        await self._write("append", work)
+
+    async def get(self, entry_id: str) -> SessionEntry | None:
+        rows = await self._fetch(
+            "SELECT id, CAST(body AS BLOB) FROM entries WHERE id = ?", (entry_id,)
+        )
+        return self._parse(rows[0][0], rows[0][1]) if rows else None
+
+    async def list(self, session_id: str) -> builtins.list[SessionEntry]:
+        rows = await self._fetch(
+            "SELECT id, CAST(body AS BLOB) FROM entries WHERE session_id = ? ORDER BY seq",
+            (session_id,),
+        )
+        return [self._parse(entry_id, body) for entry_id, body in rows]
+
+    async def branch(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> builtins.list[SessionEntry]:
+        position = await self._leaf_position(session_id, leaf_id)
+        if position is None:
+            return []
+        return await self._branch_range(position, 0, position.depth)
+
+    async def leaves(self, session_id: str) -> builtins.list[str]:
+        return [row[0] for row in await self._fetch(_LEAVES_SQL, (session_id,))]
+
+    async def leaf(self, session_id: str) -> str | None:
+        rows = await self._fetch("SELECT leaf_id FROM sessions WHERE session_id = ?", (session_id,))
+        return str(rows[0][0]) if rows else None
+
+    async def set_leaf(self, session_id: str, entry_id: str) -> None:
+        async def work(conn: aiosqlite.Connection) -> None:
+            rows = builtins.list(
+                await conn.execute_fetchall(
+                    "SELECT session_id FROM entries WHERE id = ?", (entry_id,)
+                )
+            )
+            _check_leaf_session(entry_id, session_id, rows[0][0] if rows else None)
+            await conn.execute(
+                "UPDATE sessions SET leaf_id = ? WHERE session_id = ?", (entry_id, session_id)
+            )
+
+        await self._write("set_leaf", work)
+
+    async def is_on_branch(
+        self, session_id: str, entry_id: str, leaf_id: str | None = None
+    ) -> bool:
+        position = await self._leaf_position(session_id, leaf_id)
+        if position is None:
+            return False
+        params = {**position.params(), "entry_id": entry_id, "session_id": session_id}
+        rows = await self._fetch(_ON_BRANCH_SQL, params)
+        return bool(rows[0][0])
+
+    async def sessions(self) -> builtins.list[str]:
+        return [row[0] for row in await self._fetch("SELECT session_id FROM sessions ORDER BY seq")]
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        # Wait for a running write transaction to finish before closing its connection.
+        async with self._lock:
+            # A reader holds nothing to lose; the writer's close checkpoints the WAL, so
+            # its errors are reported.
+            await _close_quietly(self._reader)
+            try:
+                await self._writer.close()
+            except sqlite3.Error as exc:
+                raise _translate(self.url, "close", exc) from exc
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def __del__(self) -> None:
+        if not getattr(self, "_closed", True):
+            warnings.warn(
+                f"store {self.url!r} was garbage-collected unclosed; use 'async with' "
+                "or 'await store.close()'",
+                ResourceWarning,
+                stacklevel=1,
+                source=self,
+            )
+
+    # -- more reads over the indexed path ---------------------------------------------
+
+    async def entry_count(self, session_id: str, leaf_id: str | None = None) -> int:
+        """Number of entries on the branch to ``leaf_id`` (default: the current leaf)."""
+        position = await self._leaf_position(session_id, leaf_id)
+        return 0 if position is None else position.depth + 1
+
+    async def branch_tokens(self, session_id: str, leaf_id: str | None = None) -> int:
+        """Sum of the token counts of the message entries on the branch.
+
+        Counts made at append with the store's encoding are summed as stored (for a path
+        counted with one encoding, the leaf row already holds the sum); an entry counted
+        with another encoding is recounted, without rewriting its row.
+        """
+        position = await self._leaf_position(session_id, leaf_id)
+        if position is None:
+            return 0
+        encoding = self._estimator.name
+        if position.path_tokens is not None and position.token_encoding == encoding:
+            return position.path_tokens
+        rows = await self._fetch(_BRANCH_TOKENS_SQL, {**position.params(), "encoding": encoding})
+        total = 0
+        for entry_id, tokens, row_encoding, body in rows:
+            if row_encoding == encoding:
+                total += int(tokens)
+            else:
+                total += self._estimator.count_entry(self._parse(entry_id, body))
+        return total
+
+    # -- helpers later features reuse -------------------------------------------------
+
+    async def _leaf_position(self, session_id: str, leaf_id: str | None) -> LeafPosition | None:
+        """The branch end: ``leaf_id`` checked against the session, or the current leaf.
+
+        None when ``leaf_id`` is None and the session is unknown; ``EntryNotFoundError``
+        or ``SessionMismatchError`` for a ``leaf_id`` that is not the session's.
+        """
+        if leaf_id is None:
+            rows = await self._fetch(_LEAF_BY_SESSION_SQL, (session_id,))
+            if not rows:
+                return None
+            current, segment_id, depth, path_tokens, encoding = rows[0]
+            if segment_id is None:
+                raise CorruptStoreError(
+                    f"session {session_id!r} in {self.url}: its leaf {current!r} has no row"
+                )
+            return LeafPosition(current, segment_id, depth, path_tokens, encoding)
+        rows = await self._fetch(_LEAF_BY_ID_SQL, (leaf_id,))
+        _check_leaf_session(leaf_id, session_id, rows[0][0] if rows else None)
+        _, segment_id, depth, path_tokens, encoding = rows[0]
+        return LeafPosition(leaf_id, segment_id, depth, path_tokens, encoding)
+
+    async def _branch_pieces(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> builtins.list[tuple[int, int, int]]:
+        """The branch as ``(segment_id, first_depth, last_depth)`` pieces, root first."""
+        position = await self._leaf_position(session_id, leaf_id)
+        if position is None:
+            return []
+        rows = await self._fetch(_BRANCH_PIECES_SQL, position.params())
+        return sorted(((int(s), int(lo), int(hi)) for s, lo, hi in rows), key=lambda p: p[1])
+
+    async def _branch_range(
+        self, position: LeafPosition, first_depth: int, last_depth: int
+    ) -> builtins.list[SessionEntry]:
+        """The entries of the branch at depths ``first_depth..last_depth``, root first.
+
+        A branch holds exactly one entry per depth, so this is also how to page it.
+        """
+        first, last = max(first_depth, 0), min(last_depth, position.depth)
+        if first > last:
+            return []
+        rows = await self._fetch(_BRANCH_ENTRIES_SQL, position.params(first, last))
+        slots: builtins.list[SessionEntry | None] = [None] * (last - first + 1)
+        for depth, entry_id, body in rows:
+            slots[depth - first] = self._parse(entry_id, body)
+        if any(slot is None for slot in slots):
+            missing = first + slots.index(None)
+            raise CorruptStoreError(
+                f"{self.url}: the branch to {position.entry_id!r} has no entry at depth {missing}"
+            )
+        return [slot for slot in slots if slot is not None]
+
+    def _add_append_hook(self, hook: AppendHook) -> None:
+        """Run ``hook`` inside every append transaction, after the entry rows are written."""
+        self._append_hooks.append(hook)
+
+    async def _fetch(self, sql: str, params: Params = ()) -> builtins.list[Any]:
+        """All rows of one read on the reader connection, errors translated."""
+        reader = self._open_reader()
+        rows = await _retrying(self.url, "read", lambda: reader.execute_fetchall(sql, params))
+        return builtins.list(rows)
+
+    async def _write(self, action: str, work: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
+        """Run ``work`` in one ``BEGIN IMMEDIATE`` transaction under the writer lock.
+
+        A rule error (or any exception) from ``work`` rolls everything back. A busy file
+        retries the whole transaction, which is safe because nothing of it was kept.
+        """
+        async with self._lock:
+            writer = self._open_writer()
+
+            async def attempt() -> T:
+                await writer.execute("BEGIN IMMEDIATE")
+                try:
+                    result = await work(writer)
+                    await writer.execute("COMMIT")
+                except BaseException:
+                    await _rollback_quietly(writer)
+                    raise
+                return result
+
+            return await _retrying(self.url, action, attempt)
+
+    def _parse(self, entry_id: str, body: object) -> SessionEntry:
+        """Validate a stored body back into its entry, or raise ``CorruptStoreError``."""
+        try:
+            if not isinstance(body, bytes | str):
+                raise TypeError(f"the body is {type(body).__name__}, not JSON text")
+            entry = SessionEntry.model_validate_json(body)
+        except (ValidationError, TypeError) as exc:
+            raise CorruptStoreError(
+                f"entry {entry_id!r} in {self.url}: its stored JSON no longer parses "
+                f"({_first_line(exc)})"
+            ) from exc
+        if entry.id != entry_id:
+            raise CorruptStoreError(
+                f"entry {entry_id!r} in {self.url}: its stored JSON holds id {entry.id!r}"
+            )
+        return entry
+
+    # -- the append transaction -------------------------------------------------------
+
+    async def _append_in(
+        self,
+        conn: aiosqlite.Connection,
+        batch: Sequence[SessionEntry],
+        encoded: Sequence[tuple[str, int]],
+    ) -> None:
+        session_id = batch[0].session_id
+        state = await _first_row(conn, _STATE_SQL, (session_id,))
+        root_id, last_session_seq, last_seq, last_segment = state
+        parents = await _lookup_parents(conn, _outside_parent_ids(batch))
+        failure = _first_rule_failure(batch, root_id, parents)
+        if failure is not None:
+            index, error = failure
+            # An earlier (or the same) entry that already exists is reported first.
+            raise await _first_duplicate(conn, batch[: index + 1]) or error
+        placer = _Placer(session_id, parents, last_seq, last_segment, self._estimator.name)
+        rows = [
+            placer.place(entry, body, tokens)
+            for entry, (body, tokens) in zip(batch, encoded, strict=True)
+        ]
+        if root_id is None:
+            await conn.execute(
+                "INSERT INTO sessions (session_id, seq, root_id, leaf_id, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (session_id, last_session_seq + 1, batch[0].id, batch[-1].id, _now()),
+            )
+        else:
+            await conn.execute(
+                "UPDATE sessions SET leaf_id = ? WHERE session_id = ?", (batch[-1].id, session_id)
+            )
+        if placer.segments:
+            await conn.executemany(_INSERT_SEGMENT_SQL, placer.segments)
+        try:
+            await conn.executemany(_INSERT_ENTRY_SQL, rows)
+        except sqlite3.IntegrityError:
+            # Ids are checked by the UNIQUE index rather than a lookup per entry.
+            duplicate = await _first_duplicate(conn, batch)
+            if duplicate is None:
+                raise
+            raise duplicate from None
+        if self._append_hooks:
+            placed = [
+                PlacedEntry(entry, row[0], row[9], row[8], row[10])
+                for entry, row in zip(batch, rows, strict=True)
+            ]
+            for hook in self._append_hooks:
+                await hook(conn, placed)
+
+    # -- connection state -------------------------------------------------------------
+
+    def _open_reader(self) -> aiosqlite.Connection:
+        if self._closed:
+            raise StoreClosedError(f"store {self.url!r} is closed")
+        return self._reader
+
+    def _open_writer(self) -> aiosqlite.Connection:
+        if self._closed:
+            raise StoreClosedError(f"store {self.url!r} is closed")
+        return self._writer
+
+
+# -- placing a batch in the tree ---------------------------------------------------------
+
+
+class _Node:
+    """What placing a child needs to know about its parent."""
+
+    __slots__ = ("depth", "has_child", "path_tokens", "segment_id", "token_encoding")
+
+    def __init__(
+        self,
+        depth: int,
+        segment_id: int,
+        has_child: bool,
+        path_tokens: int | None,
+        token_encoding: str,
+    ) -> None:
+        self.depth = depth
+        self.segment_id = segment_id
+        self.has_child = has_child
+        self.path_tokens = path_tokens
+        self.token_encoding = token_encoding
+
+
+class _Placer:
+    """Gives each entry of a checked batch its row: seq, depth, segment, path tokens.
+
+    Parents inside the batch are found in a batch-local dict; the ones outside it were
+    looked up once, before placing.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        parents: Mapping[str, tuple[str, _Node]],
+        last_seq: int,
+        last_segment: int,
+        encoding: str,
+    ) -> None:
+        self.session_id = session_id
+        self.nodes = {parent_id: node for parent_id, (_, node) in parents.items()}
+        self.seq = last_seq
+        self.segment = last_segment
+        self.encoding = encoding
+        self.segments: builtins.list[tuple[int, str, int | None, int]] = []
+
+    def _new_segment(self, parent_segment: int | None, start_depth: int) -> int:
+        self.segment += 1
+        self.segments.append((self.segment, self.session_id, parent_segment, start_depth))
+        return self.segment
+
+    def place(self, entry: SessionEntry, body: str, tokens: int) -> tuple[Any, ...]:
+        own = tokens if entry.kind == "message" else 0
+        path_tokens: int | None
+        if entry.parent_id is None:
+            depth, segment, path_tokens = 0, self._new_segment(None, 0), own
+        else:
+            parent = self.nodes[entry.parent_id]
+            depth = parent.depth + 1
+            if parent.has_child:
+                segment = self._new_segment(parent.segment_id, depth)
+            else:
+                segment, parent.has_child = parent.segment_id, True
+            # A sum is only kept while the whole path was counted with one encoding.
+            path_tokens = None
+            if parent.path_tokens is not None and parent.token_encoding == self.encoding:
+                path_tokens = parent.path_tokens + own
+        self.seq += 1
+        self.nodes[entry.id] = _Node(depth, segment, False, path_tokens, self.encoding)
+        return (
+            self.seq,
+            entry.id,
+            self.session_id,
+            entry.parent_id,
+            entry.kind,
+            entry.role,
+            entry.custom_type,
+            entry.timestamp,
+            depth,
+            segment,
+            tokens,
+            self.encoding,
+            path_tokens,
+            body,
+        )
+
+
+def _encode(batch: Sequence[SessionEntry], estimator: TokenEstimator) -> list[tuple[str, int]]:
+    """Each entry's wire JSON and token count, computed once at append."""
+    return [(e.model_dump_json(by_alias=True), estimator.count_entry(e)) for e in batch]
+
+
+def _outside_parent_ids(batch: Sequence[SessionEntry]) -> builtins.list[str]:
+    """Parent ids that are not an earlier entry of the batch, in first-use order."""
+    earlier: set[str] = set()
+    outside: dict[str, None] = {}
+    for entry in batch:
+        if entry.parent_id is not None and entry.parent_id not in earlier:
+            outside[entry.parent_id] = None
+        earlier.add(entry.id)
+    return builtins.list(outside)
+
+
+async def _lookup_parents(
+    conn: aiosqlite.Connection, ids: Sequence[str]
+) -> dict[str, tuple[str, _Node]]:
+    """Session and tree position of each stored entry among ``ids``."""
+    found: dict[str, tuple[str, _Node]] = {}
+    for chunk in _chunks(ids):
+        sql = _PARENTS_SQL.format(marks=", ".join("?" * len(chunk)))
+        for (
+            entry_id,
+            session_id,
+            segment,
+            depth,
+            path,
+            encoding,
+            has_child,
+        ) in await conn.execute_fetchall(sql, chunk):
+            found[entry_id] = (session_id, _Node(depth, segment, bool(has_child), path, encoding))
+    return found
+
+
+def _first_rule_failure(
+    batch: Sequence[SessionEntry],
+    root_id: str | None,
+    parents: Mapping[str, tuple[str, _Node]],
+) -> tuple[int, StoreRuleError] | None:
+    """The first entry that breaks a root or parent rule, in the reference order.
+
+    Duplicate ids are left to the caller; everything else matches ``TreeIndex.check``.
+    """
+    session_id = batch[0].session_id
+    earlier: set[str] = set()
+    for index, entry in enumerate(batch):
+        if entry.parent_id is None:
+            if root_id is not None:
+                return index, RootExistsError(
+                    f"entry {entry.id!r} has no parent, but session {session_id!r} "
+                    f"already has its root {root_id!r}"
+                )
+            root_id = entry.id
+        elif entry.parent_id not in earlier:
+            found = parents.get(entry.parent_id)
+            if found is None:
+                return index, UnknownParentError(
+                    f"entry {entry.id!r} names parent {entry.parent_id!r}, "
+                    "which is not in the store"
+                )
+            if found[0] != session_id:
+                return index, SessionMismatchError(
+                    f"entry {entry.id!r} of session {session_id!r} names parent "
+                    f"{entry.parent_id!r} of session {found[0]!r}"
+                )
+        earlier.add(entry.id)
+    return None
+
+
+async def _first_duplicate(
+    conn: aiosqlite.Connection, entries: Sequence[SessionEntry]
+) -> DuplicateEntryError | None:
+    """The error for the first of ``entries`` whose id is already stored, if any."""
+    stored: set[str] = set()
+    for chunk in _chunks([e.id for e in entries]):
+        marks = ", ".join("?" * len(chunk))
+        rows = await conn.execute_fetchall(f"SELECT id FROM entries WHERE id IN ({marks})", chunk)
+        stored.update(row[0] for row in rows)
+    for entry in entries:
+        if entry.id in stored:
+            return DuplicateEntryError(f"entry id {entry.id!r} already exists in the store")
+    return None
+
+
+def _check_leaf_session(entry_id: str, session_id: str, owner: str | None) -> None:
+    if owner is None:
+        raise EntryNotFoundError(f"entry {entry_id!r} is not in the store")
+    if owner != session_id:
+        raise SessionMismatchError(
+            f"entry {entry_id!r} belongs to session {owner!r}, not {session_id!r}"
+        )
+
+
+def _chunks(items: Sequence[str]) -> Iterable[builtins.list[str]]:
+    for start in range(0, len(items), LOOKUP_CHUNK):
+        yield builtins.list(items[start : start + LOOKUP_CHUNK])
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# -- opening a file ---------------------------------------------------------------------
+
+
+def _check_open_args(location: str, busy_timeout_ms: int, synchronous: str) -> str:
+    """Validate ``open``'s arguments; return the ``synchronous`` mode to set."""
+    if not location or location == ":memory:" or location.startswith("file:"):
+        raise InvalidInputError(
+            f"sqlite store path {location!r}: name a file (use the memory: store for "
+            "a store that lives in the process)"
+        )
+    if isinstance(busy_timeout_ms, bool) or not isinstance(busy_timeout_ms, int):
+        raise InvalidInputError(f"busy_timeout_ms must be an int, got {busy_timeout_ms!r}")
+    if busy_timeout_ms < 0:
+        raise InvalidInputError(f"busy_timeout_ms must be >= 0, got {busy_timeout_ms}")
+    mode = synchronous.upper() if isinstance(synchronous, str) else ""
+    if mode not in SYNCHRONOUS_MODES:
+        raise InvalidInputError(
+            f"synchronous={synchronous!r}: use 'NORMAL' (survives an application crash) "
+            "or 'FULL' (also survives power loss)"
+        )
+    return mode
+
+
+async def _connect(
+    url: str, location: str, busy_timeout_ms: int, *, query_only: bool = False
+) -> aiosqlite.Connection:
+    """One connection in autocommit mode: transactions are begun explicitly."""
+    try:
+        conn = await aiosqlite.connect(location, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise _translate(url, "open", exc) from exc
+    try:
+        # busy_timeout first, so that everything after it waits for a busy file.
+        await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        if query_only:
+            await conn.execute("PRAGMA query_only = ON")
+    except BaseException as exc:
+        await _close_quietly(conn)
+        if isinstance(exc, sqlite3.Error):
+            raise _translate(url, "open", exc) from exc
+        raise
+    return conn
+
+
+async def _prepare_file(url: str, conn: aiosqlite.Connection, mode: str, schema: Schema) -> None:
+    """Switch to WAL, set ``synchronous``, and apply or check the schema."""
+
+    async def set_wal() -> None:
+        rows = builtins.list(await conn.execute_fetchall("PRAGMA journal_mode = WAL"))
+        if not rows or str(rows[0][0]).lower() != "wal":
+            raise StoreError(f"{url}: could not switch the file to WAL mode")
+
+    await _retrying(url, "open", set_wal)
+    await _retrying(url, "open", lambda: conn.execute(f"PRAGMA synchronous = {mode}"))
+    version, app_id = await _retrying(url, "open", lambda: _file_marks(conn))
+    if version == 0:
+        await _retrying(url, "open", lambda: _apply_schema(url, conn, schema))
+    else:
+        _check_marks(url, version, app_id)
+
+
+async def _file_marks(conn: aiosqlite.Connection) -> tuple[int, int]:
+    """The file's ``(user_version, application_id)``."""
+    version = (await _first_row(conn, "PRAGMA user_version"))[0]
+    app_id = (await _first_row(conn, "PRAGMA application_id"))[0]
+    return int(version), int(app_id)
+
+
+async def _first_row(conn: aiosqlite.Connection, sql: str, params: Params = ()) -> Any:
+    """The first row of a query that always returns one."""
+    return next(iter(await conn.execute_fetchall(sql, params)))
+
+
+def _check_marks(url: str, version: int, app_id: int) -> None:
+    if version < 0:
+        raise CorruptStoreError(f"{url}: the file header holds schema version {version}")
+    if app_id != APPLICATION_ID:
+        raise StoreError(
+            f"{url} is not a prism_om store (application_id {app_id:#x}, "
+            f"expected {APPLICATION_ID:#x})"
+        )
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{url} has schema version {version}, newer than version {SCHEMA_VERSION} that "
+            "this prism_om supports: upgrade prism-om to open it"
+        )
+    if version < SCHEMA_VERSION:
+        raise StoreError(
+            f"{url} has schema version {version}, and no migration to version "
+            f"{SCHEMA_VERSION} exists"
+        )
+
+
+async def _apply_schema(url: str, conn: aiosqlite.Connection, schema: Schema) -> None:
+    """Create the tables of a fresh file in one transaction, then stamp its version."""
+    await conn.execute("BEGIN IMMEDIATE")
+    try:
+        # Another process may have created the schema while this one waited for the lock.
+        version, app_id = await _file_marks(conn)
+        if version != 0:
+            _check_marks(url, version, app_id)
+        else:
+            (tables,) = await _first_row(conn, "SELECT count(*) FROM sqlite_master")
+            if tables:
+                raise StoreError(
+                    f"{url} is not a prism_om store: it holds tables but no schema version"
+                )
+            for statement in schema.statements:
+                await conn.execute(statement)
+            await conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            await conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        await conn.execute("COMMIT")
+    except BaseException:
+        await _rollback_quietly(conn)
+        raise
+
+
+# -- sqlite3 errors at the boundary -----------------------------------------------------
+
+_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+_CORRUPT_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+_CORRUPT_WORDS = ("malformed", "not a database", "could not decode", "corrupt")
+
+
+def _primary_code(exc: sqlite3.Error) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    return _primary_code(exc) in _BUSY_CODES or "database is locked" in str(exc)
+
+
+def _translate(url: str, action: str, exc: sqlite3.Error) -> StoreError:
+    """The prism_om error for a ``sqlite3`` error (the caller chains it with ``from``)."""
+    text = str(exc)
+    if _is_busy(exc):
+        return StoreBusyError(f"{action} on {url}: the file stayed locked by another writer")
+    if _primary_code(exc) in _CORRUPT_CODES or any(w in text.lower() for w in _CORRUPT_WORDS):
+        return CorruptStoreError(f"{action} on {url}: the file is unreadable ({text})")
+    return StoreError(f"{action} on {url} failed: {text}")
+
+
+async def _retrying(url: str, action: str, operation: Callable[[], Awaitable[T]]) -> T:
+    """Run ``operation``, retrying a busy file a few times, translating sqlite3 errors."""
+    for attempt in range(1, BUSY_ATTEMPTS + 1):
+        try:
+            return await operation()
+        except sqlite3.Error as exc:
+            if not _is_busy(exc) or attempt == BUSY_ATTEMPTS:
+                raise _translate(url, action, exc) from exc
+        # Jitter keeps two waiting processes from retrying in lockstep.
+        await asyncio.sleep(BUSY_BACKOFF_S * attempt * (0.5 + random.random()))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def _rollback_quietly(conn: aiosqlite.Connection) -> None:
+    # The error that got us here is the one to report; a failed ROLLBACK (no transaction
+    # left, or a broken file) adds nothing to it.
+    with contextlib.suppress(sqlite3.Error):
+        await conn.execute("ROLLBACK")
+
+
+async def _close_quietly(conn: aiosqlite.Connection) -> None:
+    with contextlib.suppress(sqlite3.Error):
+        await conn.close()
+
+
+def _first_line(exc: BaseException) -> str:
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        return f"{first['type']}: {first['msg']}"
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
