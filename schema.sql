@@ -5,6 +5,10 @@
 -- sqlglot can transpile this file to other dialects (PostgreSQL) unchanged.
 -- The SQLite adapter records the version of this file in PRAGMA user_version
 -- (prism_om/stores/_schema.py: SCHEMA_VERSION); change both together.
+-- REFERENCES clauses document the relations; the SQLite adapter keeps them itself and
+-- leaves foreign-key enforcement off, which would cost a lookup per appended row.
+-- INTEGER PRIMARY KEY columns are SQLite rowids; the adapter assigns their values itself,
+-- so no dialect's auto-increment is relied on.
 --
 -- Branch paths without tree walks: every entry has a depth (root = 0) and a segment.
 -- A segment is a maximal chain of entries each of which is the first child of the one

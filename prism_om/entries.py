@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -83,18 +83,29 @@ class WireModel(BaseModel):
     )
 
     # Field names (snake_case) that are written even when None.
-    _keep_none: frozenset[str] = frozenset()
+    _keep_none: ClassVar[frozenset[str]] = frozenset()
+    # Per class: (attribute, alias) of every field that may be dropped when None.
+    @classmethod
+    def _optional_fields(cls) -> tuple[tuple[str, str], ...]:
+        cached = cls.__dict__.get("_optional_cache")
+        if cached is None:
+            cached = tuple(
+                (name, field.alias or name)
+                for name, field in cls.model_fields.items()
+                if name not in cls._keep_none and not field.is_required()
+            )
+            cls._optional_cache = cached  # type: ignore[attr-defined]
+        return cached
 
     @model_serializer(mode="wrap")
     def _drop_absent(
         self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
     ) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
-        for name, field in type(self).model_fields.items():
-            if name in self._keep_none or getattr(self, name) is not None:
-                continue
-            key = (field.alias or name) if info.by_alias else name
-            data.pop(key, None)
+        by_alias = bool(info.by_alias)
+        for name, alias in self._optional_fields():
+            if getattr(self, name) is None:
+                data.pop(alias if by_alias else name, None)
         return data
 
 
@@ -157,7 +168,7 @@ def _check_timestamp(value: str) -> str:
 class SessionEntry(WireModel):
     """One node of a session's entry tree."""
 
-    _keep_none = frozenset({"parent_id"})
+    _keep_none: ClassVar[frozenset[str]] = frozenset({"parent_id"})
 
     id: str = Field(min_length=1, max_length=256)
     session_id: str

@@ -37,7 +37,9 @@ async def crash_loop(path: str, session: str, seed: int) -> None:
             for index in range(size):
                 entry_id = batch_id(session, batch, size, index)
                 text = f"batch {batch} entry {index} " + "x" * rng.randint(0, 400)
-                entries.append(message_entry(session, "user", text, parent_id=parent, entry_id=entry_id))
+                entries.append(
+                    message_entry(session, "user", text, parent_id=parent, entry_id=entry_id)
+                )
                 parent = entry_id
             await store.append_many(entries)
             print(batch, size, flush=True)
@@ -51,7 +53,9 @@ async def append_singles(path: str, session: str, count: int) -> None:
         parent: str | None = None
         for index in range(count):
             entry_id = f"{session}.{index}"
-            await store.append(message_entry(session, "user", f"m{index}", parent_id=parent, entry_id=entry_id))
+            await store.append(
+                message_entry(session, "user", f"m{index}", parent_id=parent, entry_id=entry_id)
+            )
             parent = entry_id
     print("done", flush=True)
 

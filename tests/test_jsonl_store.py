@@ -103,11 +103,13 @@ async def test_hand_made_file_without_sidecar(tmp_path: Path) -> None:
     async with await JsonlStore.open(tmp_path, fsync=False) as store:
         assert await store.sessions() == ["hand"]
         assert await store.leaf("hand") == "h2"
-        await store.append(msg("hand", "h3", "h1"))
+        with (tmp_path / "hand.jsonl").open("a") as f:  # edited by hand while open
+            f.write(msg("hand", "h2b", "h2").to_json() + "\n")
+        await store.append(msg("hand", "h3", "h2b"))  # the writer looks at its file anyway
     assert sidecar(tmp_path, "hand")["leaf"] == "h3"
     async with await JsonlStore.open(tmp_path, fsync=False) as store:
-        assert await ids(store, "hand") == ["h1", "h2", "h3"]
-        assert await store.leaves("hand") == ["h2", "h3"]
+        assert await ids(store, "hand") == ["h1", "h2", "h2b", "h3"]
+        assert await store.leaves("hand") == ["h3"]
 
 
 # -- interrupted appends ----------------------------------------------------------------------

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from om_factories import BranchBuilder, branch_builders, random_builder
+from prism_om.testing.om_factories import BranchBuilder, branch_builders, random_builder
 
 from prism_om.entries import SessionEntry, compaction_entry, custom_entry, message_entry
 from prism_om.errors import EntryNotFoundError, MemoryRecordError

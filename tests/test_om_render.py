@@ -6,7 +6,9 @@ import json
 from typing import Any
 
 import pytest
-from om_factories import BranchBuilder, random_builder
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from prism_om.testing.om_factories import BranchBuilder, branch_builders, random_builder
 
 from prism_om.entries import SessionEntry, message_entry
 from prism_om.errors import InvalidInputError, LimitExceededError
@@ -397,3 +399,38 @@ def test_recent_message_token_budget_reaches_the_block() -> None:
         entries, recent_message_max_tokens=1, estimator=HEURISTIC
     )
     assert blocks[-1].entry_ids == (entries[-1].id,)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(branch_builders(max_steps=50), st.integers(0, 6))
+def test_context_blocks_show_only_visible_active_memory(builder: BranchBuilder, keep: int) -> None:
+    path = builder.path
+    blocks = {
+        blk.name: blk
+        for blk in build_observational_memory_context_blocks(path, keep_recent_entries=keep)
+    }
+    recent_ids = (
+        set(blocks[RECENT_MESSAGES_BLOCK_NAME].entry_ids)
+        if RECENT_MESSAGES_BLOCK_NAME in blocks
+        else set()
+    )
+    assert recent_ids == {e.id for e in select_recent_message_entries(path, keep)}
+    projection = build_observational_memory_projection(path)
+    active = {o.id: o for o in projection.active_observations}
+    shown = blocks[MEMORY_BLOCK_NAME].memory_ids if MEMORY_BLOCK_NAME in blocks else ()
+    expected_obs = [
+        o.id for o in projection.active_observations if not set(o.source_entry_ids) <= recent_ids
+    ]
+    assert set(shown) == {r.id for r in projection.active_reflections} | set(expected_obs)
+    for memory_id in shown:
+        assert memory_id in active or memory_id in {r.id for r in projection.active_reflections}
+    for blk in blocks.values():
+        assert blk.text and blk.tokens > 0
+
+
+def test_public_names_resolve() -> None:
+    import prism_om.observational_memory as om
+
+    assert len(set(om.__all__)) == len(om.__all__)
+    for name in om.__all__:
+        assert getattr(om, name) is not None

@@ -10,22 +10,33 @@ returns no blocks at all (memory is still recorded by the runtime, just not inje
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final, overload
 
 from ..entries import SessionEntry
 from ..tokens import TokenEstimator, get_estimator
+from ._source import is_store, store_session
+from .ledger import ObservationalMemoryLedger, fold_observational_memory_ledger
 from .projection import build_observational_memory_projection
-from .recent import DEFAULT_KEEP_RECENT_ENTRIES, recent_message_window
+from .recent import (
+    DEFAULT_KEEP_RECENT_ENTRIES,
+    check_keep_recent_entries,
+    recent_message_window,
+    select_recent_message_entries,
+)
 from .redact import Redactor, redactor
 from .render import render_observational_memory_details
+
+if TYPE_CHECKING:
+    from ..stores.base import SessionStore
 
 __all__ = [
     "MEMORY_BLOCK_NAME",
     "RECENT_MESSAGES_BLOCK_NAME",
     "ContextBlock",
     "build_observational_memory_context_blocks",
+    "context_blocks_from_parts",
 ]
 
 MEMORY_BLOCK_NAME: Final = "observational-memory"
@@ -40,12 +51,14 @@ class ContextBlock:
     text: str
     tokens: int
     entry_ids: tuple[str, ...]
-    """Branch entries the block stands for: the shown messages of ``recent-messages``; the
-    source messages of the rendered memory of ``observational-memory`` (branch order)."""
+    """Branch entries the block stands for: the shown messages of ``recent-messages``
+    (branch order); the source messages of the rendered memory of ``observational-memory``
+    (in the order the rendered observations cite them)."""
     memory_ids: tuple[str, ...] = ()
     """Rendered reflection then observation ids (memory block only)."""
 
 
+@overload
 def build_observational_memory_context_blocks(
     entries: Sequence[SessionEntry],
     *,
@@ -55,22 +68,87 @@ def build_observational_memory_context_blocks(
     secrets: Iterable[str] | Redactor | None = None,
     estimator: TokenEstimator | None = None,
     passive: bool = False,
-) -> list[ContextBlock]:
-    """The context blocks for a branch (entries root first), in injection order. O(n)."""
+) -> list[ContextBlock]: ...
+
+
+@overload
+def build_observational_memory_context_blocks(
+    entries: SessionStore,
+    *,
+    session_id: str,
+    leaf_id: str | None = None,
+    keep_recent_entries: int = DEFAULT_KEEP_RECENT_ENTRIES,
+    recent_message_max_tokens: int | None = None,
+    invalidated_ids: Iterable[str] | None = None,
+    secrets: Iterable[str] | Redactor | None = None,
+    estimator: TokenEstimator | None = None,
+    passive: bool = False,
+) -> Awaitable[list[ContextBlock]]: ...
+
+
+def build_observational_memory_context_blocks(
+    entries: Sequence[SessionEntry] | SessionStore,
+    *,
+    session_id: str | None = None,
+    leaf_id: str | None = None,
+    keep_recent_entries: int = DEFAULT_KEEP_RECENT_ENTRIES,
+    recent_message_max_tokens: int | None = None,
+    invalidated_ids: Iterable[str] | None = None,
+    secrets: Iterable[str] | Redactor | None = None,
+    estimator: TokenEstimator | None = None,
+    passive: bool = False,
+) -> list[ContextBlock] | Awaitable[list[ContextBlock]]:
+    """The context blocks for a branch, in injection order.
+
+    Given entries (root first): O(n), pure. Given a store and ``session_id``: an awaitable
+    that reads the branch's ledger and its last ``keep_recent_entries`` messages only.
+    """
+    keep = check_keep_recent_entries(keep_recent_entries)
+    options = _BlockOptions(keep, recent_message_max_tokens, invalidated_ids, secrets, estimator)
+    if is_store(entries):
+        sid = store_session(session_id, "build_observational_memory_context_blocks")
+        return _blocks_from_store(entries, sid, leaf_id, options, passive)
     if passive:
         return []
-    est = estimator or get_estimator()
-    red = redactor(secrets)
+    recent = select_recent_message_entries(entries, keep)
+    return context_blocks_from_parts(fold_observational_memory_ledger(entries), recent, options)
+
+
+@dataclass(frozen=True)
+class _BlockOptions:
+    keep_recent_entries: int
+    recent_message_max_tokens: int | None
+    invalidated_ids: Iterable[str] | None
+    secrets: Iterable[str] | Redactor | None
+    estimator: TokenEstimator | None
+
+
+async def _blocks_from_store(
+    store: SessionStore, session_id: str, leaf_id: str | None, options: _BlockOptions, passive: bool
+) -> list[ContextBlock]:
+    if passive:
+        return []
+    ledger = await store.ledger(session_id, leaf_id)
+    recent = await store.recent_messages(session_id, options.keep_recent_entries, leaf_id)
+    return context_blocks_from_parts(ledger, recent, options)
+
+
+def context_blocks_from_parts(
+    ledger: ObservationalMemoryLedger, recent: Sequence[SessionEntry], options: _BlockOptions
+) -> list[ContextBlock]:
+    """Blocks from a folded ledger and the branch's last eligible messages (oldest first)."""
+    est = options.estimator or get_estimator()
+    red = redactor(options.secrets)
     window = recent_message_window(
-        entries,
-        keep_recent_entries,
-        max_tokens=recent_message_max_tokens,
+        recent,
+        options.keep_recent_entries,
+        max_tokens=options.recent_message_max_tokens,
         estimator=est,
         secrets=red,
     )
     projection = build_observational_memory_projection(
-        entries,
-        invalidated_ids=invalidated_ids,
+        ledger,
+        invalidated_ids=options.invalidated_ids,
         recent_entry_ids=window.complete_entry_ids,
     )
     rendered = render_observational_memory_details(
@@ -79,15 +157,16 @@ def build_observational_memory_context_blocks(
     blocks: list[ContextBlock] = []
     if rendered.text:
         shown = set(rendered.observation_ids)
-        sources = {
+        # Source messages of the rendered memory, in the order the memory cites them.
+        sources = dict.fromkeys(
             s for o in projection.visible_observations if o.id in shown for s in o.source_entry_ids
-        }
+        )
         blocks.append(
             ContextBlock(
                 name=MEMORY_BLOCK_NAME,
                 text=rendered.text,
                 tokens=est.count(rendered.text),
-                entry_ids=tuple(e.id for e in entries if e.id in sources),
+                entry_ids=tuple(sources),
                 memory_ids=rendered.reflection_ids + rendered.observation_ids,
             )
         )

@@ -29,11 +29,13 @@ validate records at append time, so a branch read back from a store never does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING, overload
 
 from ..entries import SessionEntry
+from ._source import is_store, store_session
 from .parse import parse_memory_record
 from .records import (
     FoldedMemory,
@@ -43,6 +45,9 @@ from .records import (
     Reflection,
     ReflectionsRecorded,
 )
+
+if TYPE_CHECKING:
+    from ..stores.base import SessionStore
 
 __all__ = [
     "Coverage",
@@ -213,8 +218,33 @@ class LedgerBuilder:
         )
 
 
-def fold_observational_memory_ledger(entries: Iterable[SessionEntry]) -> ObservationalMemoryLedger:
-    """Fold a branch's entries (root first) into its ledger. O(n), pure."""
+@overload
+def fold_observational_memory_ledger(
+    entries: Iterable[SessionEntry],
+) -> ObservationalMemoryLedger: ...
+
+
+@overload
+def fold_observational_memory_ledger(
+    entries: SessionStore, *, session_id: str, leaf_id: str | None = None
+) -> Awaitable[ObservationalMemoryLedger]: ...
+
+
+def fold_observational_memory_ledger(
+    entries: Iterable[SessionEntry] | SessionStore,
+    *,
+    session_id: str | None = None,
+    leaf_id: str | None = None,
+) -> ObservationalMemoryLedger | Awaitable[ObservationalMemoryLedger]:
+    """Fold a branch's entries (root first) into its ledger. O(n), pure.
+
+    Given a store and ``session_id`` instead, returns an awaitable of ``store.ledger()``,
+    which an indexed store answers from its fold tables.
+    """
+    if is_store(entries):
+        return entries.ledger(
+            store_session(session_id, "fold_observational_memory_ledger"), leaf_id
+        )
     builder = LedgerBuilder()
     for position, entry in enumerate(entries):
         builder.add(entry, position)

@@ -71,7 +71,7 @@ def validate_page_request(
         raise InvalidInputError(f"detail must be 'summary' or 'full', got {detail!r}")
     if limit is not None and not isinstance(limit, int):
         raise InvalidInputError(f"limit must be an integer, got {limit!r}")
-    return cursor, resolve_page_limit(limit, default_limit), direction, detail  # type: ignore[return-value]
+    return cursor, resolve_page_limit(limit, default_limit), direction, detail
 
 
 def page_message(entry: SessionEntry, detail: PageDetail, secrets: Sequence[str]) -> dict[str, Any]:

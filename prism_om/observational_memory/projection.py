@@ -14,10 +14,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Awaitable, Collection, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, overload
 
 from ..entries import SessionEntry
+from ._source import is_store, store_session
 from .ledger import (
     ObservationalMemoryLedger,
     RecordedObservation,
@@ -25,6 +27,9 @@ from .ledger import (
     fold_observational_memory_ledger,
 )
 from .records import FoldedMemory, Observation, Reflection
+
+if TYPE_CHECKING:
+    from ..stores.base import SessionStore
 
 __all__ = [
     "ObservationalMemoryProjection",
@@ -83,13 +88,38 @@ def is_visible_observation(observation: Observation, recent_entry_ids: Collectio
     )
 
 
+@overload
 def build_observational_memory_projection(
     entries: Sequence[SessionEntry] | ObservationalMemoryLedger,
     *,
     invalidated_ids: Iterable[str] | None = None,
     recent_entry_ids: Iterable[str] | None = None,
-) -> ObservationalMemoryProjection:
-    """Project a branch (entries root first, or its already folded ledger). O(n)."""
+) -> ObservationalMemoryProjection: ...
+
+
+@overload
+def build_observational_memory_projection(
+    entries: SessionStore,
+    *,
+    session_id: str,
+    leaf_id: str | None = None,
+    invalidated_ids: Iterable[str] | None = None,
+    recent_entry_ids: Iterable[str] | None = None,
+) -> Awaitable[ObservationalMemoryProjection]: ...
+
+
+def build_observational_memory_projection(
+    entries: Sequence[SessionEntry] | ObservationalMemoryLedger | SessionStore,
+    *,
+    session_id: str | None = None,
+    leaf_id: str | None = None,
+    invalidated_ids: Iterable[str] | None = None,
+    recent_entry_ids: Iterable[str] | None = None,
+) -> ObservationalMemoryProjection | Awaitable[ObservationalMemoryProjection]:
+    """Project a branch (entries root first, its folded ledger, or a store). O(n)."""
+    if is_store(entries):
+        sid = store_session(session_id, "build_observational_memory_projection")
+        return _project_store(entries, sid, leaf_id, invalidated_ids, recent_entry_ids)
     ledger = (
         entries
         if isinstance(entries, ObservationalMemoryLedger)
@@ -106,4 +136,18 @@ def build_observational_memory_projection(
         visible_observations=tuple(o for o in active_obs if is_visible_observation(o, recent)),
         visible_reflections=active_refl,
         folded=FoldedMemory(observations=list(active_obs), reflections=list(active_refl)),
+    )
+
+
+async def _project_store(
+    store: SessionStore,
+    session_id: str,
+    leaf_id: str | None,
+    invalidated_ids: Iterable[str] | None,
+    recent_entry_ids: Iterable[str] | None,
+) -> ObservationalMemoryProjection:
+    return build_observational_memory_projection(
+        await store.ledger(session_id, leaf_id),
+        invalidated_ids=invalidated_ids,
+        recent_entry_ids=recent_entry_ids,
     )

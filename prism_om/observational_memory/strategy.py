@@ -108,9 +108,10 @@ class ObservationalMemoryCompactionStrategy:
         red = self.secrets
         observations = [redact_memory_item(o, red) for o in projection.active_observations]
         reflections = [redact_memory_item(r, red) for r in projection.active_reflections]
-        pool_tokens = sum(est.count(o.text) for o in observations)
+        tokens = [est.count(o.text) for o in observations]
+        pool_tokens = sum(tokens)
 
-        trimmed = self._trim(observations, reflections, pool_tokens, est)
+        trimmed = self._trim(observations, reflections, tokens)
         gone = set(trimmed)
         kept = [o for o in observations if o.id not in gone]
         full_fold = bool(trimmed) or pool_tokens > self.observations_pool_max_tokens
@@ -120,8 +121,8 @@ class ObservationalMemoryCompactionStrategy:
             reflections=reflections,
             dropped_observation_ids=list(trimmed),
         )
-        if folded_payload_bytes(folded) > FOLDED_PAYLOAD_MAX_BYTES:  # pragma: no cover
-            # _trim measures exactly; this guards the arithmetic, never the caller.
+        if folded_payload_bytes(folded) > FOLDED_PAYLOAD_MAX_BYTES:
+            # _trim measures exactly; this guards its arithmetic, so a cap is never broken.
             raise LimitExceededError("folded memory payload exceeds 512 KiB after trimming")
         keep_ids = frozenset(e.id for e in keep)
         summary = render_observational_memory(
@@ -140,8 +141,7 @@ class ObservationalMemoryCompactionStrategy:
         self,
         observations: list[Observation],
         reflections: list[Reflection],
-        pool_tokens: int,
-        est: TokenEstimator,
+        tokens: list[int],
     ) -> list[str]:
         """Least relevant observations to trim so the pool and the payload fit their caps."""
         token_cap, byte_cap = self.observations_pool_max_tokens, FOLDED_PAYLOAD_MAX_BYTES
@@ -155,6 +155,7 @@ class ObservationalMemoryCompactionStrategy:
             return base + kept_bytes + n_dropped * _DROPPED_ID_BYTES + commas
 
         kept_bytes = sum(sizes)
+        pool_tokens = sum(tokens)
         n = len(observations)
         base_partial = folded_payload_bytes(FoldedMemory(full_fold=False, reflections=reflections))
         if pool_tokens <= token_cap and payload_bytes(kept_bytes, n, 0, base_partial) <= byte_cap:
@@ -162,12 +163,12 @@ class ObservationalMemoryCompactionStrategy:
         # A full fold: "true" is one byte shorter than "false".
         base = folded_payload_bytes(FoldedMemory(full_fold=True, reflections=reflections))
         trimmed: list[str] = []
-        tokens = pool_tokens
         for index in lowest_relevance_order(observations):
-            if tokens <= token_cap and payload_bytes(kept_bytes, n, len(trimmed), base) <= byte_cap:
+            fits_bytes = payload_bytes(kept_bytes, n, len(trimmed), base) <= byte_cap
+            if pool_tokens <= token_cap and fits_bytes:
                 return trimmed
             trimmed.append(observations[index].id)
-            tokens -= est.count(observations[index].text)
+            pool_tokens -= tokens[index]
             kept_bytes -= sizes[index]
             n -= 1
         if payload_bytes(kept_bytes, n, len(trimmed), base) <= byte_cap:

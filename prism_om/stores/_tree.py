@@ -18,6 +18,11 @@ from ..errors import (
     SessionMismatchError,
     UnknownParentError,
 )
+from ..observational_memory.validation import (
+    branch_facts_from_entries,
+    memory_record_needs,
+    validate_memory_record,
+)
 
 __all__ = ["TreeIndex"]
 
@@ -47,7 +52,7 @@ class TreeIndex:
         session_id = batch[0].session_id
         tree = self.trees.get(session_id)
         has_root = tree is not None and tree.root is not None
-        pending: set[str] = set()
+        pending: dict[str, SessionEntry] = {}
         for entry in batch:
             if entry.id in self.entries:
                 raise DuplicateEntryError(f"entry id {entry.id!r} already exists in the store")
@@ -71,7 +76,24 @@ class TreeIndex:
                         f"entry {entry.id!r} of session {session_id!r} names parent "
                         f"{entry.parent_id!r} of session {parent.session_id!r}"
                     )
-            pending.add(entry.id)
+            needs = memory_record_needs(entry)
+            if needs is not None:
+                before = self._path_to(entry.parent_id, pending)
+                validate_memory_record(entry, needs, branch_facts_from_entries(before, needs))
+            pending[entry.id] = entry
+
+    def _path_to(
+        self, entry_id: str | None, pending: dict[str, SessionEntry]
+    ) -> list[SessionEntry]:
+        """Entries from the root to ``entry_id``, through stored and pending entries."""
+        path: list[SessionEntry] = []
+        current = entry_id
+        while current is not None:
+            entry = pending.get(current) or self.entries[current]
+            path.append(entry)
+            current = entry.parent_id
+        path.reverse()
+        return path
 
     def apply(self, batch: Sequence[SessionEntry]) -> None:
         """Add an already checked batch and move the session's leaf to its last entry."""

@@ -5,10 +5,14 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable, Sequence
 from types import TracebackType
-from typing import Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 
 from ..entries import SessionEntry, validate_session_id
 from ..errors import DuplicateEntryError, InvalidEntryError, SessionMismatchError
+
+if TYPE_CHECKING:
+    from ..observational_memory.ledger import ObservationalMemoryLedger
+    from ..observational_memory.scope_map import WorkScopeMap
 
 __all__ = ["SessionStore", "check_batch_shape"]
 
@@ -68,6 +72,33 @@ class SessionStore(Protocol):
         self, session_id: str, entry_id: str, leaf_id: str | None = None
     ) -> bool:
         """True when ``entry_id`` lies on the path from the root to the leaf."""
+        ...
+
+    async def ledger(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> ObservationalMemoryLedger:
+        """The branch's folded observational-memory ledger.
+
+        Equal to ``fold_observational_memory_ledger(await self.branch(...))``; an indexed
+        store answers it from fold tables, at a cost that follows the memory, not the
+        transcript.
+        """
+        ...
+
+    async def scope_map(self, session_id: str, leaf_id: str | None = None) -> WorkScopeMap:
+        """The branch's folded work-scope map (equal to ``fold_work_scope_map``)."""
+        ...
+
+    async def recent_messages(
+        self, session_id: str, count: int, leaf_id: str | None = None
+    ) -> builtins.list[SessionEntry]:
+        """The branch's last ``count`` user/assistant/tool messages, oldest first."""
+        ...
+
+    async def entries_after(
+        self, session_id: str, after_id: str | None, leaf_id: str | None = None
+    ) -> builtins.list[SessionEntry]:
+        """Branch entries strictly after ``after_id`` (all when None), root side first."""
         ...
 
     async def sessions(self) -> builtins.list[str]:

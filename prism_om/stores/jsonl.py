@@ -7,7 +7,7 @@ File layout, all inside one directory::
     <session_id>.leaf.json   sidecar: ``{"leaf": <entry id>, "committedBytes": <n>}``,
                              the persisted current leaf and the length of the data file
                              that whole batches have been written to
-    .<session_id>.leaf.json.tmp   the sidecar being replaced (rename target source)
+    .<session_id>.leaf.json.tmp   the next sidecar, written in full, then renamed over it
     .sessions                session ids in order of creation, one per line
     .lock                    the ``flock`` target; holds a change counter
 
@@ -87,6 +87,7 @@ from ..errors import (
     StoreError,
     StoreRuleError,
 )
+from ._derived import BranchDerivedReads
 from ._tree import TreeIndex
 from .base import check_batch_shape
 
@@ -187,7 +188,7 @@ def _parse_sidecar(raw: bytes) -> _Sidecar | None:
     return _Sidecar(committed, leaf)
 
 
-class JsonlStore:
+class JsonlStore(BranchDerivedReads):
     """A directory of JSONL session logs; see the module docstring for the format.
 
     Open with ``await JsonlStore.open(directory)``. ``fsync=True`` (the default) makes
@@ -558,7 +559,7 @@ class JsonlStore:
         # Serialise before taking the lock, so a big batch does not hold up other processes.
         payload = b"".join(entry.to_json().encode() + b"\n" for entry in batch)
         with self._locked(exclusive=True):
-            self._refresh()
+            self._refresh_for_write(sid)
             self._index.check(batch)
             self._bump_counter()
             fd = self._open_for_append(sid, data_name)
@@ -581,7 +582,7 @@ class JsonlStore:
 
     def _set_leaf_sync(self, sid: str, entry_id: str) -> None:
         with self._locked(exclusive=True):
-            self._refresh()
+            self._refresh_for_write(sid)
             self._index.resolve_leaf(sid, entry_id)
             tree, state = self._index.trees[sid], self._files[sid]
             if tree.leaf == entry_id and state.has_sidecar:
@@ -597,6 +598,14 @@ class JsonlStore:
             state.has_sidecar = True
             tree.leaf = entry_id
             self._seen = self._change_key()
+
+    def _refresh_for_write(self, sid: str) -> None:
+        self._refresh()
+        if sid in self._files:
+            # Hand edits do not bump the counter; look at the file about to be written
+            # anyway, so complete lines added by hand to a file without a sidecar are
+            # loaded rather than cut away as an interrupted append.
+            self._refresh_session(sid)
 
     def _open_for_append(self, sid: str, data_name: str) -> int:
         known = sid in self._files

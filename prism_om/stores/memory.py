@@ -10,13 +10,14 @@ from typing import Self
 
 from ..entries import SessionEntry, validate_session_id
 from ..errors import StoreClosedError
+from ._derived import BranchDerivedReads
 from ._tree import TreeIndex
 from .base import check_batch_shape
 
 __all__ = ["MemoryStore"]
 
 
-class MemoryStore:
+class MemoryStore(BranchDerivedReads):
     """A store that lives in the process; nothing survives ``close()``."""
 
     def __init__(self, url: str = "memory:") -> None:

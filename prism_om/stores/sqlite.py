@@ -26,17 +26,17 @@ import contextlib
 import os
 import random
 import sqlite3
+import threading
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, NamedTuple, Self, TypeVar
 
 import aiosqlite
 from pydantic import ValidationError
 
-from ..entries import SessionEntry
+from ..entries import SessionEntry, now_timestamp, validate_session_id
 from ..errors import (
     CorruptStoreError,
     DuplicateEntryError,
@@ -152,6 +152,8 @@ _INSERT_ENTRY_SQL = """
 INSERT INTO entries (seq, id, session_id, parent_id, kind, role, custom_type, timestamp,
                      depth, segment_id, tokens, token_encoding, path_tokens, body)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+# Positions in an entry row as _Placer.place builds it, in the column order above.
+_SEQ, _DEPTH, _SEGMENT, _TOKENS = 0, 8, 9, 10
 _INSERT_SEGMENT_SQL = """
 INSERT INTO segments (segment_id, session_id, parent_segment_id, start_depth)
 VALUES (?, ?, ?, ?)"""
@@ -239,8 +241,8 @@ class SqliteStore:
 
     async def append_many(self, entries: Sequence[SessionEntry]) -> None:
         batch = check_batch_shape(entries)
+        self._open_writer()
         if not batch:
-            self._open_writer()
             return
         if len(batch) >= ENCODE_IN_THREAD:
             encoded = await asyncio.to_thread(_encode, batch, self._estimator)
@@ -261,7 +263,7 @@ class SqliteStore:
     async def list(self, session_id: str) -> builtins.list[SessionEntry]:
         rows = await self._fetch(
             "SELECT id, CAST(body AS BLOB) FROM entries WHERE session_id = ? ORDER BY seq",
-            (session_id,),
+            (self._session(session_id),),
         )
         return [self._parse(entry_id, body) for entry_id, body in rows]
 
@@ -274,13 +276,17 @@ class SqliteStore:
         return await self._branch_range(position, 0, position.depth)
 
     async def leaves(self, session_id: str) -> builtins.list[str]:
-        return [row[0] for row in await self._fetch(_LEAVES_SQL, (session_id,))]
+        return [row[0] for row in await self._fetch(_LEAVES_SQL, (self._session(session_id),))]
 
     async def leaf(self, session_id: str) -> str | None:
-        rows = await self._fetch("SELECT leaf_id FROM sessions WHERE session_id = ?", (session_id,))
+        rows = await self._fetch(
+            "SELECT leaf_id FROM sessions WHERE session_id = ?", (self._session(session_id),)
+        )
         return str(rows[0][0]) if rows else None
 
     async def set_leaf(self, session_id: str, entry_id: str) -> None:
+        session_id = self._session(session_id)
+
         async def work(conn: aiosqlite.Connection) -> None:
             rows = builtins.list(
                 await conn.execute_fetchall(
@@ -341,6 +347,10 @@ class SqliteStore:
                 stacklevel=1,
                 source=self,
             )
+            # aiosqlite's worker threads are not daemons: stop them, or a leaked store
+            # would keep the interpreter from exiting.
+            for conn in (self._reader, self._writer):
+                conn.stop()
 
     # -- more reads over the indexed path ---------------------------------------------
 
@@ -379,6 +389,7 @@ class SqliteStore:
         None when ``leaf_id`` is None and the session is unknown; ``EntryNotFoundError``
         or ``SessionMismatchError`` for a ``leaf_id`` that is not the session's.
         """
+        session_id = self._session(session_id)
         if leaf_id is None:
             rows = await self._fetch(_LEAF_BY_SESSION_SQL, (session_id,))
             if not rows:
@@ -499,7 +510,7 @@ class SqliteStore:
             await conn.execute(
                 "INSERT INTO sessions (session_id, seq, root_id, leaf_id, created_at) "
                 "VALUES (?, ?, ?, ?, ?)",
-                (session_id, last_session_seq + 1, batch[0].id, batch[-1].id, _now()),
+                (session_id, last_session_seq + 1, batch[0].id, batch[-1].id, now_timestamp()),
             )
         else:
             await conn.execute(
@@ -517,13 +528,18 @@ class SqliteStore:
             raise duplicate from None
         if self._append_hooks:
             placed = [
-                PlacedEntry(entry, row[0], row[9], row[8], row[10])
+                PlacedEntry(entry, row[_SEQ], row[_SEGMENT], row[_DEPTH], row[_TOKENS])
                 for entry, row in zip(batch, rows, strict=True)
             ]
             for hook in self._append_hooks:
                 await hook(conn, placed)
 
     # -- connection state -------------------------------------------------------------
+
+    def _session(self, session_id: str) -> str:
+        """Check the store is open, then that ``session_id`` is a valid name."""
+        self._open_reader()
+        return validate_session_id(session_id)
 
     def _open_reader(self) -> aiosqlite.Connection:
         if self._closed:
@@ -539,47 +555,46 @@ class SqliteStore:
 # -- placing a batch in the tree ---------------------------------------------------------
 
 
-class _Node:
-    """What placing a child needs to know about its parent."""
+class _StoredParent(NamedTuple):
+    """A parent outside the batch, as stored: what placing its children needs."""
 
-    __slots__ = ("depth", "has_child", "path_tokens", "segment_id", "token_encoding")
-
-    def __init__(
-        self,
-        depth: int,
-        segment_id: int,
-        has_child: bool,
-        path_tokens: int | None,
-        token_encoding: str,
-    ) -> None:
-        self.depth = depth
-        self.segment_id = segment_id
-        self.has_child = has_child
-        self.path_tokens = path_tokens
-        self.token_encoding = token_encoding
+    session_id: str
+    depth: int
+    segment_id: int
+    has_child: bool
+    path_tokens: int | None
+    token_encoding: str
 
 
 class _Placer:
     """Gives each entry of a checked batch its row: seq, depth, segment, path tokens.
 
-    Parents inside the batch are found in a batch-local dict; the ones outside it were
-    looked up once, before placing.
+    Parents inside the batch are found in batch-local dicts of plain values (no object
+    per entry, which keeps a 100,000-entry batch cheap); the ones outside it were looked
+    up once, before placing.
     """
 
     def __init__(
         self,
         session_id: str,
-        parents: Mapping[str, tuple[str, _Node]],
+        parents: Mapping[str, _StoredParent],
         last_seq: int,
         last_segment: int,
         encoding: str,
     ) -> None:
         self.session_id = session_id
-        self.nodes = {parent_id: node for parent_id, (_, node) in parents.items()}
         self.seq = last_seq
         self.segment = last_segment
         self.encoding = encoding
         self.segments: builtins.list[tuple[int, str, int | None, int]] = []
+        self.depth = {pid: p.depth for pid, p in parents.items()}
+        self.segment_of = {pid: p.segment_id for pid, p in parents.items()}
+        self.has_child = {pid for pid, p in parents.items() if p.has_child}
+        # A path sum is only kept while the whole path was counted with one encoding.
+        self.path_tokens = {
+            pid: p.path_tokens if p.token_encoding == encoding else None
+            for pid, p in parents.items()
+        }
 
     def _new_segment(self, parent_segment: int | None, start_depth: int) -> int:
         self.segment += 1
@@ -588,27 +603,28 @@ class _Placer:
 
     def place(self, entry: SessionEntry, body: str, tokens: int) -> tuple[Any, ...]:
         own = tokens if entry.kind == "message" else 0
+        parent_id = entry.parent_id
         path_tokens: int | None
-        if entry.parent_id is None:
+        if parent_id is None:
             depth, segment, path_tokens = 0, self._new_segment(None, 0), own
         else:
-            parent = self.nodes[entry.parent_id]
-            depth = parent.depth + 1
-            if parent.has_child:
-                segment = self._new_segment(parent.segment_id, depth)
+            depth = self.depth[parent_id] + 1
+            if parent_id in self.has_child:
+                segment = self._new_segment(self.segment_of[parent_id], depth)
             else:
-                segment, parent.has_child = parent.segment_id, True
-            # A sum is only kept while the whole path was counted with one encoding.
-            path_tokens = None
-            if parent.path_tokens is not None and parent.token_encoding == self.encoding:
-                path_tokens = parent.path_tokens + own
+                segment = self.segment_of[parent_id]
+                self.has_child.add(parent_id)
+            parent_path = self.path_tokens[parent_id]
+            path_tokens = None if parent_path is None else parent_path + own
         self.seq += 1
-        self.nodes[entry.id] = _Node(depth, segment, False, path_tokens, self.encoding)
+        self.depth[entry.id] = depth
+        self.segment_of[entry.id] = segment
+        self.path_tokens[entry.id] = path_tokens
         return (
             self.seq,
             entry.id,
             self.session_id,
-            entry.parent_id,
+            parent_id,
             entry.kind,
             entry.role,
             entry.custom_type,
@@ -640,28 +656,23 @@ def _outside_parent_ids(batch: Sequence[SessionEntry]) -> builtins.list[str]:
 
 async def _lookup_parents(
     conn: aiosqlite.Connection, ids: Sequence[str]
-) -> dict[str, tuple[str, _Node]]:
+) -> dict[str, _StoredParent]:
     """Session and tree position of each stored entry among ``ids``."""
-    found: dict[str, tuple[str, _Node]] = {}
+    found: dict[str, _StoredParent] = {}
     for chunk in _chunks(ids):
         sql = _PARENTS_SQL.format(marks=", ".join("?" * len(chunk)))
-        for (
-            entry_id,
-            session_id,
-            segment,
-            depth,
-            path,
-            encoding,
-            has_child,
-        ) in await conn.execute_fetchall(sql, chunk):
-            found[entry_id] = (session_id, _Node(depth, segment, bool(has_child), path, encoding))
+        for row in await conn.execute_fetchall(sql, chunk):
+            entry_id, session_id, segment, depth, path, encoding, has_child = row
+            found[entry_id] = _StoredParent(
+                session_id, depth, segment, bool(has_child), path, encoding
+            )
     return found
 
 
 def _first_rule_failure(
     batch: Sequence[SessionEntry],
     root_id: str | None,
-    parents: Mapping[str, tuple[str, _Node]],
+    parents: Mapping[str, _StoredParent],
 ) -> tuple[int, StoreRuleError] | None:
     """The first entry that breaks a root or parent rule, in the reference order.
 
@@ -684,10 +695,10 @@ def _first_rule_failure(
                     f"entry {entry.id!r} names parent {entry.parent_id!r}, "
                     "which is not in the store"
                 )
-            if found[0] != session_id:
+            if found.session_id != session_id:
                 return index, SessionMismatchError(
                     f"entry {entry.id!r} of session {session_id!r} names parent "
-                    f"{entry.parent_id!r} of session {found[0]!r}"
+                    f"{entry.parent_id!r} of session {found.session_id!r}"
                 )
         earlier.add(entry.id)
     return None
@@ -722,10 +733,6 @@ def _chunks(items: Sequence[str]) -> Iterable[builtins.list[str]]:
         yield builtins.list(items[start : start + LOOKUP_CHUNK])
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 # -- opening a file ---------------------------------------------------------------------
 
 
@@ -754,7 +761,17 @@ async def _connect(
 ) -> aiosqlite.Connection:
     """One connection in autocommit mode: transactions are begun explicitly."""
     try:
-        conn = await aiosqlite.connect(location, isolation_level=None)
+        # aiosqlite leaves its worker thread to finish stopping after a failed connect,
+        # which can outlive the event loop; a plain probe reports an unopenable path first.
+        await asyncio.to_thread(_probe, location)
+        pending = aiosqlite.connect(location, isolation_level=None)
+        # A store the caller forgot to close must not keep the interpreter from exiting:
+        # aiosqlite's worker thread is not a daemon. Killing it at exit is as safe as a
+        # crash, which WAL survives.
+        thread = getattr(pending, "_thread", None)
+        if isinstance(thread, threading.Thread):
+            thread.daemon = True
+        conn = await pending
     except sqlite3.Error as exc:
         raise _translate(url, "open", exc) from exc
     try:
@@ -768,6 +785,10 @@ async def _connect(
             raise _translate(url, "open", exc) from exc
         raise
     return conn
+
+
+def _probe(location: str) -> None:
+    sqlite3.connect(location).close()
 
 
 async def _prepare_file(url: str, conn: aiosqlite.Connection, mode: str, schema: Schema) -> None:

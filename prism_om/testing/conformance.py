@@ -8,7 +8,7 @@ the reference every behaviour is compared with.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import pytest
@@ -75,9 +75,9 @@ class StoreConformance:
     """The shared suite. Every test opens a fresh store through ``store_opener``."""
 
     @pytest.fixture
-    async def store(self, store_opener: StoreOpener) -> SessionStore:
+    async def store(self, store_opener: StoreOpener) -> AsyncIterator[SessionStore]:
         opened = await store_opener.open()
-        yield opened  # type: ignore[misc]
+        yield opened
         await opened.close()
 
     # -- round trips and order -----------------------------------------------------------

@@ -1,0 +1,81 @@
+"""Memory reads derived from ``branch()`` with the pure reference functions.
+
+The in-memory and JSONL adapters answer the memory queries this way; the SQLite adapter
+answers the same questions from its fold tables and indexes, and the conformance suite
+checks that both give identical results.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import TYPE_CHECKING, Protocol
+
+from ..entries import SessionEntry
+from ..errors import EntryNotFoundError
+from ..observational_memory.ledger import (
+    ObservationalMemoryLedger,
+    fold_observational_memory_ledger,
+)
+from ..observational_memory.scope_map import WorkScopeMap, fold_work_scope_map
+from ..observational_memory.sources import is_eligible_observation_source_entry
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["BranchDerivedReads", "entries_after_cursor", "last_eligible_messages"]
+
+
+def last_eligible_messages(branch: Sequence[SessionEntry], count: int) -> list[SessionEntry]:
+    """The last ``count`` user/assistant/tool messages of a branch, oldest first."""
+    chosen: list[SessionEntry] = []
+    for entry in reversed(branch):
+        if len(chosen) >= count:
+            break
+        if is_eligible_observation_source_entry(entry):
+            chosen.append(entry)
+    chosen.reverse()
+    return chosen
+
+
+def entries_after_cursor(
+    branch: Sequence[SessionEntry], after_id: str | None
+) -> list[SessionEntry]:
+    """Entries of a branch strictly after ``after_id`` (all of them when None)."""
+    if after_id is None:
+        return list(branch)
+    for index, entry in enumerate(branch):
+        if entry.id == after_id:
+            return list(branch[index + 1 :])
+    raise EntryNotFoundError(f"entry {after_id!r} is not on the branch")
+
+
+class _HasBranch(Protocol):
+    async def branch(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> builtins.list[SessionEntry]: ...
+
+
+class BranchDerivedReads:
+    """Mixin: memory reads computed from ``self.branch`` (O(branch) each)."""
+
+    async def ledger(
+        self: _HasBranch, session_id: str, leaf_id: str | None = None
+    ) -> ObservationalMemoryLedger:
+        """The folded observational-memory ledger of the branch."""
+        return fold_observational_memory_ledger(await self.branch(session_id, leaf_id))
+
+    async def scope_map(self: _HasBranch, session_id: str, leaf_id: str | None = None) -> WorkScopeMap:
+        """The folded work-scope map of the branch."""
+        return fold_work_scope_map(await self.branch(session_id, leaf_id))
+
+    async def recent_messages(
+        self: _HasBranch, session_id: str, count: int, leaf_id: str | None = None
+    ) -> builtins.list[SessionEntry]:
+        """The branch's last ``count`` eligible messages, oldest first."""
+        return last_eligible_messages(await self.branch(session_id, leaf_id), count)
+
+    async def entries_after(
+        self: _HasBranch, session_id: str, after_id: str | None, leaf_id: str | None = None
+    ) -> builtins.list[SessionEntry]:
+        """Branch entries strictly after ``after_id``; EntryNotFoundError if it is off it."""
+        return entries_after_cursor(await self.branch(session_id, leaf_id), after_id)

@@ -1,0 +1,200 @@
+"""Observational-memory conformance: every adapter's memory queries equal the pure fold.
+
+For generated sessions (messages, observations, reflections, drops, tombstones,
+compactions, scope records and forks), each adapter's ``ledger()``, ``scope_map()``,
+``recent_messages()`` and ``entries_after()``, and the store-backed context blocks, must
+equal the pure reference functions over ``branch()`` for every leaf; and every adapter
+must refuse the same invalid memory records with ``MemoryRecordError``, writing nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from ..entries import SessionEntry, custom_entry
+from ..errors import MemoryRecordError
+from ..observational_memory.context import build_observational_memory_context_blocks
+from ..observational_memory.coverage import unscanned_entries
+from ..observational_memory.ledger import fold_observational_memory_ledger
+from ..observational_memory.scope_map import fold_work_scope_map
+from ..stores._derived import entries_after_cursor, last_eligible_messages
+from ..stores.base import SessionStore
+from .conformance import StoreOpener, snapshot
+from .om_factories import BranchBuilder, random_builder
+
+__all__ = ["MemoryConformance", "load_builder"]
+
+
+async def load_builder(store: SessionStore, builder: BranchBuilder, batch: int = 7) -> None:
+    """Append a builder's entries in append order, in batches of ``batch``."""
+    entries = builder.entries
+    for start in range(0, len(entries), batch):
+        await store.append_many(entries[start : start + batch])
+    if builder.path:
+        await store.set_leaf(builder.session_id, builder.path[-1].id)
+
+
+class MemoryConformance:
+    """Memory queries of the store under test against the pure functions."""
+
+    @pytest.fixture
+    async def store(self, store_opener: StoreOpener) -> AsyncIterator[SessionStore]:
+        opened = await store_opener.open()
+        yield opened
+        await opened.close()
+
+    async def _check_leaf(self, store: SessionStore, sid: str, leaf: str) -> None:
+        branch = await store.branch(sid, leaf)
+        assert await store.ledger(sid, leaf) == fold_observational_memory_ledger(branch)
+        assert await store.scope_map(sid, leaf) == fold_work_scope_map(branch)
+        for count in (0, 1, 8, 50):
+            assert await store.recent_messages(sid, count, leaf) == last_eligible_messages(
+                branch, count
+            )
+        for cursor in (None, branch[0].id, branch[len(branch) // 2].id, branch[-1].id):
+            assert await store.entries_after(sid, cursor, leaf) == entries_after_cursor(
+                branch, cursor
+            )
+        assert await unscanned_entries(store, session_id=sid, leaf_id=leaf) == unscanned_entries(
+            branch
+        )
+        for keep in (0, 3, 8):
+            from_store = await build_observational_memory_context_blocks(
+                store, session_id=sid, leaf_id=leaf, keep_recent_entries=keep
+            )
+            assert from_store == build_observational_memory_context_blocks(
+                branch, keep_recent_entries=keep
+            )
+
+    @pytest.mark.parametrize("seed", range(6))
+    async def test_memory_queries_equal_the_pure_fold(self, store: SessionStore, seed: int) -> None:
+        builder = random_builder(seed, steps=90, session_id=f"om{seed}")
+        await load_builder(store, builder, batch=1 + seed % 5)
+        sid = builder.session_id
+        assert [e.id for e in await store.branch(sid)] == [e.id for e in builder.path]
+        leaves = await store.leaves(sid)
+        for leaf in [builder.path[-1].id, *leaves[:3]]:
+            await self._check_leaf(store, sid, leaf)
+
+    async def test_memory_survives_reopen(self, store_opener: StoreOpener) -> None:
+        builder = random_builder(11, steps=80, session_id="om-reopen")
+        async with await store_opener.open() as store:
+            await load_builder(store, builder)
+            expected = await store.ledger("om-reopen")
+        if not store_opener.persistent:
+            return
+        async with await store_opener.open() as store:
+            assert await store.ledger("om-reopen") == expected
+            await self._check_leaf(store, "om-reopen", builder.path[-1].id)
+
+    # -- the shared validation refuses the same records everywhere -------------------------
+
+    async def _refused(self, store: SessionStore, entry: SessionEntry, needle: str) -> None:
+        before = await snapshot(store)
+        with pytest.raises(MemoryRecordError, match=needle):
+            await store.append(entry)
+        assert await snapshot(store) == before
+
+    async def test_invalid_memory_records_are_refused(self, store: SessionStore) -> None:
+        b = BranchBuilder(session_id="v1")
+        b.message("user")
+        b.message("assistant")
+        b.custom({"type": "om.scope.opened", "id": "task:a"})
+        first = b.observe(covers=True)
+        await store.append_many(b.entries)
+        sid, leaf = "v1", b.path[-1].id
+        known = first.data["observations"][0]["id"] if first.data else ""
+        message_id = b.path[0].id
+        custom_id = b.path[2].id
+
+        def record(data: dict[str, object]) -> SessionEntry:
+            return custom_entry(sid, data, parent_id=leaf)
+
+        def observation(obs_id: str, sources: list[str]) -> dict[str, object]:
+            return {
+                "id": obs_id,
+                "text": "x",
+                "sourceEntryIds": sources,
+                "observedAt": "2026-01-05T09:00:00Z",
+            }
+
+        rec = "om.observations.recorded"
+        await self._refused(
+            store, record({"type": rec, "observations": [observation("ABC", [message_id])]}), "ABC"
+        )
+        await self._refused(
+            store,
+            record({"type": rec, "observations": [observation("aaaaaaaaaaab", ["ghost"])]}),
+            "ghost",
+        )
+        await self._refused(
+            store,
+            record({"type": rec, "observations": [observation("aaaaaaaaaaab", [custom_id])]}),
+            custom_id,
+        )
+        await self._refused(
+            store, record({"type": rec, "observations": [observation(known, [message_id])]}), known
+        )
+        await self._refused(
+            store,
+            record(
+                {
+                    "type": "om.reflections.recorded",
+                    "reflections": [
+                        {"id": "bbbbbbbbbbbb", "text": "r", "observationIds": ["cccccccccccc"]}
+                    ],
+                }
+            ),
+            "cccccccccccc",
+        )
+        await self._refused(
+            store,
+            record({"type": "om.observations.dropped", "observationIds": ["dddddddddddd"]}),
+            "dddddddddddd",
+        )
+        await self._refused(
+            store,
+            record({"type": rec, "observations": [], "coversUpToId": "ghost-cover"}),
+            "ghost-cover",
+        )
+        await self._refused(store, record({"type": "om.unknown.kind"}), "om.unknown.kind")
+        # A source on another branch of the same session is refused too.
+        await store.set_leaf(sid, message_id)
+        side = b.message("user")
+        side = side.model_copy(update={"parent_id": message_id})
+        await store.append(side)
+        off_branch = custom_entry(
+            sid,
+            {"type": rec, "observations": [observation("eeeeeeeeeeee", [b.path[1].id])]},
+            parent_id=side.id,
+        )
+        await self._refused(store, off_branch, b.path[1].id)
+        # And a valid record is accepted by the same store.
+        good = custom_entry(
+            sid,
+            {"type": rec, "observations": [observation("eeeeeeeeeeee", [side.id])]},
+            parent_id=side.id,
+        )
+        await store.append(good)
+        ledger = await store.ledger(sid)
+        assert [r.id for r in ledger.observations][-1] == "eeeeeeeeeeee"
+
+    async def test_batch_with_an_invalid_record_writes_nothing(self, store: SessionStore) -> None:
+        b = BranchBuilder(session_id="v2")
+        b.message("user")
+        b.observe(covers=True)
+        good = list(b.entries)
+        bad = custom_entry(
+            "v2",
+            {"type": "om.observations.dropped", "observationIds": ["ffffffffffff"]},
+            parent_id=good[-1].id,
+        )
+        with pytest.raises(MemoryRecordError):
+            await store.append_many([*good, bad])
+        assert await store.sessions() == []
+        await store.append_many(good)
+        assert len((await store.ledger("v2")).observations) == len(
+            fold_observational_memory_ledger(good).observations
+        )
