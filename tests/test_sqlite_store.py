@@ -28,6 +28,7 @@ from prism_om.errors import (
     CorruptStoreError,
     DuplicateEntryError,
     InvalidInputError,
+    MemoryRecordError,
     PrismMemoryError,
     RootExistsError,
     SessionMismatchError,
@@ -265,12 +266,19 @@ async def test_branch_queries_search_indexes_only(tmp_path: Path) -> None:
         await store.append_many(random_tree(rng, "s", 300))
         position = await store._leaf_position("s", None)
         assert position is not None
-    params = {**position.params(), "entry_id": "s-5", "session_id": "s", "encoding": "x"}
+    params = {
+        **position.params(),
+        "entry_id": "s-5",
+        "encoding": "x",
+        "observations_type": "om.observations.recorded",
+        "reflections_type": "om.reflections.recorded",
+    }
     queries = {
         "branch": adapter._BRANCH_ENTRIES_SQL,
-        "is_on_branch": adapter._ON_BRANCH_SQL,
+        "is_on_branch": adapter._DEPTH_ON_BRANCH_SQL,
         "pieces": adapter._BRANCH_PIECES_SQL,
         "branch_tokens": adapter._BRANCH_TOKENS_SQL,
+        "memory records": adapter._MEMORY_RECORDS_SQL,
     }
     for name, sql in queries.items():
         steps = plan(path, sql, params)
@@ -284,6 +292,10 @@ async def test_branch_queries_search_indexes_only(tmp_path: Path) -> None:
             assert any(s.startswith("SEARCH e USING") for s in steps), (name, steps)
     get_plan = plan(path, "SELECT id, CAST(body AS BLOB) FROM entries WHERE id = ?", ("s-5",))
     assert get_plan == ["SEARCH entries USING INDEX sqlite_autoindex_entries_1 (id=?)"]
+    recent_plan = plan(path, adapter._RECENT_MESSAGES_SQL, (1, 0, 9, "a", "b", "c", 5))
+    assert recent_plan == [
+        "SEARCH entries USING INDEX entries_segment_depth (segment_id=? AND depth>? AND depth<?)"
+    ]
 
 
 async def test_batch_leaf_and_set_leaf_persist(tmp_path: Path) -> None:
@@ -300,6 +312,15 @@ async def test_batch_leaf_and_set_leaf_persist(tmp_path: Path) -> None:
         assert [e.id for e in await store.branch("s")] == ["r", "a", "b"]
 
 
+def bad_record(parent: str) -> SessionEntry:
+    return custom_entry("s", {"type": "om.unknown.kind"}, parent_id=parent, entry_id="rec")
+
+
+def dropped(parent: str, observation_id: str) -> SessionEntry:
+    data = {"type": "om.observations.dropped", "observationIds": [observation_id]}
+    return custom_entry("s", data, parent_id=parent, entry_id="drop")
+
+
 async def test_rule_errors_match_the_memory_store_and_write_nothing(store: SqliteStore) -> None:
     reference = MemoryStore()
     base = [*chain("s", ["r", "a", "b"]), *chain("t", ["t0"])]
@@ -314,6 +335,11 @@ async def test_rule_errors_match_the_memory_store_and_write_nothing(store: Sqlit
         [msg("s", "x1", "b"), msg("s", "x2", "x3"), msg("s", "x3", "x1")],
         [msg("s", "x1", "b"), msg("s", "x2", "x1"), msg("s", "b", "x2")],  # duplicate at the end
         [msg("u", "u0", None), msg("u", "u1", "u0"), msg("u", "r", "u1")],
+        [msg("s", "x1", "b"), bad_record("x1"), msg("s", "x2", "nowhere")],  # record first
+        [msg("s", "x1", "b"), msg("s", "x2", "nowhere"), bad_record("x1")],  # parent first
+        [msg("s", "x1", "b"), bad_record("x1"), msg("s", "a", "x1")],  # record, then duplicate
+        [msg("s", "a", "b"), bad_record("b")],  # duplicate, then record
+        [msg("s", "x1", "b"), dropped("x1", "aaaaaaaaaaaa")],  # drops an unknown observation
     ]
     before = {
         "list": await store.list("s"),
@@ -332,6 +358,7 @@ async def test_rule_errors_match_the_memory_store_and_write_nothing(store: Sqlit
             UnknownParentError,
             RootExistsError,
             SessionMismatchError,
+            MemoryRecordError,
         }
     assert await store.list("s") == before["list"]
     assert await store.leaves("s") == before["leaves"]

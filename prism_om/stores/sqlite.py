@@ -16,6 +16,11 @@ Branch paths: see ``schema.sql``. Each entry has a depth and a segment (a chain 
 children), so a branch is one (segment, depth range) piece per fork on it. The pieces come
 from the small ``segments`` table by a recursive query; the entries of a piece come from
 the ``(segment_id, depth)`` index. Nothing walks parent pointers one entry at a time.
+
+Appends check everything ``MemoryStore`` checks, in the same order and with the same
+errors, inside the write transaction: the tree rules, then ``om.*`` memory records with
+the shared validation of ``observational_memory.validation``, reading only the entries a
+record names and the memory records on its branch.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from ..errors import (
     DuplicateEntryError,
     EntryNotFoundError,
     InvalidInputError,
+    MemoryRecordError,
     RootExistsError,
     SessionMismatchError,
     StoreBusyError,
@@ -50,7 +56,16 @@ from ..errors import (
     StoreRuleError,
     UnknownParentError,
 )
+from ..observational_memory.records import OBSERVATIONS_RECORDED, REFLECTIONS_RECORDED
+from ..observational_memory.sources import ELIGIBLE_SOURCE_ROLES
+from ..observational_memory.validation import (
+    MemoryRecordNeeds,
+    branch_facts_from_entries,
+    memory_record_needs,
+    validate_memory_record,
+)
 from ..tokens import TokenEstimator, get_estimator
+from ._derived import BranchDerivedReads
 from ._schema import APPLICATION_ID, SCHEMA_VERSION, Schema, load_schema
 from .base import check_batch_shape
 
@@ -111,12 +126,29 @@ def branch_rows_sql(columns: str, table: str, alias: str, where: str = "") -> st
 
 _BRANCH_ENTRIES_SQL = branch_rows_sql("e.depth, e.id, CAST(e.body AS BLOB)", "entries", "e")
 _BRANCH_PIECES_SQL = f"{BRANCH_PATH_CTE}\nSELECT segment_id, lo, hi FROM branch_path"
-_ON_BRANCH_SQL = f"""{BRANCH_PATH_CTE}
-SELECT EXISTS (
-    SELECT 1 FROM entries e CROSS JOIN branch_path bp
-    WHERE e.id = :entry_id AND e.session_id = :session_id
-      AND bp.segment_id = e.segment_id AND e.depth BETWEEN bp.lo AND bp.hi
-)"""
+# Segments belong to one session, so a row on the pieces is of the leaf's session.
+_DEPTH_ON_BRANCH_SQL = f"""{BRANCH_PATH_CTE}
+SELECT e.depth FROM entries e CROSS JOIN branch_path bp
+WHERE e.id = :entry_id AND bp.segment_id = e.segment_id AND e.depth BETWEEN bp.lo AND bp.hi"""
+_ELIGIBLE_ROLES = tuple(sorted(ELIGIBLE_SOURCE_ROLES))
+# Newest first within one piece, straight off the (segment_id, depth) index.
+_RECENT_MESSAGES_SQL = f"""
+SELECT id, CAST(body AS BLOB) FROM entries
+WHERE segment_id = ? AND depth BETWEEN ? AND ?
+  AND kind = 'message' AND role IN ({", ".join("?" * len(_ELIGIBLE_ROLES))})
+ORDER BY depth DESC LIMIT ?"""
+# Until fold tables index memory ids, a record's memory ids are checked against the
+# observation and reflection records on its branch.
+_MEMORY_RECORDS_SQL = branch_rows_sql(
+    "e.id, CAST(e.body AS BLOB)",
+    "entries",
+    "e",
+    where="e.custom_type IN (:observations_type, :reflections_type)",
+)
+_ENTRIES_BY_ID_SQL = """
+SELECT id, segment_id, depth, CAST(body AS BLOB) FROM entries WHERE id IN ({marks})"""
+_POSITION_SQL = """
+SELECT segment_id, depth, path_tokens, token_encoding FROM entries WHERE id = ?"""
 _BRANCH_TOKENS_SQL = branch_rows_sql(
     "e.id, e.tokens, e.token_encoding,"
     " CASE WHEN e.token_encoding = :encoding THEN NULL ELSE CAST(e.body AS BLOB) END",
@@ -193,8 +225,12 @@ class PlacedEntry:
 AppendHook = Callable[[aiosqlite.Connection, Sequence[PlacedEntry]], Awaitable[None]]
 
 
-class SqliteStore:
-    """A ``SessionStore`` in one SQLite file; open it with ``await SqliteStore.open(path)``."""
+class SqliteStore(BranchDerivedReads):
+    """A ``SessionStore`` in one SQLite file; open it with ``await SqliteStore.open(path)``.
+
+    ``ledger()`` and ``scope_map()`` fold the branch (``BranchDerivedReads``) until fold
+    tables answer them; ``entries_after()`` and ``recent_messages()`` are indexed reads.
+    """
 
     def __init__(
         self,
@@ -306,9 +342,7 @@ class SqliteStore:
         position = await self._leaf_position(session_id, leaf_id)
         if position is None:
             return False
-        params = {**position.params(), "entry_id": entry_id, "session_id": session_id}
-        rows = await self._fetch(_ON_BRANCH_SQL, params)
-        return bool(rows[0][0])
+        return await self._depth_on_branch(position, entry_id) is not None
 
     async def sessions(self) -> builtins.list[str]:
         return [row[0] for row in await self._fetch("SELECT session_id FROM sessions ORDER BY seq")]
@@ -381,6 +415,42 @@ class SqliteStore:
                 total += self._estimator.count_entry(self._parse(entry_id, body))
         return total
 
+    async def entries_after(
+        self, session_id: str, after_id: str | None, leaf_id: str | None = None
+    ) -> builtins.list[SessionEntry]:
+        """Branch entries strictly after ``after_id`` (all when None), root side first.
+
+        ``EntryNotFoundError`` when ``after_id`` is not on the branch. One indexed range
+        read: the cost follows the entries returned, not the branch before the cursor.
+        """
+        position = await self._leaf_position(session_id, leaf_id)
+        if after_id is None:
+            return [] if position is None else await self._branch_range(position, 0, position.depth)
+        depth = None if position is None else await self._depth_on_branch(position, after_id)
+        if position is None or depth is None:
+            raise EntryNotFoundError(f"entry {after_id!r} is not on the branch")
+        return await self._branch_range(position, depth + 1, position.depth)
+
+    async def recent_messages(
+        self, session_id: str, count: int, leaf_id: str | None = None
+    ) -> builtins.list[SessionEntry]:
+        """The branch's last ``count`` user/assistant/tool messages, oldest first.
+
+        Reads the pieces from the leaf back, newest first, and stops at ``count``.
+        """
+        position = await self._leaf_position(session_id, leaf_id)
+        if position is None or count <= 0:
+            return []
+        found: builtins.list[SessionEntry] = []
+        for segment_id, lo, hi in reversed(await self._pieces(position)):
+            params = (segment_id, lo, hi, *_ELIGIBLE_ROLES, count - len(found))
+            rows = await self._fetch(_RECENT_MESSAGES_SQL, params)
+            found.extend(self._parse(entry_id, body) for entry_id, body in rows)
+            if len(found) >= count:
+                break
+        found.reverse()
+        return found
+
     # -- helpers later features reuse -------------------------------------------------
 
     async def _leaf_position(self, session_id: str, leaf_id: str | None) -> LeafPosition | None:
@@ -410,10 +480,16 @@ class SqliteStore:
     ) -> builtins.list[tuple[int, int, int]]:
         """The branch as ``(segment_id, first_depth, last_depth)`` pieces, root first."""
         position = await self._leaf_position(session_id, leaf_id)
-        if position is None:
-            return []
-        rows = await self._fetch(_BRANCH_PIECES_SQL, position.params())
-        return sorted(((int(s), int(lo), int(hi)) for s, lo, hi in rows), key=lambda p: p[1])
+        return [] if position is None else await self._pieces(position)
+
+    async def _pieces(self, position: LeafPosition) -> builtins.list[tuple[int, int, int]]:
+        return _sorted_pieces(await self._fetch(_BRANCH_PIECES_SQL, position.params()))
+
+    async def _depth_on_branch(self, position: LeafPosition, entry_id: str) -> int | None:
+        """The depth of ``entry_id`` if it lies on the branch ending at ``position``."""
+        params = {**position.params(), "entry_id": entry_id}
+        rows = await self._fetch(_DEPTH_ON_BRANCH_SQL, params)
+        return int(rows[0][0]) if rows else None
 
     async def _branch_range(
         self, position: LeafPosition, first_depth: int, last_depth: int
@@ -497,6 +573,10 @@ class SqliteStore:
         root_id, last_session_seq, last_seq, last_segment = state
         parents = await _lookup_parents(conn, _outside_parent_ids(batch))
         failure = _first_rule_failure(batch, root_id, parents)
+        # Entries before a rule failure are checked as memory records, as the reference
+        # index does entry by entry; a record at the failing entry itself comes second.
+        limit = len(batch) if failure is None else failure[0]
+        failure = await self._first_memory_failure(conn, batch, limit) or failure
         if failure is not None:
             index, error = failure
             # An earlier (or the same) entry that already exists is reported first.
@@ -533,6 +613,59 @@ class SqliteStore:
             ]
             for hook in self._append_hooks:
                 await hook(conn, placed)
+
+    async def _first_memory_failure(
+        self, conn: aiosqlite.Connection, batch: Sequence[SessionEntry], limit: int
+    ) -> tuple[int, StoreRuleError] | None:
+        """The first ``om.*`` record of ``batch[:limit]`` that its branch does not support."""
+        earlier: dict[str, SessionEntry] = {}
+        for index, entry in enumerate(batch[:limit]):
+            try:
+                needs = memory_record_needs(entry)
+                if needs is not None:
+                    evidence = await self._path_evidence(conn, entry.parent_id, earlier, needs)
+                    facts = branch_facts_from_entries(evidence, needs)
+                    validate_memory_record(entry, needs, facts)
+            except MemoryRecordError as exc:
+                return index, exc
+            earlier[entry.id] = entry
+        return None
+
+    async def _path_evidence(
+        self,
+        conn: aiosqlite.Connection,
+        parent_id: str | None,
+        earlier: Mapping[str, SessionEntry],
+        needs: MemoryRecordNeeds,
+    ) -> builtins.list[SessionEntry]:
+        """The entries on the path from the root to ``parent_id`` that bear on ``needs``.
+
+        Earlier entries of the batch are walked in memory; of the stored rest of the path,
+        only the entries ``needs`` names and the memory records are read.
+        """
+        evidence: builtins.list[SessionEntry] = []
+        current = parent_id
+        while current is not None and current in earlier:
+            evidence.append(earlier[current])
+            current = earlier[current].parent_id
+        if current is None:
+            return evidence
+        position = await _position_on(conn, current)
+        pieces = _sorted_pieces(await _rows(conn, _BRANCH_PIECES_SQL, position.params()))
+        for chunk in _chunks(sorted(needs.source_entry_ids | needs.covered_entry_ids)):
+            sql = _ENTRIES_BY_ID_SQL.format(marks=", ".join("?" * len(chunk)))
+            for entry_id, segment_id, depth, body in await _rows(conn, sql, chunk):
+                if _on_pieces(pieces, segment_id, depth):
+                    evidence.append(self._parse(entry_id, body))
+        if needs.memory_ids_to_look_up:
+            params = {
+                **position.params(),
+                "observations_type": OBSERVATIONS_RECORDED,
+                "reflections_type": REFLECTIONS_RECORDED,
+            }
+            for entry_id, body in await _rows(conn, _MEMORY_RECORDS_SQL, params):
+                evidence.append(self._parse(entry_id, body))
+        return evidence
 
     # -- connection state -------------------------------------------------------------
 
@@ -731,6 +864,25 @@ def _check_leaf_session(entry_id: str, session_id: str, owner: str | None) -> No
 def _chunks(items: Sequence[str]) -> Iterable[builtins.list[str]]:
     for start in range(0, len(items), LOOKUP_CHUNK):
         yield builtins.list(items[start : start + LOOKUP_CHUNK])
+
+
+def _sorted_pieces(rows: Iterable[Any]) -> builtins.list[tuple[int, int, int]]:
+    """Rows of ``_BRANCH_PIECES_SQL`` as ``(segment_id, lo, hi)``, root first."""
+    return sorted(((int(s), int(lo), int(hi)) for s, lo, hi in rows), key=lambda p: p[1])
+
+
+def _on_pieces(pieces: Iterable[tuple[int, int, int]], segment_id: int, depth: int) -> bool:
+    return any(s == segment_id and lo <= depth <= hi for s, lo, hi in pieces)
+
+
+async def _rows(conn: aiosqlite.Connection, sql: str, params: Params = ()) -> builtins.list[Any]:
+    return builtins.list(await conn.execute_fetchall(sql, params))
+
+
+async def _position_on(conn: aiosqlite.Connection, entry_id: str) -> LeafPosition:
+    """The position of a stored entry, read inside the write transaction."""
+    segment_id, depth, path_tokens, encoding = await _first_row(conn, _POSITION_SQL, (entry_id,))
+    return LeafPosition(entry_id, segment_id, depth, path_tokens, encoding)
 
 
 # -- opening a file ---------------------------------------------------------------------
