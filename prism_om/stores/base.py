@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, Self, runtime_checkable
 
 from ..entries import SessionEntry, validate_session_id
 from ..errors import DuplicateEntryError, InvalidEntryError, SessionMismatchError
@@ -99,6 +99,21 @@ class SessionStore(Protocol):
         self, session_id: str, after_id: str | None, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
         """Branch entries strictly after ``after_id`` (all when None), root side first."""
+        ...
+
+    async def page_messages(
+        self,
+        session_id: str,
+        cursor: str,
+        limit: int,
+        direction: Literal["forward", "backward"] = "forward",
+        leaf_id: str | None = None,
+    ) -> tuple[builtins.list[SessionEntry], bool]:
+        """Up to ``limit`` user/assistant/tool messages after (or before) ``cursor``.
+
+        Oldest first, with whether more lie beyond. ``EntryNotFoundError`` when the cursor
+        is off the branch; ``InvalidInputError`` when it is not an eligible message.
+        """
         ...
 
     async def sessions(self) -> builtins.list[str]:
