@@ -69,3 +69,88 @@ CREATE INDEX IF NOT EXISTS entries_session_seq ON entries (session_id, seq);
 CREATE UNIQUE INDEX IF NOT EXISTS entries_segment_depth ON entries (segment_id, depth);
 
 CREATE INDEX IF NOT EXISTS entries_parent ON entries (parent_id);
+
+-- Observational-memory fold tables. Each row is keyed by the entry that recorded it
+-- (entry_seq) and carries that entry's (segment_id, depth), so the memory of one branch
+-- is an index range search per branch piece, exactly like the branch's entries. The
+-- adapter fills them in the append transaction of the om.* entry itself.
+
+-- One row per observation of an om.observations.recorded entry; body is its wire JSON.
+CREATE TABLE IF NOT EXISTS om_observations (
+    entry_seq INTEGER NOT NULL REFERENCES entries (seq),
+    ordinal INTEGER NOT NULL,
+    memory_id TEXT NOT NULL,
+    entry_id TEXT NOT NULL,
+    segment_id INTEGER NOT NULL,
+    depth INTEGER NOT NULL,
+    recorded_at TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (entry_seq, ordinal)
+);
+
+CREATE INDEX IF NOT EXISTS om_observations_branch ON om_observations (segment_id, depth);
+
+CREATE INDEX IF NOT EXISTS om_observations_memory ON om_observations (memory_id);
+
+-- The source entries of each observation, for "which memory rests on this entry".
+CREATE TABLE IF NOT EXISTS om_observation_sources (
+    entry_seq INTEGER NOT NULL REFERENCES entries (seq),
+    ordinal INTEGER NOT NULL,
+    source_entry_id TEXT NOT NULL,
+    PRIMARY KEY (entry_seq, ordinal, source_entry_id)
+);
+
+CREATE INDEX IF NOT EXISTS om_observation_sources_source
+    ON om_observation_sources (source_entry_id);
+
+-- One row per reflection of an om.reflections.recorded entry; body is its wire JSON.
+CREATE TABLE IF NOT EXISTS om_reflections (
+    entry_seq INTEGER NOT NULL REFERENCES entries (seq),
+    ordinal INTEGER NOT NULL,
+    memory_id TEXT NOT NULL,
+    entry_id TEXT NOT NULL,
+    segment_id INTEGER NOT NULL,
+    depth INTEGER NOT NULL,
+    recorded_at TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (entry_seq, ordinal)
+);
+
+CREATE INDEX IF NOT EXISTS om_reflections_branch ON om_reflections (segment_id, depth);
+
+CREATE INDEX IF NOT EXISTS om_reflections_memory ON om_reflections (memory_id);
+
+-- One row per observation id an om.observations.dropped entry (or an om.folded
+-- compaction's droppedObservationIds) retires.
+CREATE TABLE IF NOT EXISTS om_drops (
+    entry_seq INTEGER NOT NULL REFERENCES entries (seq),
+    ordinal INTEGER NOT NULL,
+    memory_id TEXT NOT NULL,
+    segment_id INTEGER NOT NULL,
+    depth INTEGER NOT NULL,
+    PRIMARY KEY (entry_seq, ordinal)
+);
+
+CREATE INDEX IF NOT EXISTS om_drops_branch ON om_drops (segment_id, depth);
+
+-- One row per memory record (and om.folded compaction): its type and coverage cursor.
+CREATE TABLE IF NOT EXISTS om_markers (
+    entry_seq INTEGER PRIMARY KEY REFERENCES entries (seq),
+    entry_id TEXT NOT NULL,
+    record_type TEXT NOT NULL,
+    covers_up_to_id TEXT,
+    segment_id INTEGER NOT NULL,
+    depth INTEGER NOT NULL
+);
+
+CREATE INDEX IF NOT EXISTS om_markers_branch ON om_markers (segment_id, depth);
+
+-- One row per om.scope.* record; the scope map of a branch folds these rows in order.
+CREATE TABLE IF NOT EXISTS om_scope_records (
+    entry_seq INTEGER PRIMARY KEY REFERENCES entries (seq),
+    record_type TEXT NOT NULL,
+    segment_id INTEGER NOT NULL,
+    depth INTEGER NOT NULL
+);
+
+CREATE INDEX IF NOT EXISTS om_scope_records_branch ON om_scope_records (segment_id, depth);

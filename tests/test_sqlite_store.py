@@ -278,7 +278,11 @@ async def test_branch_queries_search_indexes_only(tmp_path: Path) -> None:
         "is_on_branch": adapter._DEPTH_ON_BRANCH_SQL,
         "pieces": adapter._BRANCH_PIECES_SQL,
         "branch_tokens": adapter._BRANCH_TOKENS_SQL,
-        "memory records": adapter._MEMORY_RECORDS_SQL,
+        "ledger observations": adapter._LEDGER_SQL["observations"],
+        "ledger reflections": adapter._LEDGER_SQL["reflections"],
+        "ledger drops": adapter._LEDGER_SQL["drops"],
+        "ledger markers": adapter._LEDGER_SQL["markers"],
+        "scope records": adapter._SCOPE_RECORDS_SQL,
     }
     for name, sql in queries.items():
         steps = plan(path, sql, params)
@@ -289,13 +293,20 @@ async def test_branch_queries_search_indexes_only(tmp_path: Path) -> None:
         assert scans in ([], ["SCAN CONSTANT ROW"]), (name, steps)
         assert any(s.startswith("SEARCH s USING INTEGER PRIMARY KEY") for s in steps), (name, steps)
         if name != "pieces":
-            assert any(s.startswith("SEARCH e USING") for s in steps), (name, steps)
+            searched = ("SEARCH e USING", "SEARCH o USING", "SEARCH r USING", "SEARCH d USING")
+            searched += ("SEARCH m USING", "SEARCH s USING INDEX om_scope")
+            assert any(s.startswith(searched) for s in steps), (name, steps)
     get_plan = plan(path, "SELECT id, CAST(body AS BLOB) FROM entries WHERE id = ?", ("s-5",))
     assert get_plan == ["SEARCH entries USING INDEX sqlite_autoindex_entries_1 (id=?)"]
-    recent_plan = plan(path, adapter._RECENT_MESSAGES_SQL, (1, 0, 9, "a", "b", "c", 5))
-    assert recent_plan == [
-        "SEARCH entries USING INDEX entries_segment_depth (segment_id=? AND depth>? AND depth<?)"
-    ]
+    for sql in (adapter._RECENT_MESSAGES_SQL, adapter._PAGE_FORWARD_SQL):
+        steps = plan(path, sql, (1, 0, 9, "a", "b", "c", 5))
+        search = "SEARCH entries USING INDEX entries_segment_depth"
+        assert steps == [f"{search} (segment_id=? AND depth>? AND depth<?)"]
+    for table in ("om_observations", "om_reflections"):
+        sql = adapter._MEMORY_BY_ID_SQL.format(table=table, marks="?, ?")
+        assert plan(path, sql, ("aaaaaaaaaaaa", "bbbbbbbbbbbb")) == [
+            f"SEARCH {table} USING INDEX {table}_memory (memory_id=?)"
+        ]
 
 
 async def test_batch_leaf_and_set_leaf_persist(tmp_path: Path) -> None:
@@ -665,9 +676,22 @@ def test_schema_transpiles_to_postgres(caplog: pytest.LogCaptureFixture) -> None
         schema.text, read="sqlite", write="postgres", unsupported_level=sqlglot.ErrorLevel.RAISE
     )
     assert len([s for s in whole if s.strip()]) == len(schema.statements)
-    for table in ("sessions", "segments", "entries"):
+    tables = (
+        "sessions",
+        "segments",
+        "entries",
+        "om_observations",
+        "om_observation_sources",
+        "om_reflections",
+        "om_drops",
+        "om_markers",
+        "om_scope_records",
+    )
+    for table in tables:
         assert any(s.startswith(f"CREATE TABLE IF NOT EXISTS {table} (") for s in translated), table
-    assert sum(s.startswith(("CREATE INDEX", "CREATE UNIQUE INDEX")) for s in translated) == 5
+    indexes = sum(s.startswith(("CREATE INDEX", "CREATE UNIQUE INDEX")) for s in translated)
+    assert indexes == sum(" INDEX " in s for s in schema.statements)
+    assert len(translated) == len(tables) + indexes
     assert not [r for r in caplog.records if r.name.startswith("sqlglot")]
 
 

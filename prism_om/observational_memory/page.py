@@ -2,28 +2,48 @@
 
 Pages are exact: each message is the stored entry, redacted of known secrets and, in
 ``summary`` detail, cut to its first 200 characters. A page carries the cursor for the
-next one, so a caller can walk the whole branch in either direction.
+next one (``nextCursor``: the last message of a forward page, the first of a backward
+page, or null at the end), so a caller can walk the whole branch in either direction.
+
+Fail closed, identically on both paths: a malformed request (cursor not a non-empty
+string of at most 256 characters, bad direction/detail/limit) raises before anything is
+read; ``limit`` above 100 raises ``PageTooLargeError``; a cursor that is not an entry of
+the branch raises ``EntryNotFoundError``; a cursor that is not a user/assistant/tool
+message raises ``InvalidInputError``.
+
+Result shape (``BranchPage.to_json()``)::
+
+    {"cursor": "...", "direction": "forward", "detail": "summary", "limit": 20,
+     "messages": [{"id", "role", "timestamp", "text", "truncated"}   # summary
+                  {"id", "role", "timestamp", "message": {...}}],   # full
+     "nextCursor": "..." | null, "hasMore": bool}
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
-from ..entries import SessionEntry
-from ..errors import EntryNotFoundError, InvalidInputError
-from .limits import resolve_page_limit
-from .redact import redact_value
-from .sources import is_eligible_observation_source_entry
+from ..entries import SessionEntry, entry_text
+from ..errors import InvalidIdError, InvalidInputError
+from ..stores._derived import page_around_cursor
+from ._source import is_store, store_session
+from .limits import PAGE_LIMIT_DEFAULT, resolve_page_limit
+from .records import ENTRY_ID_MAX_CHARS
+from .redact import Redactor, redactor
+
+if TYPE_CHECKING:
+    from ..stores.base import SessionStore
 
 __all__ = [
     "SUMMARY_CHARS",
     "BranchPage",
-    "PageDirection",
     "PageDetail",
+    "PageDirection",
+    "build_branch_page",
     "page_message",
-    "recall_branch_page_from_entries",
+    "recall_observational_memory_branch_page",
     "validate_page_request",
 ]
 
@@ -53,77 +73,150 @@ class BranchPage:
             "direction": self.direction,
             "detail": self.detail,
             "limit": self.limit,
-            "messages": list(self.messages),
+            "messages": [dict(m) for m in self.messages],
             "nextCursor": self.next_cursor,
             "hasMore": self.has_more,
         }
 
 
 def validate_page_request(
-    cursor: object, limit: object, direction: object, detail: object, default_limit: int = 20
+    cursor: object,
+    limit: object,
+    direction: object,
+    detail: object,
+    default_limit: int = PAGE_LIMIT_DEFAULT,
 ) -> tuple[str, int, PageDirection, PageDetail]:
-    """Check a page request before any entry is read."""
-    if not isinstance(cursor, str) or not cursor:
-        raise InvalidInputError(f"cursor must be an entry id, got {cursor!r}")
+    """Check a page request before any entry is read; returns it with the limit resolved."""
+    if not isinstance(cursor, str) or not cursor or len(cursor) > ENTRY_ID_MAX_CHARS:
+        shown = cursor if isinstance(cursor, str) and len(cursor) <= 64 else type(cursor).__name__
+        raise InvalidIdError(
+            f"cursor must be an entry id (1-{ENTRY_ID_MAX_CHARS} characters), got {shown!r}"
+        )
     if direction not in ("forward", "backward"):
         raise InvalidInputError(f"direction must be 'forward' or 'backward', got {direction!r}")
     if detail not in ("summary", "full"):
         raise InvalidInputError(f"detail must be 'summary' or 'full', got {detail!r}")
-    if limit is not None and not isinstance(limit, int):
-        raise InvalidInputError(f"limit must be an integer, got {limit!r}")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+        raise InvalidInputError(f"limit must be an integer, got {type(limit).__name__}")
     return cursor, resolve_page_limit(limit, default_limit), direction, detail
 
 
-def page_message(entry: SessionEntry, detail: PageDetail, secrets: Sequence[str]) -> dict[str, Any]:
+def page_message(
+    entry: SessionEntry, detail: PageDetail, secrets: Iterable[str] | Redactor | None
+) -> dict[str, Any]:
     """One message of a page: id, role, timestamp and text (cut in summary detail)."""
-    assert entry.message is not None
-    text = redact_value(entry.message.text(), secrets)
+    if entry.message is None:  # page_around_cursor / page_messages return messages only
+        raise InvalidInputError(f"entry {entry.id!r} is not a message")
+    red = redactor(secrets)
     item: dict[str, Any] = {
         "id": entry.id,
         "role": entry.message.role,
         "timestamp": entry.timestamp,
     }
     if detail == "summary":
+        # Redact before cutting: a cut first could leave a secret's prefix behind.
+        text = red.text(entry_text(entry))
         item["text"] = text[:SUMMARY_CHARS]
         item["truncated"] = len(text) > SUMMARY_CHARS
     else:
-        item["message"] = redact_value(
-            entry.message.model_dump(by_alias=True, mode="json"), secrets
-        )
+        item["message"] = red.value(entry.message.model_dump(by_alias=True, mode="json"))
     return item
 
 
-def recall_branch_page_from_entries(
-    entries: Sequence[SessionEntry],
-    cursor: str,
+def build_branch_page(
+    chosen: Sequence[SessionEntry],
+    more: bool,
     *,
+    cursor: str,
     limit: int,
     direction: PageDirection,
     detail: PageDetail,
-    secrets: Sequence[str] = (),
+    secrets: Iterable[str] | Redactor | None = None,
 ) -> BranchPage:
-    """The reference page over a branch given as a list of entries, root first."""
-    position = next((i for i, e in enumerate(entries) if e.id == cursor), None)
-    if position is None:
-        raise EntryNotFoundError(f"cursor {cursor!r} is not an entry of the current branch")
-    if not is_eligible_observation_source_entry(entries[position]):
-        raise InvalidInputError(
-            f"cursor {cursor!r} is a {entries[position].kind} entry, not a user, assistant "
-            "or tool message"
-        )
-    if direction == "forward":
-        pool = [e for e in entries[position + 1 :] if is_eligible_observation_source_entry(e)]
-        chosen, more = pool[:limit], len(pool) > limit
-        next_cursor = chosen[-1].id if more and chosen else None
-    else:
-        pool = [e for e in entries[:position] if is_eligible_observation_source_entry(e)]
-        chosen, more = pool[-limit:], len(pool) > limit
-        next_cursor = chosen[0].id if more and chosen else None
+    """A page from the messages a store or ``page_around_cursor`` chose (oldest first)."""
+    next_cursor = None
+    if more and chosen:
+        next_cursor = chosen[-1].id if direction == "forward" else chosen[0].id
+    red = redactor(secrets)
     return BranchPage(
         cursor=cursor,
         direction=direction,
         detail=detail,
         limit=limit,
-        messages=tuple(page_message(e, detail, secrets) for e in chosen),
+        messages=tuple(page_message(e, detail, red) for e in chosen),
         next_cursor=next_cursor,
+    )
+
+
+@overload
+def recall_observational_memory_branch_page(
+    entries: Sequence[SessionEntry],
+    cursor: str,
+    *,
+    limit: int | None = None,
+    direction: PageDirection = "forward",
+    detail: PageDetail = "summary",
+    secrets: Iterable[str] | Redactor | None = None,
+    default_limit: int = PAGE_LIMIT_DEFAULT,
+) -> BranchPage: ...
+
+
+@overload
+def recall_observational_memory_branch_page(
+    entries: SessionStore,
+    cursor: str,
+    *,
+    session_id: str,
+    leaf_id: str | None = None,
+    limit: int | None = None,
+    direction: PageDirection = "forward",
+    detail: PageDetail = "summary",
+    secrets: Iterable[str] | Redactor | None = None,
+    default_limit: int = PAGE_LIMIT_DEFAULT,
+) -> Awaitable[BranchPage]: ...
+
+
+def recall_observational_memory_branch_page(
+    entries: Sequence[SessionEntry] | SessionStore,
+    cursor: str,
+    *,
+    session_id: str | None = None,
+    leaf_id: str | None = None,
+    limit: int | None = None,
+    direction: PageDirection = "forward",
+    detail: PageDetail = "summary",
+    secrets: Iterable[str] | Redactor | None = None,
+    default_limit: int = PAGE_LIMIT_DEFAULT,
+) -> BranchPage | Awaitable[BranchPage]:
+    """Page eligible messages after (``forward``) or before (``backward``) ``cursor``.
+
+    Given the branch's entries (root first): pure, O(n). Given a store and ``session_id``:
+    an awaitable over ``store.page_messages()``, an indexed query on an indexed store.
+    """
+    cursor, size, way, level = validate_page_request(
+        cursor, limit, direction, detail, default_limit
+    )
+    red = redactor(secrets)
+    if is_store(entries):
+        sid = store_session(session_id, "recall_observational_memory_branch_page")
+        return _page_store(entries, sid, leaf_id, cursor, size, way, level, red)
+    chosen, more = page_around_cursor(entries, cursor, size, way)
+    return build_branch_page(
+        chosen, more, cursor=cursor, limit=size, direction=way, detail=level, secrets=red
+    )
+
+
+async def _page_store(
+    store: SessionStore,
+    session_id: str,
+    leaf_id: str | None,
+    cursor: str,
+    limit: int,
+    direction: PageDirection,
+    detail: PageDetail,
+    red: Redactor,
+) -> BranchPage:
+    chosen, more = await store.page_messages(session_id, cursor, limit, direction, leaf_id)
+    return build_branch_page(
+        chosen, more, cursor=cursor, limit=limit, direction=direction, detail=detail, secrets=red
     )

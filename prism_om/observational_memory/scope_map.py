@@ -3,7 +3,35 @@
 A work scope is a host-named node in a tree under the implicit ``session`` root. Scopes
 are opened, closed, entered and left (a stack), memory ids are bound to them many-to-many
 (``om:<12-hex>`` for observations, ``reflection:<12-hex>`` for reflections), and a scope's
-owner can grant other sessions (principals) read and write access to it.
+owner can grant other sessions (principals, which are session ids) read and write access.
+Memory bound to no scope belongs to the root.
+
+Wire records (``data``; ``type`` omitted)::
+
+    om.scope.opened    {id, parentId?, kind?, label?}   parentId absent = the root
+    om.scope.closed    {scopeId}
+    om.scope.entered   {scopeId}
+    om.scope.left      {}
+    om.scope.bound     {scopeId, refs}
+    om.scope.unbound   {scopeId, refs}
+    om.scope.granted   {scopeId, principalIds}
+    om.scope.revoked   {scopeId, principalIds}
+
+The controller validates every record before it appends it; the fold still ignores
+whatever it cannot apply, so a hand-written log can never make it raise, invent scopes or
+break a cap. Fold rules, in branch order:
+
+* opened: a well-formed, unreserved, new id under an existing open parent, at most
+  ``MAX_SCOPE_DEPTH`` deep and at most ``MAX_SCOPES`` host scopes;
+* closed: any host scope (closing is final; a closed scope stays in the map);
+* entered: an open host scope while the stack is below ``MAX_SCOPE_STACK``; left: pops;
+* bound: well-formed refs on an open scope (the root included), up to
+  ``MAX_BINDS_PER_SCOPE``; unbound: removes refs from any scope;
+* granted: valid session ids on an open host scope, up to ``MAX_PRINCIPALS_PER_SCOPE``;
+  revoked: removes them from any host scope and remembers them as revoked.
+
+The result is a plain ``==``-comparable value, so an indexed store can rebuild it from
+fold rows and be checked against this reference.
 """
 
 from __future__ import annotations
@@ -11,9 +39,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Literal
 
-from ..entries import SessionEntry
+from ..entries import SESSION_ID_PATTERN, SessionEntry
 from ..ids import MEMORY_ID_PATTERN
 
 __all__ = [
@@ -24,26 +52,32 @@ __all__ = [
     "MAX_SCOPE_STACK",
     "MAX_SCOPE_TEXT_CHARS",
     "ROOT_SCOPE_ID",
-    "SCOPE_ID_PATTERN",
     "SCOPE_BOUND",
     "SCOPE_CLOSED",
     "SCOPE_ENTERED",
     "SCOPE_GRANTED",
+    "SCOPE_ID_PATTERN",
     "SCOPE_LEFT",
     "SCOPE_OPENED",
     "SCOPE_REVOKED",
     "SCOPE_UNBOUND",
+    "MemoryRefKind",
     "WorkScope",
     "WorkScopeMap",
     "fold_work_scope_map",
+    "is_principal_id",
     "is_scope_id",
+    "memory_ref",
     "parse_memory_ref",
 ]
 
 ROOT_SCOPE_ID: Final = "session"
+ROOT_SCOPE_KIND: Final = "session"
 SCOPE_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:/-]{1,128}$")
 MAX_SCOPES: Final = 256
+"""Host scopes per branch (the implicit root is not counted)."""
 MAX_SCOPE_DEPTH: Final = 8
+"""Depth of the deepest host scope; children of the root have depth 1."""
 MAX_SCOPE_STACK: Final = 8
 MAX_BINDS_PER_SCOPE: Final = 4096
 MAX_PRINCIPALS_PER_SCOPE: Final = 1024
@@ -58,15 +92,23 @@ SCOPE_UNBOUND: Final = "om.scope.unbound"
 SCOPE_GRANTED: Final = "om.scope.granted"
 SCOPE_REVOKED: Final = "om.scope.revoked"
 
+MemoryRefKind = Literal["observation", "reflection"]
 _REF = re.compile(r"^(om|reflection):([a-f0-9]{12})$")
 
 
 def is_scope_id(value: object) -> bool:
-    """True for a well-formed host scope id (``[A-Za-z0-9._:/-]{1,128}`` without ``..``)."""
+    """True for a well-formed scope id (``[A-Za-z0-9._:/-]{1,128}`` without ``..``)."""
     return isinstance(value, str) and bool(SCOPE_ID_PATTERN.fullmatch(value)) and ".." not in value
 
 
-def parse_memory_ref(ref: object) -> tuple[str, str] | None:
+def is_principal_id(value: object) -> bool:
+    """True for a principal: a valid session id."""
+    return (
+        isinstance(value, str) and bool(SESSION_ID_PATTERN.fullmatch(value)) and ".." not in value
+    )
+
+
+def parse_memory_ref(ref: object) -> tuple[MemoryRefKind, str] | None:
     """``("observation" | "reflection", id)`` for a bind ref, None when malformed."""
     if not isinstance(ref, str):
         return None
@@ -74,6 +116,11 @@ def parse_memory_ref(ref: object) -> tuple[str, str] | None:
     if match is None or not MEMORY_ID_PATTERN.fullmatch(match.group(2)):
         return None
     return ("observation" if match.group(1) == "om" else "reflection", match.group(2))
+
+
+def memory_ref(kind: MemoryRefKind, memory_id: str) -> str:
+    """The bind ref of an observation (``om:<id>``) or a reflection (``reflection:<id>``)."""
+    return f"{'om' if kind == 'observation' else 'reflection'}:{memory_id}"
 
 
 @dataclass(frozen=True)
@@ -88,14 +135,26 @@ class WorkScope:
     closed: bool = False
     opened_entry_id: str | None = None
     binds: tuple[str, ...] = ()
+    """Bound refs in first-bind order."""
     principals: tuple[str, ...] = ()
+    """Currently granted session ids in first-grant order."""
+    revoked_principals: tuple[str, ...] = ()
+    """Session ids whose latest grant record on this scope is a revoke."""
+
+    @property
+    def is_root(self) -> bool:
+        return self.parent_id is None
+
+
+def _root() -> dict[str, WorkScope]:
+    return {ROOT_SCOPE_ID: WorkScope(ROOT_SCOPE_ID, None, 0, ROOT_SCOPE_KIND)}
 
 
 @dataclass(frozen=True)
 class WorkScopeMap:
-    """The folded scope index of one branch."""
+    """The folded scope index of one branch; ``scopes`` is in opening order, root first."""
 
-    scopes: Mapping[str, WorkScope] = field(default_factory=dict)
+    scopes: Mapping[str, WorkScope] = field(default_factory=_root)
     stack: tuple[str, ...] = ()
 
     @property
@@ -105,7 +164,12 @@ class WorkScopeMap:
 
     @property
     def has_host_scopes(self) -> bool:
+        """True once any scope besides the implicit root was opened."""
         return len(self.scopes) > 1
+
+    @property
+    def root(self) -> WorkScope:
+        return self.scopes[ROOT_SCOPE_ID]
 
     def ancestors(self, scope_id: str) -> list[str]:
         """Parents of ``scope_id`` from the nearest up to the root."""
@@ -116,8 +180,13 @@ class WorkScopeMap:
             scope = self.scopes.get(scope.parent_id)
         return chain
 
+    def children(self, scope_id: str) -> list[str]:
+        """Direct children of ``scope_id``, in opening order."""
+        return [s.id for s in self.scopes.values() if s.parent_id == scope_id]
+
     def descendants(self, scope_id: str) -> list[str]:
         """Every scope below ``scope_id``, in opening order."""
+        # A parent is always opened before its children, so one pass in opening order works.
         found: list[str] = []
         wanted = {scope_id}
         for scope in self.scopes.values():
@@ -127,8 +196,13 @@ class WorkScopeMap:
         return found
 
     def scopes_of(self, ref: str) -> list[str]:
-        """Scopes a ref is bound to."""
-        return [s.id for s in self.scopes.values() if ref in s.binds]
+        """Scopes a ref is bound to; the root alone when it is bound nowhere."""
+        bound = [s.id for s in self.scopes.values() if ref in s.binds]
+        return bound or [ROOT_SCOPE_ID]
+
+    def refs_by_scope(self) -> dict[str, frozenset[str]]:
+        """Each scope's bound refs, for membership checks over many refs."""
+        return {sid: frozenset(s.binds) for sid, s in self.scopes.items()}
 
 
 @dataclass
@@ -142,6 +216,7 @@ class _Mutable:
     closed: bool = False
     binds: dict[str, None] = field(default_factory=dict)
     principals: dict[str, None] = field(default_factory=dict)
+    revoked: dict[str, None] = field(default_factory=dict)
 
     def freeze(self) -> WorkScope:
         return WorkScope(
@@ -154,6 +229,7 @@ class _Mutable:
             opened_entry_id=self.opened_entry_id,
             binds=tuple(self.binds),
             principals=tuple(self.principals),
+            revoked_principals=tuple(self.revoked),
         )
 
 
@@ -161,61 +237,93 @@ def _strings(value: Any) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
-def fold_work_scope_map(entries: Iterable[SessionEntry]) -> WorkScopeMap:
-    """Fold a branch's ``om.scope.*`` records into its scope map.
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
-    Records are validated when appended; the fold still ignores anything it cannot
-    apply (an unknown scope, a leave on an empty stack), so a hand-edited log can never
-    make it raise or invent scopes.
-    """
-    scopes: dict[str, _Mutable] = {
-        ROOT_SCOPE_ID: _Mutable(ROOT_SCOPE_ID, None, 0, "session", None, None)
-    }
-    stack: list[str] = []
-    for entry in entries:
+
+class _Folder:
+    """Applies scope records one at a time (see the module docstring for the rules)."""
+
+    def __init__(self) -> None:
+        self.scopes: dict[str, _Mutable] = {
+            ROOT_SCOPE_ID: _Mutable(ROOT_SCOPE_ID, None, 0, ROOT_SCOPE_KIND, None, None)
+        }
+        self.stack: list[str] = []
+
+    def add(self, entry: SessionEntry) -> None:
         marker = entry.custom_type
         if marker is None or not marker.startswith("om.scope."):
-            continue
+            return
         data = entry.data or {}
-        scope_id = data.get("id") if marker == SCOPE_OPENED else data.get("scopeId")
         if marker == SCOPE_LEFT:
-            if stack:
-                stack.pop()
-            continue
-        if not isinstance(scope_id, str):
-            continue
-        if marker == SCOPE_OPENED:
-            parent_id = data.get("parentId") or ROOT_SCOPE_ID
-            parent = scopes.get(parent_id) if isinstance(parent_id, str) else None
-            if scope_id in scopes or parent is None:
-                continue
-            kind, label = data.get("kind"), data.get("label")
-            scopes[scope_id] = _Mutable(
-                scope_id,
-                parent.id,
-                parent.depth + 1,
-                kind if isinstance(kind, str) else None,
-                label if isinstance(label, str) else None,
-                entry.id,
-            )
-            continue
-        scope = scopes.get(scope_id)
-        if scope is None:
-            continue
-        if marker == SCOPE_CLOSED:
+            if self.stack:
+                self.stack.pop()
+        elif marker == SCOPE_OPENED:
+            self._open(entry.id, data)
+        else:
+            scope = self.scopes.get(data.get("scopeId"))  # type: ignore[arg-type]
+            if scope is not None:
+                self._apply(marker, scope, data)
+
+    def _open(self, entry_id: str, data: Mapping[str, Any]) -> None:
+        scope_id = data.get("id")
+        parent_id = data.get("parentId", ROOT_SCOPE_ID)
+        parent = self.scopes.get(parent_id) if isinstance(parent_id, str) else None
+        if (
+            not is_scope_id(scope_id)
+            or scope_id == ROOT_SCOPE_ID
+            or scope_id in self.scopes
+            or parent is None
+            or parent.closed
+            or parent.depth + 1 > MAX_SCOPE_DEPTH
+            or len(self.scopes) - 1 >= MAX_SCOPES
+        ):
+            return
+        assert isinstance(scope_id, str)
+        self.scopes[scope_id] = _Mutable(
+            scope_id,
+            parent.id,
+            parent.depth + 1,
+            _text(data.get("kind")),
+            _text(data.get("label")),
+            entry_id,
+        )
+
+    def _apply(self, marker: str, scope: _Mutable, data: Mapping[str, Any]) -> None:
+        host = scope.parent_id is not None
+        if marker == SCOPE_CLOSED and host:
             scope.closed = True
         elif marker == SCOPE_ENTERED:
-            stack.append(scope_id)
-        elif marker == SCOPE_BOUND:
+            if host and not scope.closed and len(self.stack) < MAX_SCOPE_STACK:
+                self.stack.append(scope.id)
+        elif marker == SCOPE_BOUND and not scope.closed:
             for ref in _strings(data.get("refs")):
-                scope.binds[ref] = None
+                if len(scope.binds) < MAX_BINDS_PER_SCOPE and parse_memory_ref(ref):
+                    scope.binds[ref] = None
         elif marker == SCOPE_UNBOUND:
             for ref in _strings(data.get("refs")):
                 scope.binds.pop(ref, None)
-        elif marker == SCOPE_GRANTED:
+        elif marker == SCOPE_GRANTED and host and not scope.closed:
             for principal in _strings(data.get("principalIds")):
-                scope.principals[principal] = None
-        elif marker == SCOPE_REVOKED:
+                if is_principal_id(principal) and (
+                    principal in scope.principals
+                    or len(scope.principals) < MAX_PRINCIPALS_PER_SCOPE
+                ):
+                    scope.principals[principal] = None
+                    scope.revoked.pop(principal, None)
+        elif marker == SCOPE_REVOKED and host:
             for principal in _strings(data.get("principalIds")):
-                scope.principals.pop(principal, None)
-    return WorkScopeMap({sid: s.freeze() for sid, s in scopes.items()}, tuple(stack))
+                if principal in scope.principals:
+                    del scope.principals[principal]
+                    scope.revoked[principal] = None
+
+    def build(self) -> WorkScopeMap:
+        return WorkScopeMap({sid: s.freeze() for sid, s in self.scopes.items()}, tuple(self.stack))
+
+
+def fold_work_scope_map(entries: Iterable[SessionEntry]) -> WorkScopeMap:
+    """Fold a branch's ``om.scope.*`` records (root first) into its scope map. O(n), pure."""
+    folder = _Folder()
+    for entry in entries:
+        folder.add(entry)
+    return folder.build()

@@ -36,7 +36,7 @@ import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, NamedTuple, Self, TypeVar
+from typing import Any, Literal, NamedTuple, Self, TypeVar
 
 import aiosqlite
 from pydantic import ValidationError
@@ -56,7 +56,8 @@ from ..errors import (
     StoreRuleError,
     UnknownParentError,
 )
-from ..observational_memory.records import OBSERVATIONS_RECORDED, REFLECTIONS_RECORDED
+from ..observational_memory.ledger import ObservationalMemoryLedger
+from ..observational_memory.scope_map import WorkScopeMap, fold_work_scope_map
 from ..observational_memory.sources import ELIGIBLE_SOURCE_ROLES
 from ..observational_memory.validation import (
     MemoryRecordNeeds,
@@ -67,6 +68,13 @@ from ..observational_memory.validation import (
 from ..tokens import TokenEstimator, get_estimator
 from ._derived import BranchDerivedReads
 from ._schema import APPLICATION_ID, SCHEMA_VERSION, Schema, load_schema
+from ._sqlite_memory import (
+    fold_rows,
+    ledger_from_rows,
+    ledger_queries,
+    scope_records_query,
+    write_fold_rows,
+)
 from .base import check_batch_shape
 
 __all__ = [
@@ -137,14 +145,9 @@ SELECT id, CAST(body AS BLOB) FROM entries
 WHERE segment_id = ? AND depth BETWEEN ? AND ?
   AND kind = 'message' AND role IN ({", ".join("?" * len(_ELIGIBLE_ROLES))})
 ORDER BY depth DESC LIMIT ?"""
-# Until fold tables index memory ids, a record's memory ids are checked against the
-# observation and reflection records on its branch.
-_MEMORY_RECORDS_SQL = branch_rows_sql(
-    "e.id, CAST(e.body AS BLOB)",
-    "entries",
-    "e",
-    where="e.custom_type IN (:observations_type, :reflections_type)",
-)
+# Where a memory id was recorded, any branch: the caller keeps the rows on its path.
+_MEMORY_BY_ID_SQL = "SELECT entry_seq, segment_id, depth FROM {table} WHERE memory_id IN ({marks})"
+_ENTRIES_BY_SEQ_SQL = "SELECT id, CAST(body AS BLOB) FROM entries WHERE seq IN ({marks})"
 _ENTRIES_BY_ID_SQL = """
 SELECT id, segment_id, depth, CAST(body AS BLOB) FROM entries WHERE id IN ({marks})"""
 _POSITION_SQL = """
@@ -189,6 +192,20 @@ _SEQ, _DEPTH, _SEGMENT, _TOKENS = 0, 8, 9, 10
 _INSERT_SEGMENT_SQL = """
 INSERT INTO segments (segment_id, session_id, parent_segment_id, start_depth)
 VALUES (?, ?, ?, ?)"""
+
+
+_LEDGER_SQL = ledger_queries(branch_rows_sql)
+_SCOPE_RECORDS_SQL = scope_records_query(branch_rows_sql)
+_PAGE_FORWARD_SQL = f"""
+SELECT id, CAST(body AS BLOB) FROM entries
+WHERE segment_id = ? AND depth BETWEEN ? AND ?
+  AND kind = 'message' AND role IN ({", ".join("?" * len(_ELIGIBLE_ROLES))})
+ORDER BY depth LIMIT ?"""
+
+
+async def _write_memory_folds(conn: aiosqlite.Connection, placed: Sequence[PlacedEntry]) -> None:
+    """The append hook that keeps the memory fold tables in step with the entries."""
+    await write_fold_rows(conn, fold_rows(placed))
 
 
 class LeafPosition(NamedTuple):
@@ -246,7 +263,7 @@ class SqliteStore(BranchDerivedReads):
         self._closed = False
         # Held across every write transaction: the writer connection has one transaction.
         self._lock = asyncio.Lock()
-        self._append_hooks: builtins.list[AppendHook] = []
+        self._append_hooks: builtins.list[AppendHook] = [_write_memory_folds]
 
     @classmethod
     async def open(
@@ -450,6 +467,69 @@ class SqliteStore(BranchDerivedReads):
                 break
         found.reverse()
         return found
+
+    async def ledger(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> ObservationalMemoryLedger:
+        """The branch's ledger, rebuilt from the fold tables: cost follows the memory."""
+        position = await self._leaf_position(session_id, leaf_id)
+        if position is None:
+            return ObservationalMemoryLedger()
+        params = position.params()
+        rows = [await self._fetch(sql, params) for sql in _LEDGER_SQL.values()]
+        try:
+            return ledger_from_rows(*rows)
+        except ValidationError as exc:
+            raise CorruptStoreError(
+                f"{self.url}: a memory fold row of session {session_id!r} no longer parses "
+                f"({_first_line(exc)})"
+            ) from exc
+
+    async def scope_map(self, session_id: str, leaf_id: str | None = None) -> WorkScopeMap:
+        """The branch's scope map, folded from its om.scope.* records only."""
+        position = await self._leaf_position(session_id, leaf_id)
+        if position is None:
+            return fold_work_scope_map([])
+        rows = await self._fetch(_SCOPE_RECORDS_SQL, position.params())
+        return fold_work_scope_map(self._parse(entry_id, body) for _, entry_id, body in rows)
+
+    async def page_messages(
+        self,
+        session_id: str,
+        cursor: str,
+        limit: int,
+        direction: Literal["forward", "backward"] = "forward",
+        leaf_id: str | None = None,
+    ) -> tuple[builtins.list[SessionEntry], bool]:
+        """Up to ``limit`` eligible messages after/before ``cursor``: indexed, O(page)."""
+        position = await self._leaf_position(session_id, leaf_id)
+        depth = None if position is None else await self._depth_on_branch(position, cursor)
+        if position is None or depth is None:
+            raise EntryNotFoundError(f"cursor {cursor!r} is not an entry of the current branch")
+        rows = await self._fetch("SELECT kind, role FROM entries WHERE id = ?", (cursor,))
+        kind, role = rows[0]
+        if kind != "message" or role not in ELIGIBLE_SOURCE_ROLES:
+            raise InvalidInputError(
+                f"cursor {cursor!r} is a {kind} entry, not a user, assistant or tool message"
+            )
+        pieces = await self._pieces(position)
+        found: builtins.list[SessionEntry] = []
+        want = limit + 1  # one more tells whether another page follows
+        forward = direction == "forward"
+        for segment_id, lo, hi in pieces if forward else reversed(pieces):
+            first, last = (max(lo, depth + 1), hi) if forward else (lo, min(hi, depth - 1))
+            if first > last:
+                continue
+            sql = _PAGE_FORWARD_SQL if forward else _RECENT_MESSAGES_SQL
+            params = (segment_id, first, last, *_ELIGIBLE_ROLES, want - len(found))
+            found.extend(self._parse(i, b) for i, b in await self._fetch(sql, params))
+            if len(found) >= want:
+                break
+        more = len(found) > limit
+        page = found[:limit]
+        if not forward:
+            page.reverse()
+        return page, more
 
     # -- helpers later features reuse -------------------------------------------------
 
@@ -657,13 +737,19 @@ class SqliteStore(BranchDerivedReads):
             for entry_id, segment_id, depth, body in await _rows(conn, sql, chunk):
                 if _on_pieces(pieces, segment_id, depth):
                     evidence.append(self._parse(entry_id, body))
-        if needs.memory_ids_to_look_up:
-            params = {
-                **position.params(),
-                "observations_type": OBSERVATIONS_RECORDED,
-                "reflections_type": REFLECTIONS_RECORDED,
-            }
-            for entry_id, body in await _rows(conn, _MEMORY_RECORDS_SQL, params):
+        # The memory ids are looked up in the fold tables, by id, not by a branch scan; a
+        # recording entry that lies on the path is evidence.
+        recorders: set[int] = set()
+        for chunk in _chunks(sorted(needs.memory_ids_to_look_up)):
+            marks = ", ".join("?" * len(chunk))
+            for table in ("om_observations", "om_reflections"):
+                sql = _MEMORY_BY_ID_SQL.format(table=table, marks=marks)
+                for seq, segment_id, depth in await _rows(conn, sql, chunk):
+                    if _on_pieces(pieces, segment_id, depth):
+                        recorders.add(seq)
+        for chunk in _chunks([str(seq) for seq in sorted(recorders)]):
+            sql = _ENTRIES_BY_SEQ_SQL.format(marks=", ".join("?" * len(chunk)))
+            for entry_id, body in await _rows(conn, sql, [int(seq) for seq in chunk]):
                 evidence.append(self._parse(entry_id, body))
         return evidence
 

@@ -1,0 +1,138 @@
+"""The benchmark transcript: one session, one long branch, one observation per 50 messages.
+
+Every system gets the same messages. Our stores also get the ``om.observations.recorded``
+records (one observation citing a message of the last 50, covering up to the newest),
+om-memory gets the same observations as its own rows, and the floor gets the same rows
+our SQLite adapter writes (wire JSON plus a token count with the same estimator).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Final
+
+from prism_om.entries import Role, SessionEntry, custom_entry
+from prism_om.observational_memory.records import OBSERVATIONS_RECORDED
+from prism_om.testing.generate import make_message
+
+__all__ = ["MESSAGES_PER_OBSERVATION", "SESSION_ID", "Dataset", "build_dataset", "continuation"]
+
+SESSION_ID: Final = "bench"
+MESSAGES_PER_OBSERVATION: Final = 50
+_ROLES: Final[tuple[Role, ...]] = ("user", "assistant", "tool", "assistant")
+_WORDS: Final = (
+    "deploy staging database migration postgres friday budget invoice alice bob carol "
+    "release blocker latency cache redis queue retry backoff vendor contract review "
+    "schema index vacuum report meeting tuesday customer ticket rollback canary"
+).split()
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """``size`` entries of one branch, root first, with handy ids into it."""
+
+    size: int
+    entries: list[SessionEntry]
+    memory_ids: list[str]
+    """Observation ids, in the order they were recorded."""
+    observed: list[tuple[int, str, str, str]]
+    """(index of the record entry, memory id, text, source entry id) per observation."""
+
+    @property
+    def messages(self) -> list[SessionEntry]:
+        return [e for e in self.entries if e.kind == "message"]
+
+    @property
+    def last_id(self) -> str:
+        return self.entries[-1].id
+
+    def middle_message_id(self) -> str:
+        """A message near the middle of the branch: the cursor of the page workload."""
+        middle = len(self.entries) // 2
+        for entry in self.entries[middle:]:
+            if entry.kind == "message":
+                return entry.id
+        raise ValueError("the dataset has no message after its middle")
+
+    def middle_memory_id(self) -> tuple[str, str]:
+        """(memory id, source entry id) of an observation near the middle."""
+        _, memory_id, _, source = self.observed[len(self.observed) // 2]
+        return memory_id, source
+
+
+def _text(rng: random.Random) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(rng.randint(6, 30)))
+
+
+def _entries(
+    rng: random.Random, start: int, count: int, parent: str | None, prefix: str
+) -> Iterator[tuple[SessionEntry, str | None]]:
+    """``count`` entries after ``parent``; yields each entry with the memory id it records."""
+    window: list[SessionEntry] = []
+    for n in range(start, start + count):
+        if len(window) == MESSAGES_PER_OBSERVATION:
+            memory_id = f"{n:012x}"
+            source = rng.choice(window)
+            data = {
+                "type": OBSERVATIONS_RECORDED,
+                "observations": [
+                    {
+                        "id": memory_id,
+                        "text": "observed " + _text(rng),
+                        "sourceEntryIds": [source.id],
+                        "observedAt": source.timestamp,
+                        "priority": rng.choice(("low", "medium", "high")),
+                    }
+                ],
+                "coversUpToId": window[-1].id,
+            }
+            entry = custom_entry(
+                SESSION_ID,
+                data,
+                parent_id=parent,
+                entry_id=f"{prefix}{n:08d}",
+                timestamp=window[-1].timestamp,
+            )
+            window = []
+            yield entry, memory_id
+        else:
+            role = _ROLES[n % len(_ROLES)]
+            entry = make_message(SESSION_ID, f"{prefix}{n:08d}", parent, role, _text(rng), n * 5)
+            window.append(entry)
+            yield entry, None
+        parent = entry.id
+
+
+def build_dataset(size: int, seed: int = 7) -> Dataset:
+    """The ``size``-entry branch every adapter and peer is loaded with."""
+    rng = random.Random(seed)
+    entries: list[SessionEntry] = []
+    memory_ids: list[str] = []
+    observed: list[tuple[int, str, str, str]] = []
+    for entry, memory_id in _entries(rng, 0, size, None, "e"):
+        if memory_id is not None and entry.data is not None:
+            obs = entry.data["observations"][0]
+            memory_ids.append(memory_id)
+            observed.append((len(entries), memory_id, obs["text"], obs["sourceEntryIds"][0]))
+        entries.append(entry)
+    return Dataset(size, entries, memory_ids, observed)
+
+
+def continuation(dataset: Dataset, count: int, prefix: str, seed: int = 11) -> list[SessionEntry]:
+    """``count`` more messages continuing the dataset's branch (ids start with ``prefix``).
+
+    Only messages: the append samples measure the transcript path, and a fresh window
+    means no observation record lands in them.
+    """
+    rng = random.Random(seed)
+    out: list[SessionEntry] = []
+    parent = dataset.last_id
+    base = dataset.size + 1
+    for n in range(base, base + count):
+        role = _ROLES[n % len(_ROLES)]
+        entry = make_message(SESSION_ID, f"{prefix}{n:08d}", parent, role, _text(rng), n * 5)
+        out.append(entry)
+        parent = entry.id
+    return out

@@ -1,0 +1,70 @@
+"""Result records and the catalogue of workloads, shared by every runner and the report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+__all__ = [
+    "OURS",
+    "PEERS",
+    "REFERENCE",
+    "FLOOR",
+    "WORKLOADS",
+    "Result",
+    "Workload",
+]
+
+Unit = Literal["s", "bytes"]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One kind of work, measured per ``per``."""
+
+    key: str
+    title: str
+    per: str
+
+
+WORKLOADS: Final[dict[str, Workload]] = {
+    w.key: w
+    for w in (
+        Workload("append_single", "append, one entry per call", "entry"),
+        Workload("append_batch", "append_many, 100 entries per call", "batch of 100"),
+        Workload("branch", "branch() of the current leaf (every entry)", "call"),
+        Workload("page20", "page of 20 messages after a cursor", "call"),
+        Workload("recall", "recall by id", "call"),
+        Workload("context", "ledger() + context blocks (store path)", "call"),
+        Workload("context_pure", "branch() + pure fold + context blocks", "call"),
+        Workload("cold_start", "reopen: open + leaf + recent_messages(20)", "call"),
+        Workload("peak_rss", "peak RSS: reopen and serve one turn", "process"),
+        Workload("rtt", "one aiosqlite round trip (SELECT 1)", "call"),
+    )
+}
+
+OURS: Final = ("memory", "jsonl", "sqlite")
+FLOOR: Final = "floor (sqlite3)"
+REFERENCE: Final = "aiosqlite"
+PEERS: Final = ("SQLiteSession", "AsyncSqliteSaver", "om-memory")
+
+
+@dataclass
+class Result:
+    """The median of ``samples`` (seconds per op, or bytes) for one system at one size."""
+
+    workload: str
+    system: str
+    size: int
+    samples: list[float]
+    unit: Unit = "s"
+    note: str = ""
+    extra: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def value(self) -> float:
+        ordered = sorted(self.samples)
+        mid = len(ordered) // 2
+        if len(ordered) % 2:
+            return ordered[mid]
+        return (ordered[mid - 1] + ordered[mid]) / 2

@@ -1,0 +1,311 @@
+"""Exact-id recall: the source evidence behind one observation or reflection id.
+
+Recall reads the *complete* ledger of one branch (dropped observations included, no
+work-scope filter): an id the agent once saw stays recallable after the pool moved on.
+It never searches: a malformed id raises ``InvalidIdError`` before anything is read, an
+id that no entry of the branch recorded answers ``found: false, reason: "unknown"``.
+
+Withholding (``invalidated_ids``, e.g. from ``list_invalidated_ids``): an observation is
+withheld when its own id or any of its sources is invalidated, a reflection when its own
+id is or when any supporting observation is (judged on the full ledger, like
+:func:`.projection.active_memory`). A withheld id answers ``found: false, reason:
+"revoked"`` and carries no derived text and no sources, so nothing revoked reaches the
+agent through recall.
+
+Result shapes (``MemoryRecall.to_json()``)::
+
+    {"id": "...", "kind": null, "found": false, "reason": "unknown"}
+    {"id": "...", "kind": "observation", "found": false, "reason": "revoked"}
+    {"id": "...", "kind": "observation", "found": true, "text": "...",
+     "observation": {...wire fields...}, "dropped": false,
+     "recordedEntryId": "...", "recordedAt": "...",
+     "sources": [{...entry wire...}], "missingSourceEntryIds": []}
+    {"id": "...", "kind": "reflection", "found": true, "text": "...",
+     "reflection": {...}, "recordedEntryId": "...", "recordedAt": "...",
+     "supportingObservations": [{...observation wire..., "dropped": bool}],
+     "droppedSupportingObservationIds": [], "missingSupportingObservationIds": [],
+     "sources": [...], "missingSourceEntryIds": []}
+
+Every string (text, fields, source entries) is redacted of ``secrets``. Sources come in
+the order the memory cites them, each once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+from ..entries import SessionEntry
+from ..errors import InvalidIdError
+from ..ids import is_memory_id
+from ._source import is_store, store_session
+from .ledger import (
+    ObservationalMemoryLedger,
+    RecordedObservation,
+    RecordedReflection,
+    fold_observational_memory_ledger,
+)
+from .projection import invalidated_observation_ids
+from .redact import Redactor, redactor
+
+if TYPE_CHECKING:
+    from ..stores.base import SessionStore
+
+__all__ = [
+    "MemoryKind",
+    "MemoryRecall",
+    "RecallReason",
+    "check_memory_id",
+    "recall_observational_memory",
+]
+
+MemoryKind = Literal["observation", "reflection"]
+RecallReason = Literal["unknown", "revoked"]
+
+
+def check_memory_id(memory_id: object) -> str:
+    """``memory_id`` when it is a 12-hex memory id, else ``InvalidIdError``."""
+    if not is_memory_id(memory_id):
+        shown = memory_id if isinstance(memory_id, str) and len(memory_id) <= 64 else None
+        raise InvalidIdError(
+            f"invalid memory id {shown!r}: expected 12 lowercase hex characters"
+            if shown is not None
+            else f"invalid memory id ({type(memory_id).__name__}): expected 12 lowercase hex "
+            "characters"
+        )
+    assert isinstance(memory_id, str)
+    return memory_id
+
+
+@dataclass(frozen=True)
+class MemoryRecall:
+    """The answer to one exact-id recall; ``to_json()`` gives the tool's result."""
+
+    id: str
+    kind: MemoryKind | None
+    found: bool
+    reason: RecallReason | None = None
+    text: str | None = None
+    item: Mapping[str, Any] | None = None
+    """The observation's or reflection's wire fields (redacted)."""
+    dropped: bool = False
+    """An observation retired from the active pool (still recallable by id)."""
+    recorded_entry_id: str | None = None
+    recorded_at: str | None = None
+    sources: tuple[Mapping[str, Any], ...] = ()
+    """Source entries as wire dicts (redacted), in citation order."""
+    missing_source_entry_ids: tuple[str, ...] = ()
+    supporting_observations: tuple[Mapping[str, Any], ...] = ()
+    dropped_supporting_observation_ids: tuple[str, ...] = ()
+    missing_supporting_observation_ids: tuple[str, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Room for later features (shared-scope provenance); merged into ``to_json()``."""
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-serialisable dict (see the module docstring for the shapes)."""
+        out: dict[str, Any] = {"id": self.id, "kind": self.kind, "found": self.found}
+        if not self.found:
+            out["reason"] = self.reason
+            return out
+        out["text"] = self.text
+        out[self.kind or "item"] = dict(self.item or {})
+        if self.kind == "observation":
+            out["dropped"] = self.dropped
+        out["recordedEntryId"] = self.recorded_entry_id
+        out["recordedAt"] = self.recorded_at
+        if self.kind == "reflection":
+            out["supportingObservations"] = [dict(o) for o in self.supporting_observations]
+            out["droppedSupportingObservationIds"] = list(self.dropped_supporting_observation_ids)
+            out["missingSupportingObservationIds"] = list(self.missing_supporting_observation_ids)
+        out["sources"] = [dict(s) for s in self.sources]
+        out["missingSourceEntryIds"] = list(self.missing_source_entry_ids)
+        out.update(self.extra)
+        return out
+
+
+@overload
+def recall_observational_memory(
+    entries: Sequence[SessionEntry],
+    memory_id: str,
+    *,
+    invalidated_ids: Iterable[str] | None = None,
+    secrets: Iterable[str] | Redactor | None = None,
+    extra_ledgers: Sequence[ObservationalMemoryLedger] | None = None,
+) -> MemoryRecall: ...
+
+
+@overload
+def recall_observational_memory(
+    entries: SessionStore,
+    memory_id: str,
+    *,
+    session_id: str,
+    leaf_id: str | None = None,
+    invalidated_ids: Iterable[str] | None = None,
+    secrets: Iterable[str] | Redactor | None = None,
+    extra_ledgers: Sequence[ObservationalMemoryLedger] | None = None,
+) -> Awaitable[MemoryRecall]: ...
+
+
+def recall_observational_memory(
+    entries: Sequence[SessionEntry] | SessionStore,
+    memory_id: str,
+    *,
+    session_id: str | None = None,
+    leaf_id: str | None = None,
+    invalidated_ids: Iterable[str] | None = None,
+    secrets: Iterable[str] | Redactor | None = None,
+    extra_ledgers: Sequence[ObservationalMemoryLedger] | None = None,
+) -> MemoryRecall | Awaitable[MemoryRecall]:
+    """Recall one memory id with its exact source entries.
+
+    Given the branch's entries (root first): pure, O(n). Given a store and ``session_id``:
+    an awaitable that reads the branch's ledger and then each source with ``store.get``,
+    never the branch itself.
+
+    ``extra_ledgers`` (folded ledgers of granted shared scopes) let ids recorded outside
+    this branch resolve; the branch's own ledger wins on an id both hold. Their sources
+    resolve on the store path (by id); on the list path only from ``entries``, and are
+    otherwise listed in ``missingSourceEntryIds``.
+    """
+    # Checked before anything is read: a malformed id never costs a lookup.
+    memory_id = check_memory_id(memory_id)
+    invalid = frozenset(invalidated_ids or ())
+    red = redactor(secrets)
+    extras = tuple(extra_ledgers or ())
+    if is_store(entries):
+        sid = store_session(session_id, "recall_observational_memory")
+        return _recall_store(entries, sid, leaf_id, memory_id, invalid, red, extras)
+    by_id = {e.id: e for e in entries}
+    ledger = fold_observational_memory_ledger(entries)
+    return _recall(ledger, extras, memory_id, invalid, red, by_id.get)
+
+
+async def _recall_store(
+    store: SessionStore,
+    session_id: str,
+    leaf_id: str | None,
+    memory_id: str,
+    invalid: frozenset[str],
+    red: Redactor,
+    extras: tuple[ObservationalMemoryLedger, ...],
+) -> MemoryRecall:
+    ledger = await store.ledger(session_id, leaf_id)
+    # Two passes: the pure resolver names the sources it needs, the store fetches them by
+    # id (append-time validation put every local source on this branch), then it resolves.
+    wanted: list[str] = []
+    _recall(ledger, extras, memory_id, invalid, red, lambda s: wanted.append(s))
+    fetched: dict[str, SessionEntry] = {}
+    for source_id in dict.fromkeys(wanted):
+        entry = await store.get(source_id)
+        if entry is not None:
+            fetched[source_id] = entry
+    return _recall(ledger, extras, memory_id, invalid, red, fetched.get)
+
+
+def _recall(
+    ledger: ObservationalMemoryLedger,
+    extras: tuple[ObservationalMemoryLedger, ...],
+    memory_id: str,
+    invalid: frozenset[str],
+    red: Redactor,
+    lookup: Callable[[str], SessionEntry | None],
+) -> MemoryRecall:
+    ledgers = (ledger, *extras)
+    observation = _first(memory_id, (lg.observations_by_id for lg in ledgers))
+    if observation is not None:
+        owner = next(lg for lg in ledgers if memory_id in lg.observations_by_id)
+        return _recall_observation(observation, owner, invalid, red, lookup)
+    reflection = _first(memory_id, (lg.reflections_by_id for lg in ledgers))
+    if reflection is not None:
+        return _recall_reflection(reflection, ledgers, invalid, red, lookup)
+    return MemoryRecall(id=memory_id, kind=None, found=False, reason="unknown")
+
+
+def _first(key: str, maps: Iterable[Mapping[str, Any]]) -> Any:
+    for mapping in maps:
+        if key in mapping:
+            return mapping[key]
+    return None
+
+
+def _recall_observation(
+    recorded: RecordedObservation,
+    owner: ObservationalMemoryLedger,
+    invalid: frozenset[str],
+    red: Redactor,
+    lookup: Callable[[str], SessionEntry | None],
+) -> MemoryRecall:
+    obs = recorded.observation
+    if invalidated_observation_ids([obs], invalid):
+        return MemoryRecall(id=obs.id, kind="observation", found=False, reason="revoked")
+    sources, missing = _sources(obs.source_entry_ids, red, lookup)
+    return MemoryRecall(
+        id=obs.id,
+        kind="observation",
+        found=True,
+        text=red.text(obs.text),
+        item=red.value(obs.model_dump(by_alias=True, mode="json")),
+        dropped=obs.id in owner.dropped_ids,
+        recorded_entry_id=recorded.recorded_entry_id,
+        recorded_at=recorded.recorded_at,
+        sources=sources,
+        missing_source_entry_ids=missing,
+    )
+
+
+def _recall_reflection(
+    recorded: RecordedReflection,
+    ledgers: tuple[ObservationalMemoryLedger, ...],
+    invalid: frozenset[str],
+    red: Redactor,
+    lookup: Callable[[str], SessionEntry | None],
+) -> MemoryRecall:
+    refl = recorded.reflection
+    supports: list[tuple[RecordedObservation, bool]] = []
+    missing: list[str] = []
+    for obs_id in refl.observation_ids:
+        owner = next((lg for lg in ledgers if obs_id in lg.observations_by_id), None)
+        if owner is None:
+            missing.append(obs_id)
+        else:
+            supports.append((owner.observations_by_id[obs_id], obs_id in owner.dropped_ids))
+    withheld = invalidated_observation_ids([r for r, _ in supports], invalid)
+    if refl.id in invalid or withheld:
+        return MemoryRecall(id=refl.id, kind="reflection", found=False, reason="revoked")
+    # Dropped supports still contribute their raw sources: dropping prunes the pool, it
+    # does not retract the evidence.
+    cited = [s for r, _ in supports for s in r.observation.source_entry_ids]
+    sources, missing_sources = _sources(cited, red, lookup)
+    return MemoryRecall(
+        id=refl.id,
+        kind="reflection",
+        found=True,
+        text=red.text(refl.text),
+        item=red.value(refl.model_dump(by_alias=True, mode="json")),
+        recorded_entry_id=recorded.recorded_entry_id,
+        recorded_at=recorded.recorded_at,
+        sources=sources,
+        missing_source_entry_ids=missing_sources,
+        supporting_observations=tuple(
+            {**red.value(r.observation.model_dump(by_alias=True, mode="json")), "dropped": d}
+            for r, d in supports
+        ),
+        dropped_supporting_observation_ids=tuple(r.id for r, d in supports if d),
+        missing_supporting_observation_ids=tuple(missing),
+    )
+
+
+def _sources(
+    source_ids: Collection[str], red: Redactor, lookup: Callable[[str], SessionEntry | None]
+) -> tuple[tuple[Mapping[str, Any], ...], tuple[str, ...]]:
+    found: list[Mapping[str, Any]] = []
+    missing: list[str] = []
+    for source_id in dict.fromkeys(source_ids):
+        entry = lookup(source_id)
+        if entry is None:
+            missing.append(source_id)
+        else:
+            found.append(red.value(entry.to_wire()))
+    return tuple(found), tuple(missing)

@@ -1,0 +1,208 @@
+"""Observational-memory fold tables of the SQLite adapter: rows written, ledger read.
+
+Appending an ``om.*`` entry (or an ``om.folded`` compaction) writes one row per recorded
+observation, source, reflection and drop, plus a marker row with the record's type and
+coverage cursor, in the append transaction itself. Every row carries the recording
+entry's ``(segment_id, depth)``, so a branch's ledger is an index range search per branch
+piece, and rebuilding it in branch order (depth, then position in the record) gives
+exactly what ``fold_observational_memory_ledger`` gives for the same branch, because the
+shared validation refuses every record the fold would ignore.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..observational_memory.ledger import (
+    Coverage,
+    ObservationalMemoryLedger,
+    RecordedObservation,
+    RecordedReflection,
+)
+from ..observational_memory.parse import parse_memory_record
+from ..observational_memory.records import (
+    FOLDED_TYPE,
+    OBSERVATIONS_RECORDED,
+    REFLECTIONS_RECORDED,
+    FoldedMemory,
+    Observation,
+    ObservationsDropped,
+    ObservationsRecorded,
+    Reflection,
+    ReflectionsRecorded,
+)
+
+__all__ = [
+    "FoldRows",
+    "fold_rows",
+    "ledger_from_rows",
+    "ledger_queries",
+    "scope_records_query",
+    "write_fold_rows",
+]
+
+
+@dataclass
+class FoldRows:
+    """Rows for each fold table, as built from one appended batch."""
+
+    observations: list[tuple[Any, ...]] = field(default_factory=list)
+    sources: list[tuple[Any, ...]] = field(default_factory=list)
+    reflections: list[tuple[Any, ...]] = field(default_factory=list)
+    drops: list[tuple[Any, ...]] = field(default_factory=list)
+    markers: list[tuple[Any, ...]] = field(default_factory=list)
+    scope_records: list[tuple[Any, ...]] = field(default_factory=list)
+
+
+def fold_rows(placed: Sequence[Any]) -> FoldRows:
+    """The fold-table rows of a placed batch (``PlacedEntry`` items); cheap for messages."""
+    rows = FoldRows()
+    for item in placed:
+        entry = item.entry
+        if entry.kind == "message":
+            continue
+        marker = entry.custom_type
+        if marker is not None and marker.startswith("om.scope."):
+            rows.scope_records.append((item.seq, marker, item.segment_id, item.depth))
+            continue
+        record = parse_memory_record(entry)
+        if record is None:
+            continue
+        where = (item.segment_id, item.depth)
+        if isinstance(record, ObservationsRecorded):
+            for n, obs in enumerate(record.observations):
+                body = obs.model_dump_json(by_alias=True)
+                rows.observations.append(
+                    (item.seq, n, obs.id, entry.id, *where, entry.timestamp, body)
+                )
+                rows.sources.extend((item.seq, n, s) for s in obs.source_entry_ids)
+        elif isinstance(record, ReflectionsRecorded):
+            for n, refl in enumerate(record.reflections):
+                body = refl.model_dump_json(by_alias=True)
+                rows.reflections.append(
+                    (item.seq, n, refl.id, entry.id, *where, entry.timestamp, body)
+                )
+        elif isinstance(record, ObservationsDropped | FoldedMemory):
+            ids = (
+                record.observation_ids
+                if isinstance(record, ObservationsDropped)
+                else record.dropped_observation_ids
+            )
+            rows.drops.extend((item.seq, n, memory_id, *where) for n, memory_id in enumerate(ids))
+        record_type = FOLDED_TYPE if isinstance(record, FoldedMemory) else record.type
+        covers = None if isinstance(record, FoldedMemory) else record.covers_up_to_id
+        rows.markers.append((item.seq, entry.id, record_type, covers, *where))
+    return rows
+
+
+_INSERTS = {
+    "observations": "INSERT INTO om_observations (entry_seq, ordinal, memory_id, entry_id, "
+    "segment_id, depth, recorded_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    "sources": "INSERT OR IGNORE INTO om_observation_sources (entry_seq, ordinal, "
+    "source_entry_id) VALUES (?, ?, ?)",
+    "reflections": "INSERT INTO om_reflections (entry_seq, ordinal, memory_id, entry_id, "
+    "segment_id, depth, recorded_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    "drops": "INSERT INTO om_drops (entry_seq, ordinal, memory_id, segment_id, depth) "
+    "VALUES (?, ?, ?, ?, ?)",
+    "markers": "INSERT INTO om_markers (entry_seq, entry_id, record_type, covers_up_to_id, "
+    "segment_id, depth) VALUES (?, ?, ?, ?, ?, ?)",
+    "scope_records": "INSERT INTO om_scope_records (entry_seq, record_type, segment_id, depth) "
+    "VALUES (?, ?, ?, ?)",
+}
+
+
+async def write_fold_rows(conn: Any, rows: FoldRows) -> None:
+    """Insert the rows on the writer connection, inside the append transaction."""
+    for name, sql in _INSERTS.items():
+        values = getattr(rows, name)
+        if values:
+            await conn.executemany(sql, values)
+
+
+def ledger_queries(branch_rows_sql: Callable[..., str]) -> dict[str, str]:
+    """The four branch reads a ledger needs, in branch order."""
+    return {
+        "observations": branch_rows_sql(
+            "o.depth, o.ordinal, o.memory_id, o.entry_id, o.recorded_at, o.body",
+            "om_observations",
+            "o",
+        )
+        + " ORDER BY o.depth, o.ordinal",
+        "reflections": branch_rows_sql(
+            "r.depth, r.ordinal, r.memory_id, r.entry_id, r.recorded_at, r.body",
+            "om_reflections",
+            "r",
+        )
+        + " ORDER BY r.depth, r.ordinal",
+        "drops": branch_rows_sql("d.depth, d.ordinal, d.memory_id", "om_drops", "d")
+        + " ORDER BY d.depth, d.ordinal",
+        "markers": branch_rows_sql(
+            "m.depth, m.entry_id, m.record_type, m.covers_up_to_id", "om_markers", "m"
+        )
+        + " ORDER BY m.depth",
+    }
+
+
+def scope_records_query(branch_rows_sql: Callable[..., str]) -> str:
+    """Bodies of the branch's om.scope.* entries, in branch order."""
+    return (
+        branch_rows_sql(
+            "s.depth, (SELECT e.id FROM entries e WHERE e.seq = s.entry_seq),"
+            " (SELECT CAST(e.body AS BLOB) FROM entries e WHERE e.seq = s.entry_seq)",
+            "om_scope_records",
+            "s",
+        )
+        + " ORDER BY s.depth"
+    )
+
+
+def ledger_from_rows(
+    observations: Sequence[Any],
+    reflections: Sequence[Any],
+    drops: Sequence[Any],
+    markers: Sequence[Any],
+) -> ObservationalMemoryLedger:
+    """Rebuild the ledger from fold rows read in branch order (see the module docstring)."""
+    # Observations and reflections share one id namespace; the first record of an id wins.
+    items = sorted(
+        [(d, n, 0, mid, eid, at, body) for d, n, mid, eid, at, body in observations]
+        + [(d, n, 1, mid, eid, at, body) for d, n, mid, eid, at, body in reflections]
+    )
+    seen: set[str] = set()
+    recorded_obs: list[RecordedObservation] = []
+    recorded_refl: list[RecordedReflection] = []
+    observation_depth: dict[str, int] = {}
+    for depth, _, kind, memory_id, entry_id, at, body in items:
+        if memory_id in seen:
+            continue
+        seen.add(memory_id)
+        if kind == 0:
+            obs = Observation.model_validate_json(body)
+            recorded_obs.append(RecordedObservation(obs, entry_id, at, depth))
+            observation_depth[memory_id] = depth
+        else:
+            refl = Reflection.model_validate_json(body)
+            recorded_refl.append(RecordedReflection(refl, entry_id, at, depth))
+    dropped: dict[str, None] = {}
+    for depth, _, memory_id in drops:
+        recorded = observation_depth.get(memory_id)
+        if recorded is not None and recorded < depth:
+            dropped.setdefault(memory_id, None)
+    coverage: dict[str, Coverage] = {}
+    last: dict[str, str] = {}
+    for depth, entry_id, record_type, covers in markers:
+        last[record_type] = entry_id
+        if covers is not None:
+            coverage[record_type] = Coverage(covers, entry_id, depth)
+    return ObservationalMemoryLedger(
+        observations=tuple(recorded_obs),
+        reflections=tuple(recorded_refl),
+        dropped_observation_ids=tuple(dropped),
+        observation_coverage=coverage.get(OBSERVATIONS_RECORDED),
+        reflection_coverage=coverage.get(REFLECTIONS_RECORDED),
+        drop_coverage=coverage.get("om.observations.dropped"),
+        last_observations_entry_id=last.get(OBSERVATIONS_RECORDED),
+        last_reflections_entry_id=last.get(REFLECTIONS_RECORDED),
+    )
