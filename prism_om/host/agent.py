@@ -1,0 +1,224 @@
+"""A small agent loop: enough of a host to run observational memory end to end.
+
+``run`` appends the user message, asks the provider with the context blocks of every
+registered context provider plus the branch messages, executes registered tools, and
+appends the assistant (and tool) messages. ``compact`` appends one compaction entry made
+by a strategy, after every ``compaction_request`` hook had its say.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..entries import SessionEntry, ToolCall, message_entry
+from ..errors import InvalidInputError
+from ..providers.base import (
+    Provider,
+    ProviderEvent,
+    ProviderRequest,
+    TextEvent,
+    ToolCallEvent,
+    event_stream,
+)
+from ..session import Session
+from .context import (
+    RECENT_MESSAGES_BLOCK,
+    ContextProvider,
+    HostBlock,
+    history_since_compaction,
+    render_system,
+    to_provider_messages,
+)
+from .tools import AgentTool, run_tool
+
+__all__ = ["Agent", "CompactionRequest", "CompactionRequestHook", "CompactionStrategy"]
+
+DEFAULT_MAX_TOOL_ROUNDS = 8
+
+
+class CompactionStrategy(Protocol):
+    """Makes one compaction entry from the branch it is given (root first)."""
+
+    def compact(
+        self, entries: Sequence[SessionEntry], *, session_id: str, trigger: str = "manual"
+    ) -> SessionEntry: ...
+
+
+@dataclass(frozen=True)
+class CompactionRequest:
+    """What a strategy is about to fold; a ``compaction_request`` hook may rewrite it."""
+
+    session_id: str
+    entries: tuple[SessionEntry, ...]
+    trigger: str
+
+
+CompactionRequestHook = Callable[[CompactionRequest], Awaitable[CompactionRequest]]
+
+
+@dataclass
+class Agent:
+    """One session's agent: a provider, a system text, tools and context providers."""
+
+    session: Session
+    provider: Provider
+    model: str | None = None
+    system: str = ""
+    tools: Sequence[AgentTool] = ()
+    context_providers: list[ContextProvider] = field(default_factory=list)
+    compaction_strategy: CompactionStrategy | None = None
+    compaction_hooks: list[CompactionRequestHook] = field(default_factory=list)
+    max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS
+    provider_options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._tools = {t.name: t for t in self.tools}
+        if len(self._tools) != len(self.tools):
+            raise InvalidInputError("two tools share one name")
+
+    def register_tool(self, tool: AgentTool) -> None:
+        if tool.name in self._tools:
+            raise InvalidInputError(f"a tool named {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+
+    # -- turns ------------------------------------------------------------------------
+
+    async def run(self, prompt: str) -> SessionEntry:
+        """One user turn to completion; returns the final assistant entry."""
+        final: SessionEntry | None = None
+        async for _event, entry in self._turn(prompt):
+            if entry is not None and entry.role == "assistant":
+                final = entry
+        assert final is not None  # every turn ends with an assistant entry
+        return final
+
+    async def prompt(self, text: str) -> str:
+        """One user turn; returns the assistant's final text."""
+        entry = await self.run(text)
+        return entry.message.text() if entry.message is not None else ""
+
+    async def stream(self, prompt: str) -> AsyncIterator[ProviderEvent]:
+        """One user turn, yielding provider events as they arrive."""
+        async for event, _entry in self._turn(prompt):
+            if event is not None:
+                yield event
+
+    async def _turn(
+        self, prompt: str
+    ) -> AsyncIterator[tuple[ProviderEvent | None, SessionEntry | None]]:
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise InvalidInputError("a prompt must be non-empty text")
+        # Blocks describe the conversation before this turn; the turn itself follows them
+        # as real messages, so nothing is sent twice.
+        blocks = await self._blocks()
+        history: list[SessionEntry] = []
+        if not any(b.name == RECENT_MESSAGES_BLOCK for b in blocks):
+            history = history_since_compaction(await self.session.entries())
+        turn = [await self.session.append_message("user", prompt)]
+        yield None, turn[0]
+        for _round in range(self.max_tool_rounds + 1):
+            request = ProviderRequest(
+                system=render_system(self.system, blocks),
+                messages=to_provider_messages([*history, *turn]),
+                tools=[t.definition for t in self._tools.values()],
+                model=self.model,
+                options=dict(self.provider_options),
+            )
+            text: list[str] = []
+            calls: list[ToolCallEvent] = []
+            async with event_stream(self.provider, request) as events:
+                async for event in events:
+                    if isinstance(event, TextEvent):
+                        text.append(event.text)
+                    elif isinstance(event, ToolCallEvent):
+                        calls.append(event)
+                    yield event, None
+            # Tools run only while rounds remain; the last round's calls are not executed.
+            runnable = calls if _round < self.max_tool_rounds else []
+            assistant = await self.session.append(
+                message_entry(
+                    self.session.id,
+                    "assistant",
+                    "".join(text),
+                    parent_id=await self.session.leaf(),
+                    tool_calls=[_tool_call(c) for c in runnable] or None,
+                )
+            )
+            turn.append(assistant)
+            yield None, assistant
+            if not runnable:
+                return
+            for call in runnable:
+                result, _failed = await run_tool(
+                    self._tools, call.name, call.arguments, self.session.id
+                )
+                tool_entry = await self.session.append(
+                    message_entry(
+                        self.session.id,
+                        "tool",
+                        result,
+                        parent_id=await self.session.leaf(),
+                        tool_call_id=call.id,
+                    )
+                )
+                turn.append(tool_entry)
+                yield None, tool_entry
+
+    async def _blocks(self) -> list[HostBlock]:
+        blocks: list[HostBlock] = []
+        for provider in self.context_providers:
+            blocks.extend(await provider.blocks(self.session))
+        return blocks
+
+    async def request_preview(self, prompt: str = "…") -> ProviderRequest:
+        """The request the next turn would send for ``prompt``, without appending anything."""
+        blocks = await self._blocks()
+        history: list[SessionEntry] = []
+        if not any(b.name == RECENT_MESSAGES_BLOCK for b in blocks):
+            history = history_since_compaction(await self.session.entries())
+        pending = message_entry(self.session.id, "user", prompt, parent_id="preview")
+        return ProviderRequest(
+            system=render_system(self.system, blocks),
+            messages=to_provider_messages([*history, pending]),
+            tools=[t.definition for t in self._tools.values()],
+            model=self.model,
+        )
+
+    # -- compaction ---------------------------------------------------------------------
+
+    async def compact(
+        self, strategy: CompactionStrategy | None = None, *, trigger: str = "manual"
+    ) -> SessionEntry:
+        """Append one compaction entry made by ``strategy`` (default: the agent's)."""
+        chosen = strategy or self.compaction_strategy
+        if chosen is None:
+            raise InvalidInputError("compact() needs a strategy: pass one or set the agent's")
+        request = CompactionRequest(self.session.id, tuple(await self.session.entries()), trigger)
+        for hook in self.compaction_hooks:
+            request = await hook(request)
+            if request.session_id != self.session.id:
+                raise InvalidInputError("a compaction_request hook may not change the session")
+        entry = chosen.compact(list(request.entries), session_id=self.session.id, trigger=trigger)
+        leaf = await self.session.leaf()
+        if entry.parent_id != leaf:
+            # A hook may have trimmed the tail it folds; the compaction still lands at the leaf.
+            entry = replace_parent(entry, leaf)
+        return await self.session.append(entry)
+
+
+def replace_parent(entry: SessionEntry, parent_id: str | None) -> SessionEntry:
+    """A copy of ``entry`` under another parent."""
+    return entry.model_copy(update={"parent_id": parent_id})
+
+
+def _tool_call(event: ToolCallEvent) -> ToolCall:
+    try:
+        arguments = json.loads(event.arguments or "{}")
+    except ValueError:
+        arguments = {"_raw": event.arguments}
+    if not isinstance(arguments, dict):
+        arguments = {"_raw": event.arguments}
+    return ToolCall(id=event.id, name=event.name, arguments=arguments)

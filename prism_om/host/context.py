@@ -1,0 +1,104 @@
+"""What the provider sees on a turn: context blocks, then the branch since its compaction.
+
+After a compaction the provider sees the compaction summary, the messages the compaction
+kept, and everything appended after it. When a context provider supplies a
+``recent-messages`` block, the raw branch tail is not sent again: the block already holds
+it, and the current turn's own messages follow as real messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Sequence
+from typing import Protocol
+
+from ..entries import SessionEntry
+from ..providers.base import ProviderMessage
+from ..session import Session
+
+__all__ = [
+    "RECENT_MESSAGES_BLOCK",
+    "ContextProvider",
+    "HostBlock",
+    "history_since_compaction",
+    "render_system",
+    "to_provider_messages",
+]
+
+RECENT_MESSAGES_BLOCK = "recent-messages"
+
+
+class HostBlock(Protocol):
+    """A named block of context text (``ContextBlock`` of observational memory is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+class ContextProvider(Protocol):
+    """Supplies context blocks for a session's next provider call."""
+
+    def blocks(self, session: Session) -> Awaitable[Sequence[HostBlock]]: ...
+
+
+def history_since_compaction(branch: Sequence[SessionEntry]) -> list[SessionEntry]:
+    """The branch as the provider should see it: from the latest compaction on.
+
+    The compaction entry itself stands for the summary; its ``keepEntryIds`` (messages it
+    kept verbatim) come next, then every entry appended after it.
+    """
+    for index in range(len(branch) - 1, -1, -1):
+        entry = branch[index]
+        if entry.kind != "compaction":
+            continue
+        keep = set((entry.data or {}).get("keepEntryIds") or ())
+        kept = [e for e in branch[:index] if e.id in keep]
+        return [entry, *kept, *branch[index + 1 :]]
+    return list(branch)
+
+
+def to_provider_messages(entries: Sequence[SessionEntry]) -> list[ProviderMessage]:
+    """Provider messages for message and compaction entries; bookkeeping is skipped."""
+    out: list[ProviderMessage] = []
+    answered: set[str] = set()
+    calls: set[str] = set()
+    for entry in entries:
+        if entry.message is not None:
+            if entry.message.role == "tool":
+                # A tool result whose call is not in view (cut by a compaction) would break
+                # the call/result pairing providers insist on.
+                if entry.message.tool_call_id not in calls:
+                    continue
+                answered.add(entry.message.tool_call_id or "")
+            for call in entry.message.tool_calls or ():
+                calls.add(call.id)
+            out.append(ProviderMessage.from_message(entry.message))
+        elif entry.kind == "compaction":
+            out.append(
+                ProviderMessage("user", f"[Summary of the earlier conversation]\n{entry.summary}")
+            )
+    return _drop_unanswered_calls(out, answered)
+
+
+def _drop_unanswered_calls(
+    messages: list[ProviderMessage], answered: set[str]
+) -> list[ProviderMessage]:
+    """Remove tool calls that never got a result (an interrupted run) from the replay."""
+    fixed: list[ProviderMessage] = []
+    for message in messages:
+        if message.tool_calls and any(c.id not in answered for c in message.tool_calls):
+            kept = tuple(c for c in message.tool_calls if c.id in answered)
+            if not kept and not message.content:
+                continue
+            message = ProviderMessage(message.role, message.content, kept)
+        fixed.append(message)
+    return fixed
+
+
+def render_system(system: str, blocks: Sequence[HostBlock]) -> str:
+    """System text followed by each block, fenced by its name."""
+    parts = [system] if system else []
+    parts.extend(f"<{b.name}>\n{b.text}\n</{b.name}>" for b in blocks if b.text)
+    return "\n\n".join(parts)
