@@ -77,7 +77,7 @@ async def test_unknown_tool_becomes_an_error_result() -> None:
     )
     agent = Agent(session, provider)
     await agent.run("do it")
-    tool = [e for e in await session.entries() if e.role == "tool"][0]
+    tool = next(e for e in await session.entries() if e.role == "tool")
     assert "unknown tool" in tool.message.text()  # type: ignore[union-attr]
 
 
