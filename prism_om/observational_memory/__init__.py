@@ -6,6 +6,17 @@ return values, with no I/O, no stores, no settings and no provider calls.
 
 from __future__ import annotations
 
+from .branch_reads import entries_after_cursor, last_eligible_messages, page_around_cursor
+from .commands import (
+    VIEW_USAGE,
+    CommandResult,
+    MemoryStatusCommand,
+    MemoryViewCommand,
+    ObservationalMemoryCommands,
+    create_memory_status_command,
+    create_memory_view_command,
+    create_observational_memory_commands,
+)
 from .context import (
     MEMORY_BLOCK_NAME,
     RECENT_MESSAGES_BLOCK_NAME,
@@ -23,6 +34,16 @@ from .ledger import (
     extend_observational_memory_ledger,
     fold_observational_memory_ledger,
 )
+from .limits import (
+    MemoryWorkerLimits,
+    resolve_memory_worker_limits,
+    resolve_page_limit,
+)
+from .page import (
+    BranchPage,
+    recall_observational_memory_branch_page,
+    validate_page_request,
+)
 from .parse import MemoryRecord, folded_memory_of, parse_memory_record
 from .projection import (
     ObservationalMemoryProjection,
@@ -30,6 +51,13 @@ from .projection import (
     build_observational_memory_projection,
     invalidated_observation_ids,
     is_visible_observation,
+)
+from .recall import MemoryRecall, check_memory_id, recall_observational_memory
+from .recall_tool import (
+    RECALL_TOOL_NAME,
+    BranchSource,
+    RecallMemoryTool,
+    create_recall_memory_tool,
 )
 from .recent import (
     DEFAULT_KEEP_RECENT_ENTRIES,
@@ -62,6 +90,19 @@ from .render import (
     render_observational_memory,
     render_observational_memory_details,
 )
+from .revocation import (
+    TOMBSTONES_RECORDED,
+    DeletionPropagator,
+    TombstoneSet,
+    create_deletion_propagator,
+    create_observational_memory_drop_handler,
+    list_invalidated_ids,
+)
+from .settings import (
+    ObservationalMemorySettings,
+    reject_removed_settings,
+    resolve_observational_memory_settings,
+)
 from .sources import eligible_observation_sources, is_eligible_observation_source_entry
 from .strategy import (
     DEFAULT_OBSERVATIONS_POOL_MAX_TOKENS,
@@ -89,26 +130,40 @@ __all__ = [
     "OBSERVATIONS_DROPPED",
     "OBSERVATIONS_RECORDED",
     "PRIORITY_RANK",
+    "RECALL_TOOL_NAME",
     "RECENT_MESSAGES_BLOCK_NAME",
     "REDACTION_MARKER",
     "REFLECTIONS_RECORDED",
     "SCOPE_RECORD_TYPES",
+    "TOMBSTONES_RECORDED",
+    "VIEW_USAGE",
     "BranchFacts",
+    "BranchPage",
+    "BranchSource",
+    "CommandResult",
     "ContextBlock",
     "Coverage",
+    "DeletionPropagator",
     "FoldedMemory",
     "IdRequirement",
     "LedgerBuilder",
+    "MemoryRecall",
     "MemoryRecord",
     "MemoryRecordNeeds",
+    "MemoryStatusCommand",
+    "MemoryViewCommand",
+    "MemoryWorkerLimits",
     "Observation",
+    "ObservationalMemoryCommands",
     "ObservationalMemoryCompaction",
     "ObservationalMemoryCompactionStrategy",
     "ObservationalMemoryLedger",
     "ObservationalMemoryProjection",
+    "ObservationalMemorySettings",
     "ObservationsDropped",
     "ObservationsRecorded",
     "Priority",
+    "RecallMemoryTool",
     "RecentMessageWindow",
     "RecordedObservation",
     "RecordedReflection",
@@ -116,13 +171,22 @@ __all__ = [
     "Reflection",
     "ReflectionsRecorded",
     "RenderedMemory",
+    "TombstoneSet",
     "active_memory",
     "branch_facts_from_entries",
     "build_observational_memory_context_blocks",
     "build_observational_memory_projection",
+    "check_memory_id",
+    "create_deletion_propagator",
     "create_folded_memory_details",
+    "create_memory_status_command",
+    "create_memory_view_command",
+    "create_observational_memory_commands",
     "create_observational_memory_compaction_strategy",
+    "create_observational_memory_drop_handler",
+    "create_recall_memory_tool",
     "eligible_observation_sources",
+    "entries_after_cursor",
     "extend_observational_memory_ledger",
     "fold_observational_memory_ledger",
     "folded_memory_of",
@@ -130,21 +194,31 @@ __all__ = [
     "invalidated_observation_ids",
     "is_eligible_observation_source_entry",
     "is_visible_observation",
+    "last_eligible_messages",
+    "list_invalidated_ids",
     "lowest_relevance_order",
     "memory_record_needs",
     "observation_pool_tokens",
     "observation_tokens",
     "observations_uncovered_by_reflection",
+    "page_around_cursor",
     "parse_memory_record",
+    "recall_observational_memory",
+    "recall_observational_memory_branch_page",
     "recent_message_window",
     "redact_memory_item",
     "redact_text",
     "redact_value",
+    "reject_removed_settings",
     "render_observational_memory",
     "render_observational_memory_details",
     "render_recent_message_window",
+    "resolve_memory_worker_limits",
+    "resolve_observational_memory_settings",
+    "resolve_page_limit",
     "select_recent_message_entries",
     "unscanned_entries",
     "validate_memory_record",
     "validate_memory_record_on_branch",
+    "validate_page_request",
 ]

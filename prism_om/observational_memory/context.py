@@ -6,6 +6,12 @@ minus observations whose every source message is shown whole in the recent-messa
 visible memory yields no ``observational-memory`` block, a branch with no eligible message
 no ``recent-messages`` block, so hosts inject every returned block as is. ``passive=True``
 returns no blocks at all (memory is still recorded by the runtime, just not injected).
+
+Once the branch has host work scopes (see :mod:`.scope_map`), the memory block renders
+the work-scope projection instead of the whole pool: the current scope with its
+ancestors, under a Scope Outline, then Reflections, then Observations. ``scope_map``
+defaults to the branch's own map (folded from the entries, or ``store.scope_map``); a map
+with only the implicit root renders exactly as before.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from .recent import (
 )
 from .redact import Redactor, redactor
 from .render import render_observational_memory_details
+from .scope_map import WorkScopeMap, fold_work_scope_map
+from .work_memory import project_work_memory
 
 if TYPE_CHECKING:
     from ..stores.base import SessionStore
@@ -68,6 +76,7 @@ def build_observational_memory_context_blocks(
     secrets: Iterable[str] | Redactor | None = None,
     estimator: TokenEstimator | None = None,
     passive: bool = False,
+    scope_map: WorkScopeMap | None = None,
 ) -> list[ContextBlock]: ...
 
 
@@ -83,6 +92,7 @@ def build_observational_memory_context_blocks(
     secrets: Iterable[str] | Redactor | None = None,
     estimator: TokenEstimator | None = None,
     passive: bool = False,
+    scope_map: WorkScopeMap | None = None,
 ) -> Awaitable[list[ContextBlock]]: ...
 
 
@@ -97,6 +107,7 @@ def build_observational_memory_context_blocks(
     secrets: Iterable[str] | Redactor | None = None,
     estimator: TokenEstimator | None = None,
     passive: bool = False,
+    scope_map: WorkScopeMap | None = None,
 ) -> list[ContextBlock] | Awaitable[list[ContextBlock]]:
     """The context blocks for a branch, in injection order.
 
@@ -107,11 +118,14 @@ def build_observational_memory_context_blocks(
     options = _BlockOptions(keep, recent_message_max_tokens, invalidated_ids, secrets, estimator)
     if is_store(entries):
         sid = store_session(session_id, "build_observational_memory_context_blocks")
-        return _blocks_from_store(entries, sid, leaf_id, options, passive)
+        return _blocks_from_store(entries, sid, leaf_id, options, passive, scope_map)
     if passive:
         return []
     recent = select_recent_message_entries(entries, keep)
-    return context_blocks_from_parts(fold_observational_memory_ledger(entries), recent, options)
+    scopes = scope_map if scope_map is not None else fold_work_scope_map(entries)
+    return context_blocks_from_parts(
+        fold_observational_memory_ledger(entries), recent, options, scope_map=scopes
+    )
 
 
 @dataclass(frozen=True)
@@ -124,19 +138,34 @@ class _BlockOptions:
 
 
 async def _blocks_from_store(
-    store: SessionStore, session_id: str, leaf_id: str | None, options: _BlockOptions, passive: bool
+    store: SessionStore,
+    session_id: str,
+    leaf_id: str | None,
+    options: _BlockOptions,
+    passive: bool,
+    scope_map: WorkScopeMap | None,
 ) -> list[ContextBlock]:
     if passive:
         return []
     ledger = await store.ledger(session_id, leaf_id)
     recent = await store.recent_messages(session_id, options.keep_recent_entries, leaf_id)
-    return context_blocks_from_parts(ledger, recent, options)
+    if scope_map is None:
+        scope_map = await store.scope_map(session_id, leaf_id)
+    return context_blocks_from_parts(ledger, recent, options, scope_map=scope_map)
 
 
 def context_blocks_from_parts(
-    ledger: ObservationalMemoryLedger, recent: Sequence[SessionEntry], options: _BlockOptions
+    ledger: ObservationalMemoryLedger,
+    recent: Sequence[SessionEntry],
+    options: _BlockOptions,
+    *,
+    scope_map: WorkScopeMap | None = None,
 ) -> list[ContextBlock]:
-    """Blocks from a folded ledger and the branch's last eligible messages (oldest first)."""
+    """Blocks from a folded ledger and the branch's last eligible messages (oldest first).
+
+    With a ``scope_map`` that has host scopes, the memory block renders the work-scope
+    projection (current scope, ``self+ancestors``) with its outline.
+    """
     est = options.estimator or get_estimator()
     red = redactor(options.secrets)
     window = recent_message_window(
@@ -151,15 +180,24 @@ def context_blocks_from_parts(
         invalidated_ids=options.invalidated_ids,
         recent_entry_ids=window.complete_entry_ids,
     )
+    reflections, observations = projection.visible_reflections, projection.visible_observations
+    outline = None
+    if scope_map is not None and scope_map.has_host_scopes:
+        # Invalidation already shaped the visible memory; the scope query only narrows it.
+        scoped = project_work_memory(ledger, scope_map)
+        in_scope = {o.id for o in scoped.observations} | {r.id for r in scoped.reflections}
+        reflections = tuple(r for r in reflections if r.id in in_scope)
+        observations = tuple(o for o in observations if o.id in in_scope)
+        outline = scoped.outline
     rendered = render_observational_memory_details(
-        projection.visible_reflections, projection.visible_observations, secrets=red
+        reflections, observations, outline=outline, secrets=red
     )
     blocks: list[ContextBlock] = []
     if rendered.text:
         shown = set(rendered.observation_ids)
         # Source messages of the rendered memory, in the order the memory cites them.
         sources = dict.fromkeys(
-            s for o in projection.visible_observations if o.id in shown for s in o.source_entry_ids
+            s for o in observations if o.id in shown for s in o.source_entry_ids
         )
         blocks.append(
             ContextBlock(

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ..entries import SessionEntry, entry_text
 from ..errors import InvalidIdError, InvalidInputError
-from ..stores._derived import page_around_cursor
 from ._source import is_store, store_session
+from .branch_reads import page_around_cursor
 from .limits import PAGE_LIMIT_DEFAULT, resolve_page_limit
 from .records import ENTRY_ID_MAX_CHARS
 from .redact import Redactor, redactor

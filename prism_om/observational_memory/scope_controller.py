@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
+from typing import Any, Protocol, Required, TypedDict, TypeVar, overload
 
 from ..entries import SessionEntry, custom_entry, validate_session_id
 from ..errors import (
@@ -59,7 +61,15 @@ from .scope_map import (
     parse_memory_ref,
 )
 
-__all__ = ["AppendEntry", "SessionLike", "WorkScopeController", "create_work_scope_controller"]
+__all__ = [
+    "AppendEntry",
+    "SessionLike",
+    "WorkScopeController",
+    "WorkScopeSpec",
+    "check_scope_id",
+    "create_work_scope_controller",
+    "with_work_scope",
+]
 
 AppendEntry = Callable[[SessionEntry], Awaitable[Any]]
 """The host's append callback, bound to one store and session (usually ``session.append``)."""
@@ -315,3 +325,89 @@ def create_work_scope_controller(
 ) -> WorkScopeController:
     """A controller over ``session``'s scope index; ``owners`` maps scope id → owner session."""
     return WorkScopeController(session, append_entry, secrets=secrets, owners=owners)
+
+
+class WorkScopeSpec(TypedDict, total=False):
+    """The scope ``with_work_scope`` opens when missing (``id`` is required)."""
+
+    id: Required[str]
+    parent_id: str | None
+    kind: str | None
+    label: str | None
+
+
+class _EnteredScope:
+    """``async with``: open when missing, enter, and always leave (never close)."""
+
+    def __init__(self, controller: WorkScopeController, spec: WorkScopeSpec) -> None:
+        if not isinstance(spec, Mapping) or "id" not in spec:
+            raise InvalidInputError("a work scope spec needs an 'id'")
+        unknown = set(spec) - {"id", "parent_id", "kind", "label"}
+        if unknown:
+            raise InvalidInputError(f"unknown work scope spec keys: {sorted(unknown)}")
+        self._controller = controller
+        self._spec = spec
+
+    async def __aenter__(self) -> str:
+        spec, controller = self._spec, self._controller
+        if spec["id"] not in (await controller.scope_map()).scopes:
+            await controller.open(
+                spec["id"],
+                parent_id=spec.get("parent_id"),
+                kind=spec.get("kind"),
+                label=spec.get("label"),
+            )
+        await controller.enter(spec["id"])
+        return spec["id"]
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        stack = (await self._controller.scope_map()).stack
+        if stack and stack[-1] == self._spec["id"]:
+            await self._controller.leave()
+        elif exc is None:
+            # The body left (or entered) scopes without balancing them: say so rather
+            # than pop a scope this context never entered.
+            raise InvalidInputError(
+                f"scope stack unbalanced: expected {self._spec['id']!r} on top, got {stack!r}"
+            )
+
+
+_T = TypeVar("_T")
+
+
+@overload
+def with_work_scope(
+    controller: WorkScopeController, spec: WorkScopeSpec, fn: None = None
+) -> AbstractAsyncContextManager[str]: ...
+
+
+@overload
+def with_work_scope(
+    controller: WorkScopeController, spec: WorkScopeSpec, fn: Callable[[], Awaitable[_T]]
+) -> Awaitable[_T]: ...
+
+
+def with_work_scope(
+    controller: WorkScopeController,
+    spec: WorkScopeSpec,
+    fn: Callable[[], Awaitable[_T]] | None = None,
+) -> AbstractAsyncContextManager[str] | Awaitable[_T]:
+    """Open ``spec`` if missing, enter it, run ``fn`` (or the ``async with`` body), leave.
+
+    The scope is left in ``finally`` and never closed. ``async with`` yields the scope id;
+    ``await with_work_scope(controller, spec, fn)`` returns what ``fn`` returns.
+    """
+    context = _EnteredScope(controller, spec)
+    if fn is None:
+        return context
+    return _run(context, fn)
+
+
+async def _run(context: _EnteredScope, fn: Callable[[], Awaitable[_T]]) -> _T:
+    async with context:
+        return await fn()

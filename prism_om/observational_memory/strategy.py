@@ -19,6 +19,12 @@ token cap and the payload JSON fits 512 KiB, and lists the trimmed ids in
 ``droppedObservationIds``, which the fold treats as dropped from then on. When the payload
 cannot fit even with every observation trimmed, it raises ``LimitExceededError``.
 O(n) over the entries (plus sorting the pool); no provider call, no I/O.
+
+Once the branch has host work scopes, the *summary* renders the work-scope projection
+(current scope with its ancestors, under a Scope Outline), like the memory context block,
+so the next run's prefix never carries the whole ledger; the folded payload still keeps
+every active observation, so entering another scope can surface what the summary hid.
+``scope_map`` defaults to the map folded from the entries.
 """
 
 from __future__ import annotations
@@ -42,6 +48,8 @@ from .records import COMPACTION_STRATEGY_NAME, FoldedMemory, Observation, Reflec
 from .redact import Redactor
 from .relevance import lowest_relevance_order
 from .render import render_observational_memory
+from .scope_map import WorkScopeMap, fold_work_scope_map
+from .work_memory import project_work_memory
 
 __all__ = [
     "DEFAULT_OBSERVATIONS_POOL_MAX_TOKENS",
@@ -91,7 +99,9 @@ class ObservationalMemoryCompactionStrategy:
         if self.recent_message_max_tokens is not None:
             validate_limit("recent_message_max_tokens", self.recent_message_max_tokens)
 
-    def plan(self, entries: Sequence[SessionEntry]) -> ObservationalMemoryCompaction:
+    def plan(
+        self, entries: Sequence[SessionEntry], *, scope_map: WorkScopeMap | None = None
+    ) -> ObservationalMemoryCompaction:
         """Decide the summary, kept messages and folded memory for a branch (root first)."""
         if not entries:
             raise InvalidInputError("nothing to compact: the branch has no entries")
@@ -125,8 +135,18 @@ class ObservationalMemoryCompactionStrategy:
             # _trim measures exactly; this guards its arithmetic, so a cap is never broken.
             raise LimitExceededError("folded memory payload exceeds 512 KiB after trimming")
         keep_ids = frozenset(e.id for e in keep)
+        shown_reflections = reflections
+        shown = [o for o in kept if is_visible_observation(o, keep_ids)]
+        outline = None
+        scopes = scope_map if scope_map is not None else fold_work_scope_map(entries)
+        if scopes.has_host_scopes:
+            scoped = project_work_memory(projection.ledger, scopes)
+            in_scope = {o.id for o in scoped.observations} | {r.id for r in scoped.reflections}
+            shown_reflections = [r for r in reflections if r.id in in_scope]
+            shown = [o for o in shown if o.id in in_scope]
+            outline = scoped.outline
         summary = render_observational_memory(
-            reflections, [o for o in kept if is_visible_observation(o, keep_ids)], secrets=red
+            shown_reflections, shown, outline=outline, secrets=red
         )
         return ObservationalMemoryCompaction(
             through_entry_id=entries[-1].id,
@@ -187,6 +207,7 @@ class ObservationalMemoryCompactionStrategy:
         trigger: str = "manual",
         entry_id: str | None = None,
         timestamp: str | None = None,
+        scope_map: WorkScopeMap | None = None,
     ) -> SessionEntry:
         """One compaction entry for the branch ``entries`` (root first), parented on its last."""
         if not isinstance(trigger, str) or not trigger:
@@ -195,7 +216,7 @@ class ObservationalMemoryCompactionStrategy:
             raise SessionMismatchError(
                 f"the branch belongs to session {entries[-1].session_id!r}, not {session_id!r}"
             )
-        plan = self.plan(entries)
+        plan = self.plan(entries, scope_map=scope_map)
         data: dict[str, Any] = {
             "throughEntryId": plan.through_entry_id,
             "keepEntryIds": list(plan.keep_entry_ids),

@@ -11,16 +11,19 @@ import builtins
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from ..entries import SessionEntry
-from ..errors import EntryNotFoundError, InvalidInputError
+from ..observational_memory.branch_reads import (
+    entries_after_cursor,
+    last_eligible_messages,
+    page_around_cursor,
+)
 from ..observational_memory.ledger import (
     ObservationalMemoryLedger,
     fold_observational_memory_ledger,
 )
 from ..observational_memory.scope_map import WorkScopeMap, fold_work_scope_map
-from ..observational_memory.sources import is_eligible_observation_source_entry
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    pass
 
 __all__ = [
     "BranchDerivedReads",
@@ -28,56 +31,6 @@ __all__ = [
     "last_eligible_messages",
     "page_around_cursor",
 ]
-
-
-def last_eligible_messages(branch: Sequence[SessionEntry], count: int) -> list[SessionEntry]:
-    """The last ``count`` user/assistant/tool messages of a branch, oldest first."""
-    chosen: list[SessionEntry] = []
-    for entry in reversed(branch):
-        if len(chosen) >= count:
-            break
-        if is_eligible_observation_source_entry(entry):
-            chosen.append(entry)
-    chosen.reverse()
-    return chosen
-
-
-def entries_after_cursor(
-    branch: Sequence[SessionEntry], after_id: str | None
-) -> list[SessionEntry]:
-    """Entries of a branch strictly after ``after_id`` (all of them when None)."""
-    if after_id is None:
-        return list(branch)
-    for index, entry in enumerate(branch):
-        if entry.id == after_id:
-            return list(branch[index + 1 :])
-    raise EntryNotFoundError(f"entry {after_id!r} is not on the branch")
-
-
-def page_around_cursor(
-    branch: Sequence[SessionEntry],
-    cursor: str,
-    limit: int,
-    direction: Literal["forward", "backward"],
-) -> tuple[list[SessionEntry], bool]:
-    """Up to ``limit`` eligible messages after (or before) ``cursor``, oldest first.
-
-    Returns the messages and whether more lie beyond them. The cursor must be a user,
-    assistant or tool message of the branch.
-    """
-    position = next((i for i, e in enumerate(branch) if e.id == cursor), None)
-    if position is None:
-        raise EntryNotFoundError(f"cursor {cursor!r} is not an entry of the current branch")
-    if not is_eligible_observation_source_entry(branch[position]):
-        raise InvalidInputError(
-            f"cursor {cursor!r} is a {branch[position].kind} entry, not a user, assistant "
-            "or tool message"
-        )
-    if direction == "forward":
-        pool = [e for e in branch[position + 1 :] if is_eligible_observation_source_entry(e)]
-        return pool[:limit], len(pool) > limit
-    pool = [e for e in branch[:position] if is_eligible_observation_source_entry(e)]
-    return pool[max(len(pool) - limit, 0) :], len(pool) > limit
 
 
 class _HasBranch(Protocol):

@@ -19,7 +19,7 @@ from ..observational_memory.context import build_observational_memory_context_bl
 from ..observational_memory.coverage import unscanned_entries
 from ..observational_memory.ledger import fold_observational_memory_ledger
 from ..observational_memory.scope_map import fold_work_scope_map
-from ..stores._derived import entries_after_cursor, last_eligible_messages
+from ..observational_memory.branch_reads import entries_after_cursor, last_eligible_messages
 from ..stores.base import SessionStore
 from .conformance import StoreOpener, snapshot
 from .om_factories import BranchBuilder, random_builder

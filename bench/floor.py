@@ -1,0 +1,143 @@
+"""The floor (plain ``sqlite3`` on the same rows) and one aiosqlite round trip.
+
+The floor table holds what our SQLite adapter must at least write per entry: id,
+session, parent, the wire JSON body and a token count made with the same estimator, in
+WAL mode with ``synchronous=NORMAL`` like the adapter. Its appends include encoding the
+rows (``model_dump_json`` and ``count_entry``), as ours do; its reads include
+``json.loads`` of the bodies (ours build validated ``SessionEntry`` objects instead).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+import aiosqlite
+
+from prism_om.entries import SessionEntry
+from prism_om.tokens import get_estimator
+
+from .data import SESSION_ID, Dataset
+from .model import FLOOR, REFERENCE, Result
+from .timing import Timer, sync, time_calls
+from .workloads import AppendSample
+
+__all__ = ["run_floor", "run_round_trip"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    session_id TEXT NOT NULL,
+    parent_id TEXT,
+    tokens INTEGER NOT NULL,
+    body TEXT NOT NULL
+)"""
+_INSERT = "INSERT INTO entries (id, session_id, parent_id, tokens, body) VALUES (?, ?, ?, ?, ?)"
+
+
+def _rows(entries: Sequence[SessionEntry]) -> list[tuple[Any, ...]]:
+    est = get_estimator()
+    return [
+        (e.id, e.session_id, e.parent_id, est.count_entry(e), e.model_dump_json(by_alias=True))
+        for e in entries
+    ]
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
+
+
+async def run_floor(
+    dataset: Dataset, sample: AppendSample, workdir: str, timer: Timer
+) -> list[Result]:
+    """Every floor workload at one size."""
+    size = dataset.size
+    path = os.path.join(workdir, f"floor-{size}.db")
+    conn = _connect(path)
+    conn.execute(_SCHEMA)
+    for i in range(0, size, 10_000):
+        conn.executemany(_INSERT, _rows(dataset.entries[i : i + 10_000]))
+    conn.commit()
+    results: list[Result] = []
+
+    def add(workload: str, samples: list[float], note: str = "") -> None:
+        results.append(Result(workload, FLOOR, size, samples, note=note))
+
+    def branch() -> list[Any]:
+        rows = conn.execute(
+            "SELECT body FROM entries WHERE session_id = ? ORDER BY seq", (SESSION_ID,)
+        ).fetchall()
+        return [json.loads(body) for (body,) in rows]
+
+    cursor = dataset.middle_message_id()
+
+    def page() -> list[Any]:
+        rows = conn.execute(
+            "SELECT body FROM entries WHERE session_id = ? AND seq > "
+            "(SELECT seq FROM entries WHERE id = ?) ORDER BY seq LIMIT 21",
+            (SESSION_ID, cursor),
+        ).fetchall()
+        return [json.loads(body) for (body,) in rows]
+
+    _, source_id = dataset.middle_memory_id()
+
+    def lookup() -> Any:
+        row = conn.execute("SELECT body FROM entries WHERE id = ?", (source_id,)).fetchone()
+        return json.loads(row[0])
+
+    add("branch", await timer.measure(sync(branch)), note="SELECT + json.loads")
+    add("page20", await timer.measure(sync(page)), note="seq range LIMIT 21 + json.loads")
+    add("recall", await timer.measure(sync(lookup)), note="primary-key lookup + json.loads")
+    conn.close()
+
+    def cold() -> list[Any]:
+        c = _connect(path)
+        rows = c.execute(
+            "SELECT body FROM entries WHERE session_id = ? ORDER BY seq DESC LIMIT 20",
+            (SESSION_ID,),
+        ).fetchall()
+        c.close()
+        return [json.loads(body) for (body,) in rows]
+
+    add("cold_start", await timer.measure(sync(cold)), note="connect + last 20 rows")
+
+    conn = _connect(path)
+
+    def batch_call(entries: list[SessionEntry]) -> Any:
+        async def call() -> None:
+            conn.executemany(_INSERT, _rows(entries))
+            conn.commit()
+
+        return call
+
+    def single_call(entry: SessionEntry) -> Any:
+        async def call() -> None:
+            conn.execute(_INSERT, _rows([entry])[0])
+            conn.commit()
+
+        return call
+
+    samples, _ = await time_calls([batch_call(b) for b in sample.batches], groups=timer.repeat)
+    add("append_batch", samples, note="encode + executemany + commit")
+    samples, _ = await time_calls([single_call(e) for e in sample.singles], groups=timer.repeat)
+    add("append_single", samples, note="encode + insert + commit")
+    conn.close()
+    return results
+
+
+async def run_round_trip(workdir: str, timer: Timer) -> Result:
+    """One ``execute_fetchall("SELECT 1")`` on an open aiosqlite connection."""
+    path = os.path.join(workdir, "rtt.db")
+    conn = await aiosqlite.connect(path)
+    try:
+        samples = await timer.measure(lambda: conn.execute_fetchall("SELECT 1"))
+    finally:
+        await conn.close()
+    return Result("rtt", REFERENCE, 0, samples, note="execute_fetchall('SELECT 1')")

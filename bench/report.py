@@ -1,0 +1,332 @@
+"""Tables, target checks, the markdown report and the scaling plot."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sqlite3
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+
+from .model import FLOOR, OURS, PEERS, REFERENCE, WORKLOADS, Result
+
+__all__ = [
+    "RunInfo",
+    "Target",
+    "check_targets",
+    "fmt_value",
+    "machine_lines",
+    "markdown_report",
+    "plot_scaling",
+    "tables",
+]
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What produced a set of results."""
+
+    command: str
+    seconds: float
+    sizes: list[int]
+    repeat: int
+    recall_path: str
+    notes: list[str]
+
+
+@dataclass(frozen=True)
+class Target:
+    """One stated goal and whether this run met it."""
+
+    name: str
+    met: bool | None
+    detail: str
+
+    @property
+    def verdict(self) -> str:
+        return "not checked" if self.met is None else ("met" if self.met else "MISSED")
+
+
+def fmt_value(value: float, unit: str) -> str:
+    """Seconds as ns/µs/ms/s, bytes as MB."""
+    if unit == "bytes":
+        return f"{value / 1e6:,.0f} MB"
+    if value < 1e-6:
+        return f"{value * 1e9:.0f} ns"
+    if value < 1e-3:
+        return f"{value * 1e6:.1f} µs"
+    if value < 1:
+        return f"{value * 1e3:.2f} ms"
+    return f"{value:.2f} s"
+
+
+def _index(results: Iterable[Result]) -> dict[tuple[str, str, int], Result]:
+    return {(r.workload, r.system, r.size): r for r in results}
+
+
+def _systems(results: Sequence[Result], workload: str) -> list[str]:
+    order = [*OURS, FLOOR, *PEERS, REFERENCE]
+    present = {r.system for r in results if r.workload == workload}
+    return [s for s in order if s in present]
+
+
+def _best_peer(
+    index: dict[tuple[str, str, int], Result], workload: str, size: int
+) -> tuple[str, float] | None:
+    found = [(p, index[(workload, p, size)].value) for p in PEERS if (workload, p, size) in index]
+    return min(found, key=lambda pv: pv[1]) if found else None
+
+
+def tables(results: Sequence[Result], sizes: Sequence[int]) -> str:
+    """One markdown table per workload: systems by sizes, ours with ratios."""
+    index = _index(results)
+    out: list[str] = []
+    for key, workload in WORKLOADS.items():
+        if key == "rtt":
+            continue
+        systems = _systems(results, key)
+        if not systems:
+            continue
+        out.append(f"### {workload.title} (per {workload.per})\n")
+        head = ["system", *(f"{s:,}" for s in sizes), "x floor", "x best peer", "notes"]
+        out.append("| " + " | ".join(head) + " |")
+        out.append("|" + "---|" * len(head))
+        for system in systems:
+            cells = [system if system not in OURS else f"prism-om {system}"]
+            notes: list[str] = []
+            floor_ratios: list[str] = []
+            peer_ratios: list[str] = []
+            for size in sizes:
+                r = index.get((key, system, size))
+                if r is None:
+                    cells.append("—")
+                    floor_ratios.append("—")
+                    peer_ratios.append("—")
+                    continue
+                cells.append(fmt_value(r.value, r.unit))
+                if r.note and r.note not in notes:
+                    notes.append(r.note)
+                floor = index.get((key, FLOOR, size))
+                best = _best_peer(index, key, size)
+                floor_ratios.append(f"{r.value / floor.value:.2f}" if floor else "—")
+                peer_ratios.append(f"{r.value / best[1]:.2f} ({best[0]})" if best else "—")
+            if system in OURS:
+                cells.append(" / ".join(floor_ratios))
+                cells.append(" / ".join(peer_ratios))
+            else:
+                cells.extend(["", ""])
+            cells.append("; ".join(notes))
+            out.append("| " + " | ".join(cells) + " |")
+        out.append("")
+    rtt = [r for r in results if r.workload == "rtt"]
+    if rtt:
+        out.append(
+            f'One aiosqlite round trip (`execute_fetchall("SELECT 1")` on an open '
+            f"connection): **{fmt_value(rtt[0].value, 's')}**.\n"
+        )
+    return "\n".join(out)
+
+
+def _flat(
+    index: dict[tuple[str, str, int], Result], key: str, system: str, sizes: list[int]
+) -> tuple[bool, str]:
+    small, large = index[(key, system, sizes[0])].value, index[(key, system, sizes[-1])].value
+    ratio = large / small
+    return ratio <= 1.5, f"{sizes[-1]:,} / {sizes[0]:,} entries = {ratio:.2f}x"
+
+
+def check_targets(results: Sequence[Result], sizes: Sequence[int]) -> list[Target]:
+    """The stated targets, checked against this run (never asserted anywhere)."""
+    index = _index(results)
+    sizes = sorted(sizes)
+    ordered = list(sizes)
+    targets: list[Target] = []
+
+    def has(key: str, system: str, size: int) -> bool:
+        return (key, system, size) in index
+
+    # 1. append_many within 1.5x of the floor.
+    parts, ok = [], True
+    for n in sizes:
+        if has("append_batch", "sqlite", n) and has("append_batch", FLOOR, n):
+            ratio = (
+                index[("append_batch", "sqlite", n)].value / index[("append_batch", FLOOR, n)].value
+            )
+            ok &= ratio <= 1.5
+            parts.append(f"{n:,}: {ratio:.2f}x")
+    targets.append(
+        Target(
+            "SQLite append_many within 1.5x of its floor", ok if parts else None, ", ".join(parts)
+        )
+    )
+
+    # 2. recall and page within 3x of one round trip, flat in entries.
+    rtt = [r for r in results if r.workload == "rtt"]
+    for key in ("recall", "page20"):
+        if not rtt or not all(has(key, "sqlite", n) for n in sizes):
+            targets.append(Target(f"SQLite {key} within 3x of a round trip", None, "not measured"))
+            continue
+        ratios = [index[(key, "sqlite", n)].value / rtt[0].value for n in sizes]
+        flat, how = _flat(index, key, "sqlite", ordered)
+        met = all(r <= 3 for r in ratios) and flat
+        detail = ", ".join(f"{n:,}: {r:.1f}x" for n, r in zip(sizes, ratios, strict=True))
+        detail += f"; growth {how}"
+        if 1_000_000 not in sizes:
+            detail += " (1,000,000 not run: flatness checked up to the largest size)"
+        targets.append(
+            Target(f"SQLite {key} within 3x of one aiosqlite round trip, flat", met, detail)
+        )
+
+    # 3. ledger + blocks at 1M at least 100x faster than the pure fold, flat.
+    top = sizes[-1]
+    if has("context", "sqlite", top) and has("context_pure", "sqlite", top):
+        speedup = (
+            index[("context_pure", "sqlite", top)].value / index[("context", "sqlite", top)].value
+        )
+        flat, how = _flat(index, "context", "sqlite", ordered)
+        met = speedup >= 100 and flat
+        detail = f"at {top:,}: {speedup:.1f}x faster than the pure fold; growth {how}"
+        if top < 1_000_000:
+            detail += " (1,000,000 not run: judged at the largest size)"
+        targets.append(
+            Target("SQLite ledger()+blocks ≥100x faster than the fold, flat", met, detail)
+        )
+
+    # 4. faster than every peer on every shared workload.
+    for peer in PEERS:
+        shared = sorted(
+            {(r.workload, r.size) for r in results if r.system == peer and r.workload != "peak_rss"}
+        )
+        losses = [
+            f"{k} @ {n:,} ({index[(k, 'sqlite', n)].value / index[(k, peer, n)].value:.2f}x)"
+            for k, n in shared
+            if has(k, "sqlite", n) and index[(k, "sqlite", n)].value >= index[(k, peer, n)].value
+        ]
+        compared = [(k, n) for k, n in shared if has(k, "sqlite", n)]
+        if not compared:
+            targets.append(Target(f"SQLite faster than {peer}", None, "peer not measured"))
+            continue
+        detail = f"{len(compared) - len(losses)} of {len(compared)} comparisons won" + (
+            f"; slower on {', '.join(losses)}" if losses else ""
+        )
+        targets.append(
+            Target(f"SQLite faster than {peer} on every shared workload", not losses, detail)
+        )
+    return targets
+
+
+def machine_lines() -> list[str]:
+    """CPU, memory, Python, SQLite and peer versions of this machine."""
+    cpu, cores, mem = platform.processor() or "unknown", os.cpu_count(), "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal"):
+                    mem = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
+                    break
+    except OSError:
+        pass
+    versions = []
+    for dist in (
+        "prism-om",
+        "aiosqlite",
+        "openai-agents",
+        "langgraph-checkpoint-sqlite",
+        "om-memory",
+    ):
+        try:
+            versions.append(f"{dist} {metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            versions.append(f"{dist} (not installed)")
+    return [
+        f"- CPU: {cpu}, {cores} logical cores",
+        f"- Memory: {mem}",
+        f"- OS: {platform.platform()}",
+        f"- Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}",
+        f"- Packages: {', '.join(versions)}",
+    ]
+
+
+def markdown_report(
+    results: Sequence[Result], info: RunInfo, targets: Sequence[Target], plot_path: str | None
+) -> str:
+    """The whole report: run, machine, targets, tables, notes."""
+    lines = [
+        "# prism-om benchmarks",
+        "",
+        f"Command: `{info.command}`  ",
+        f"Wall time: {info.seconds / 60:.1f} min; sizes {', '.join(f'{s:,}' for s in info.sizes)};"
+        f" {info.repeat} samples per median. Recall path: `{info.recall_path}`.",
+        "",
+        "## Machine",
+        "",
+        *machine_lines(),
+        "",
+        "## Targets",
+        "",
+        "| target | verdict | detail |",
+        "|---|---|---|",
+        *(f"| {t.name} | {t.verdict} | {t.detail} |" for t in targets),
+        "",
+        "## Results",
+        "",
+        "Medians; ratios are ours divided by the other (below 1 is faster), one per size.",
+        "",
+        tables(results, info.sizes),
+    ]
+    if plot_path:
+        lines += ["## Scaling", "", f"![time versus entries]({plot_path})", ""]
+    if info.notes:
+        lines += ["## Notes", "", *(f"- {n}" for n in info.notes), ""]
+    return "\n".join(lines)
+
+
+def plot_scaling(results: Sequence[Result], path: str) -> None:
+    """Time (or memory) versus entries, log-log, one panel per workload."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = [k for k in WORKLOADS if k != "rtt" and any(r.workload == k for r in results)]
+    cols = 3
+    rows = (len(keys) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(13, 3.3 * rows), squeeze=False)
+    rtt = [r.value for r in results if r.workload == "rtt"]
+    styles = {s: ("-", "o") for s in OURS} | {FLOOR: (":", "s")} | {p: ("--", "^") for p in PEERS}
+    for ax, key in zip(axes.flat, keys, strict=False):
+        for system in _systems(results, key):
+            points = sorted(
+                (r.size, r.value) for r in results if r.workload == key and r.system == system
+            )
+            line, marker = styles.get(system, ("-", "."))
+            label = f"prism-om {system}" if system in OURS else system
+            ax.plot(
+                [p[0] for p in points], [p[1] for p in points], line, marker=marker, label=label
+            )
+        if key in ("page20", "recall") and rtt:
+            ax.axhline(
+                rtt[0], color="grey", linewidth=0.8, linestyle="-.", label="aiosqlite round trip"
+            )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(WORKLOADS[key].title, fontsize=9)
+        ax.set_xlabel("entries", fontsize=8)
+        ax.set_ylabel(
+            "bytes" if key == "peak_rss" else f"seconds per {WORKLOADS[key].per}", fontsize=8
+        )
+        ax.tick_params(labelsize=7)
+        ax.grid(True, which="major", linewidth=0.3)
+        ax.legend(fontsize=6)
+    for ax in list(axes.flat)[len(keys) :]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=70)
+    plt.close(fig)

@@ -1,0 +1,179 @@
+"""The workloads on our own adapters (memory, JSONL, SQLite)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from prism_om.entries import SessionEntry
+from prism_om.observational_memory import build_observational_memory_context_blocks
+from prism_om.stores import SessionStore, open_store
+
+from .data import SESSION_ID, Dataset
+from .memprobe import probe_peak_rss
+from .model import Result
+from .timing import Timer, time_calls
+
+__all__ = ["AppendSample", "RecallFn", "adapter_url", "resolve_recall", "run_adapter"]
+
+BUILD_BATCH = 1000
+_T = TypeVar("_T")
+
+RecallFn = Callable[[SessionStore, str, str], Awaitable[object]]
+"""(store, memory id, a source entry id of that memory) -> whatever recall answers."""
+
+
+@dataclass(frozen=True)
+class AppendSample:
+    """Entries appended on top of the prepared store: batches of 100, then singles."""
+
+    batches: list[list[SessionEntry]]
+    singles: list[SessionEntry]
+
+
+def resolve_recall() -> tuple[str, RecallFn]:
+    """The recall the benchmark times: exact-id recall when the module exists.
+
+    Until ``prism_om.observational_memory.recall`` exists, ``store.get`` of a source
+    entry stands in; swap the body here when the lead wants a different path.
+    """
+    try:
+        from prism_om.observational_memory.recall import recall_observational_memory
+    except ImportError:
+
+        async def get_source(store: SessionStore, memory_id: str, source_id: str) -> object:
+            return await store.get(source_id)
+
+        return "store.get(source entry id)", get_source
+
+    async def recall(store: SessionStore, memory_id: str, source_id: str) -> object:
+        return await recall_observational_memory(store, memory_id, session_id=SESSION_ID)
+
+    return "recall_observational_memory(store, id)", recall
+
+
+def adapter_url(adapter: str, workdir: str, size: int) -> str:
+    """Where an adapter's prepared store for ``size`` lives."""
+    if adapter == "memory":
+        return "memory:"
+    if adapter == "jsonl":
+        return f"jsonl:{os.path.join(workdir, f'jsonl-{size}')}"
+    return f"sqlite:{os.path.join(workdir, f'sqlite-{size}.db')}"
+
+
+async def _build(store: SessionStore, entries: Sequence[SessionEntry]) -> float:
+    start = time.perf_counter()
+    for i in range(0, len(entries), BUILD_BATCH):
+        await store.append_many(entries[i : i + BUILD_BATCH])
+    return time.perf_counter() - start
+
+
+async def _cold_start(url: str, timer: Timer) -> list[float]:
+    """Open + leaf + recent_messages(20), closing (untimed) after each; warm OS cache."""
+    samples: list[float] = []
+    spent = 0.0
+    for attempt in range(timer.repeat + 1):
+        start = time.perf_counter()
+        store = await open_store(url)
+        await store.leaf(SESSION_ID)
+        await store.recent_messages(SESSION_ID, 20)
+        took = time.perf_counter() - start
+        await store.close()
+        spent += took
+        if attempt:  # the first open warms the page cache
+            samples.append(took)
+        if spent > timer.budget_s and samples:
+            break
+    return samples
+
+
+async def run_adapter(
+    adapter: str,
+    dataset: Dataset,
+    sample: AppendSample,
+    workdir: str,
+    timer: Timer,
+    recall: tuple[str, RecallFn],
+    log: Callable[[str], None],
+) -> list[Result]:
+    """Every workload on one adapter at one size."""
+    url = adapter_url(adapter, workdir, dataset.size)
+    size = dataset.size
+    results: list[Result] = []
+
+    def add(workload: str, samples: list[float], note: str = "", **extra: float) -> None:
+        results.append(Result(workload, adapter, size, samples, note=note, extra=dict(extra)))
+
+    store = await open_store(url)
+    try:
+        built = await _build(store, dataset.entries)
+        log(f"  {adapter}: built {size:,} entries in {built:.1f} s")
+        cursor = dataset.middle_message_id()
+        memory_id, source_id = dataset.middle_memory_id()
+        recall_name, recall_fn = recall
+
+        add("branch", await timer.measure(lambda: store.branch(SESSION_ID)))
+        add(
+            "page20",
+            await timer.measure(lambda: store.page_messages(SESSION_ID, cursor, 20, "forward")),
+        )
+        add(
+            "recall",
+            await timer.measure(lambda: recall_fn(store, memory_id, source_id)),
+            note=recall_name,
+        )
+
+        async def store_path() -> object:
+            return await build_observational_memory_context_blocks(store, session_id=SESSION_ID)
+
+        async def pure_path() -> object:
+            # The entries form of the builder runs fold_observational_memory_ledger itself.
+            return build_observational_memory_context_blocks(await store.branch(SESSION_ID))
+
+        same = [b.text for b in await store_path()] == [  # type: ignore[attr-defined]
+            b.text
+            for b in await pure_path()  # type: ignore[attr-defined]
+        ]
+        add(
+            "context",
+            await timer.measure(store_path),
+            note="" if same else "store path and pure fold DISAGREE",
+        )
+        add("context_pure", await timer.measure(pure_path), note="branch() + fold + blocks")
+        log(f"  {adapter}: reads done")
+    finally:
+        await store.close()
+
+    if adapter != "memory":
+        add("cold_start", await _cold_start(url, timer), note="warm OS page cache")
+    peak, baseline = await probe_peak_rss(adapter, url, size)
+    add("peak_rss", [peak], note="cold start + one turn", baseline=baseline)
+    results[-1].unit = "bytes"
+
+    if adapter == "memory":
+        # The in-memory store starts empty in every process: rebuild it for the appends.
+        store = await open_store(url)
+        await _build(store, dataset.entries)
+    else:
+        store = await open_store(url)
+    try:
+        batch_calls = [_appender(store.append_many, b) for b in sample.batches]
+        samples, _ = await time_calls(batch_calls, groups=timer.repeat)
+        add("append_batch", samples)
+        single_calls = [_appender(store.append, e) for e in sample.singles]
+        samples, made = await time_calls(single_calls, groups=timer.repeat)
+        add("append_single", samples, note=f"{made:,} calls on top of the prepared store")
+    finally:
+        await store.close()
+    log(f"  {adapter}: appends done")
+    return results
+
+
+def _appender(method: Callable[[_T], Awaitable[None]], arg: _T) -> Callable[[], Awaitable[None]]:
+    async def call() -> None:
+        await method(arg)
+
+    return call

@@ -1,0 +1,299 @@
+"""The optional ``recall`` tool: exact-id memory recall or current-branch message paging.
+
+The tool reads one session's current branch from the host, either a ``get_entries``
+callback (``(session_id) -> list[SessionEntry]``, sync or async) or a store (the indexed
+path: ``ledger()``, ``get()`` and ``page_messages()``, never the whole branch).
+
+Arguments are ``{"id": "<12 hex>"}`` or ``{"cursor": "<entry id>", "limit"?: 1..100,
+"direction"?: "forward"|"backward", "detail"?: "summary"|"full"}``. A key whose value is
+``null`` counts as absent (models often send optional keys as null).
+
+Failures are typed errors **raised** by ``handler`` (all ``PrismMemoryError``
+subclasses), never a result object, so a host's tool dispatch reports them as a failed
+call: unknown keys or wrong types -> ``InvalidInputError``; ``id`` and ``cursor`` together,
+neither, or paging options beside ``id`` -> ``AmbiguousInputError``; a malformed id or
+cursor -> ``InvalidIdError``; ``limit`` above 100 -> ``PageTooLargeError``. All of these
+are raised before the host callback or the store is touched. A branch that belongs to
+another session -> ``SessionMismatchError``; a cursor off the branch ->
+``EntryNotFoundError``; a non-message cursor -> ``InvalidInputError``. An unknown or
+revoked id is an answer, not an error: ``{"found": false, "reason": ...}``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
+
+from ..entries import SessionEntry, validate_session_id
+from ..errors import AmbiguousInputError, InvalidInputError, SessionMismatchError
+from ..ids import MEMORY_ID_PATTERN
+from ..providers.base import ToolDefinition
+from .ledger import ObservationalMemoryLedger
+from .limits import PAGE_LIMIT_HARD_CAP, resolve_page_limit
+from .page import recall_observational_memory_branch_page, validate_page_request
+from .recall import check_memory_id, recall_observational_memory
+from .redact import Redactor, redactor
+
+if TYPE_CHECKING:
+    from ..stores.base import SessionStore
+
+__all__ = [
+    "RECALL_TOOL_NAME",
+    "BranchSource",
+    "GetEntries",
+    "GetSharedLedgers",
+    "RecallMemoryTool",
+    "create_recall_memory_tool",
+]
+
+RECALL_TOOL_NAME: Final = "recall"
+
+GetEntries: TypeAlias = Callable[
+    [str], "Awaitable[Sequence[SessionEntry]] | Sequence[SessionEntry]"
+]
+"""Host callback: the current branch (root first) of the calling session."""
+
+GetSharedLedgers: TypeAlias = Callable[
+    [str],
+    "Awaitable[Sequence[ObservationalMemoryLedger]] | Sequence[ObservationalMemoryLedger]",
+]
+"""Host hook for granted shared scopes: folded ledgers whose ids exact recall may also
+resolve (branch paging stays on the current branch)."""
+
+_PAGE_KEYS: Final = ("limit", "direction", "detail")
+_KEYS: Final = frozenset({"id", "cursor", *_PAGE_KEYS})
+
+_DESCRIPTION: Final = (
+    "Recall exact source evidence for an observational-memory id (the 12-character ids "
+    "shown in brackets), or page the raw user/assistant/tool messages of the current "
+    "branch around a cursor entry id. Pass either {id} or {cursor, limit?, direction?, "
+    "detail?}, never both. Exact lookup only: it does not search by topic."
+)
+
+
+def _parameters() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "id": {
+                "type": "string",
+                "pattern": MEMORY_ID_PATTERN.pattern,
+                "description": "An observation or reflection id to recall with its sources.",
+            },
+            "cursor": {
+                "type": "string",
+                "minLength": 1,
+                "description": "A message entry id to page from.",
+            },
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": PAGE_LIMIT_HARD_CAP,
+                "description": "Messages per page (cursor paging only).",
+            },
+            "direction": {
+                "type": "string",
+                "enum": ["forward", "backward"],
+                "description": "Page after (forward) or before (backward) the cursor.",
+            },
+            "detail": {
+                "type": "string",
+                "enum": ["summary", "full"],
+                "description": "summary: first 200 characters; full: the whole message.",
+            },
+        },
+    }
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+class BranchSource:
+    """One session's current branch, from a host callback or from a store.
+
+    Shared by the recall tool and the commands. Every read first makes sure the branch
+    belongs to the calling session, so a tool or command wired to the wrong session fails
+    closed with ``SessionMismatchError`` instead of answering from someone else's memory.
+    """
+
+    def __init__(
+        self, *, get_entries: GetEntries | None = None, store: SessionStore | None = None
+    ) -> None:
+        if (get_entries is None) == (store is None):
+            raise AmbiguousInputError("pass exactly one of get_entries= or store=")
+        if get_entries is not None and not callable(get_entries):
+            raise InvalidInputError("get_entries must be callable: (session_id) -> entries")
+        self.get_entries = get_entries
+        self.store = store
+
+    async def entries(self, session_id: str) -> list[SessionEntry]:
+        """The callback's branch for ``session_id``, checked entry by entry."""
+        assert self.get_entries is not None
+        result = await _maybe_await(self.get_entries(session_id))
+        if isinstance(result, str | bytes | Mapping) or not isinstance(result, Iterable):
+            raise InvalidInputError("get_entries must return a list of SessionEntry")
+        entries = list(result)
+        for entry in entries:
+            if not isinstance(entry, SessionEntry):
+                raise InvalidInputError(
+                    f"get_entries returned a {type(entry).__name__}, not a SessionEntry"
+                )
+            if entry.session_id != session_id:
+                raise SessionMismatchError(
+                    f"get_entries({session_id!r}) returned entry {entry.id!r} of session "
+                    f"{entry.session_id!r}: the branch must be the calling session's"
+                )
+        return entries
+
+    async def check_store_session(self, session_id: str) -> SessionStore:
+        """The store, once it is known to hold ``session_id``."""
+        assert self.store is not None
+        if await self.store.leaf(session_id) is None:
+            raise SessionMismatchError(f"session {session_id!r} is not in store {self.store.url!r}")
+        return self.store
+
+    async def open(self, session_id: str) -> list[SessionEntry] | SessionStore:
+        """The calling session's branch entries, or the store once it holds the session."""
+        session_id = validate_session_id(session_id)
+        if self.store is None:
+            return await self.entries(session_id)
+        return await self.check_store_session(session_id)
+
+
+class RecallMemoryTool:
+    """The ``recall`` tool: ``definition`` for the provider, ``handler`` for dispatch."""
+
+    def __init__(
+        self,
+        source: BranchSource,
+        *,
+        secrets: Iterable[str] | Redactor | None = None,
+        page_limit: int = 20,
+        shared: GetSharedLedgers | None = None,
+    ) -> None:
+        self._source = source
+        self._redactor = redactor(secrets)
+        self._page_limit = resolve_page_limit(page_limit, name="page_limit")
+        if shared is not None and not callable(shared):
+            raise InvalidInputError("shared must be callable: (session_id) -> ledgers")
+        self._shared = shared
+        self.definition = ToolDefinition(
+            name=RECALL_TOOL_NAME, description=_DESCRIPTION, parameters=_parameters()
+        )
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    async def handler(self, args: Mapping[str, Any], *, session_id: str) -> dict[str, Any]:
+        """Answer one call for the calling session; the result is JSON-serialisable."""
+        # Everything about the request is checked before the branch is read.
+        if not isinstance(args, Mapping):
+            raise InvalidInputError(
+                f"recall arguments must be an object, got {type(args).__name__}"
+            )
+        unknown = [k for k in args if k not in _KEYS]
+        if unknown:
+            shown = ", ".join(repr(k)[:40] for k in unknown[:5])
+            raise InvalidInputError(
+                f"unknown recall argument(s) {shown}; allowed: id, cursor, limit, direction, detail"
+            )
+        session_id = validate_session_id(session_id)
+        given = {k: v for k, v in args.items() if v is not None}
+        if ("id" in given) == ("cursor" in given):
+            raise AmbiguousInputError(
+                "recall takes either id (exact memory recall) or cursor (message paging), "
+                + ("not both" if "id" in given else "and got neither")
+            )
+        if "id" in given:
+            extras = [k for k in _PAGE_KEYS if k in given]
+            if extras:
+                raise AmbiguousInputError(
+                    f"{', '.join(extras)} only apply to cursor paging, not to id recall"
+                )
+            return await self._recall(check_memory_id(given["id"]), session_id)
+        cursor, limit, direction, detail = validate_page_request(
+            given["cursor"],
+            given.get("limit"),
+            given.get("direction", "forward"),
+            given.get("detail", "summary"),
+            self._page_limit,
+        )
+        if self._source.store is None:
+            entries = await self._source.entries(session_id)
+            page = recall_observational_memory_branch_page(
+                entries,
+                cursor,
+                limit=limit,
+                direction=direction,
+                detail=detail,
+                secrets=self._redactor,
+            )
+        else:
+            store = await self._source.check_store_session(session_id)
+            page = await recall_observational_memory_branch_page(
+                store,
+                cursor,
+                session_id=session_id,
+                limit=limit,
+                direction=direction,
+                detail=detail,
+                secrets=self._redactor,
+            )
+        return page.to_json()
+
+    async def _recall(self, memory_id: str, session_id: str) -> dict[str, Any]:
+        extra: list[ObservationalMemoryLedger] = []
+        if self._source.store is None:
+            entries = await self._source.entries(session_id)
+            extra = await self._shared_ledgers(session_id)
+            result = recall_observational_memory(
+                entries, memory_id, secrets=self._redactor, extra_ledgers=extra
+            )
+        else:
+            store = await self._source.check_store_session(session_id)
+            extra = await self._shared_ledgers(session_id)
+            result = await recall_observational_memory(
+                store,
+                memory_id,
+                session_id=session_id,
+                secrets=self._redactor,
+                extra_ledgers=extra,
+            )
+        return result.to_json()
+
+    async def _shared_ledgers(self, session_id: str) -> list[ObservationalMemoryLedger]:
+        if self._shared is None:
+            return []
+        ledgers = list(await _maybe_await(self._shared(session_id)))
+        for ledger in ledgers:
+            if not isinstance(ledger, ObservationalMemoryLedger):
+                raise InvalidInputError(
+                    f"shared must return ObservationalMemoryLedger values, got "
+                    f"{type(ledger).__name__}"
+                )
+        return ledgers
+
+
+def create_recall_memory_tool(
+    *,
+    get_entries: GetEntries | None = None,
+    store: SessionStore | None = None,
+    secrets: Iterable[str] | Redactor | None = None,
+    page_limit: int = 20,
+    shared: GetSharedLedgers | None = None,
+) -> RecallMemoryTool:
+    """The optional ``recall`` tool over a host callback or a store (exactly one).
+
+    ``page_limit`` is the default page size (1-100). ``shared`` is the hook for granted
+    shared scopes: ``(session_id) -> ledgers`` merged into exact-id recall only.
+    """
+    return RecallMemoryTool(
+        BranchSource(get_entries=get_entries, store=store),
+        secrets=secrets,
+        page_limit=page_limit,
+        shared=shared,
+    )

@@ -1,0 +1,131 @@
+"""The observer: turns unscanned transcript entries into source-backed observations."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..entries import SessionEntry
+from ..observational_memory.records import Observation, ObservationsRecorded
+from ..observational_memory.redact import Redactor
+from ..observational_memory.sources import eligible_observation_sources
+from ..providers.base import Provider
+from ..tokens import TokenEstimator, get_estimator
+from ._common import WorkerCall, direct_call
+from .loop import WorkerRun, run_worker
+from .model import Model
+from .prompts import OBSERVER_INSTRUCTIONS, observer_prompt, system_text
+from .tools import ObservationRecorder
+from .transcript import select_observer_batch
+
+__all__ = ["ObserverResult", "observe", "pending_message_tokens", "run_observer"]
+
+
+@dataclass(frozen=True, slots=True)
+class ObserverResult:
+    """One observer run over a prefix of the unscanned entries."""
+
+    observations: tuple[Observation, ...]
+    covers_up_to_id: str | None
+    """The last entry the run scanned: the coverage its record carries."""
+    source_ids: tuple[str, ...]
+    """The message entries shown to the model."""
+    scanned: int
+    """Entries covered (messages and bookkeeping)."""
+    remaining: int
+    """Unscanned entries left for a further run (the input was larger than one prompt)."""
+    truncated_ids: tuple[str, ...] = ()
+    run: WorkerRun | None = None
+    """The loop's account; None when no model call was needed."""
+
+    def record(self) -> dict[str, Any]:
+        """The ``om.observations.recorded`` payload of this run."""
+        return ObservationsRecorded(
+            observations=list(self.observations), covers_up_to_id=self.covers_up_to_id
+        ).model_dump(by_alias=True, mode="json")
+
+
+def pending_message_tokens(
+    entries: Iterable[SessionEntry], estimator: TokenEstimator | None = None
+) -> int:
+    """Tokens of the eligible messages among ``entries`` (what ``message_tokens`` gates)."""
+    est = estimator or get_estimator()
+    return sum(est.count_entry(e) for e in eligible_observation_sources(entries))
+
+
+async def observe(
+    call: WorkerCall, entries: Sequence[SessionEntry], *, taken_ids: set[str] | None = None
+) -> ObserverResult:
+    """Observe the longest prefix of ``entries`` that fits one prompt."""
+    system = system_text(OBSERVER_INSTRUCTIONS, call.instructions)
+    budget = call.input_budget(system, observer_prompt("", truncated=True))
+    batch = select_observer_batch(entries, budget, call.redactor)
+    remaining = len(entries) - len(batch.scanned)
+    if not batch.sources:
+        return ObserverResult((), batch.covers_up_to_id, (), len(batch.scanned), remaining)
+    recorder = ObservationRecorder(batch.sources, taken_ids=taken_ids)
+    run = await run_worker(
+        provider=call.provider,
+        system=system,
+        prompt=observer_prompt(batch.text, truncated=bool(batch.truncated)),
+        tools=[recorder.tool()],
+        limits=call.limits,
+        redactor=call.redactor,
+        request=call.request,
+    )
+    return ObserverResult(
+        observations=tuple(recorder.observations),
+        covers_up_to_id=batch.covers_up_to_id,
+        source_ids=tuple(e.id for e in batch.sources),
+        scanned=len(batch.scanned),
+        remaining=remaining,
+        truncated_ids=batch.truncated,
+        run=run,
+    )
+
+
+async def run_observer(
+    *,
+    provider: Provider,
+    entries: Sequence[SessionEntry],
+    max_turns: int,
+    model: Model | str | None = None,
+    instructions: str | None = None,
+    thinking_level: str | None = None,
+    correlation_id: str | None = None,
+    options: Mapping[str, Any] | None = None,
+    secrets: Iterable[str] | Redactor | None = None,
+    taken_ids: set[str] | None = None,
+    max_tool_calls_per_turn: int | None = None,
+    max_tool_calls: int | None = None,
+    max_argument_bytes: int | None = None,
+    max_result_bytes: int | None = None,
+    max_message_bytes: int | None = None,
+    max_error_bytes: int | None = None,
+) -> ObserverResult:
+    """Run the observer once over ``entries`` (the unscanned entries, branch order).
+
+    Writes nothing: append ``result.record()`` as a custom entry to persist it. Only the
+    prefix that fits one prompt is observed (``result.remaining`` tells what is left);
+    call again with the rest. Raises ``WorkerRunError`` on any broken limit.
+    """
+    call = direct_call(
+        provider=provider,
+        max_turns=max_turns,
+        model=model,
+        instructions=instructions,
+        thinking_level=thinking_level,
+        correlation_id=correlation_id,
+        options=options,
+        secrets=secrets,
+        limits={
+            "max_tool_calls_per_turn": max_tool_calls_per_turn,
+            "max_tool_calls": max_tool_calls,
+            "max_argument_bytes": max_argument_bytes,
+            "max_result_bytes": max_result_bytes,
+            "max_message_bytes": max_message_bytes,
+            "max_error_bytes": max_error_bytes,
+        },
+    )
+    return await observe(call, entries, taken_ids=taken_ids)

@@ -1,0 +1,711 @@
+"""``create_observational_memory_runtime``: the explicit flush of observe, reflect and drop.
+
+One flush runs one consolidation pipeline:
+
+1. **observe** once the unscanned eligible messages reach ``observation.message_tokens``
+   (or ``force``): every unscanned entry is observed, in as many runs as the prompt budget
+   needs, each appending one ``om.observations.recorded`` record with its coverage, so the
+   newest messages are never left behind;
+2. **reflect** once the observations after the last reflection coverage reach
+   ``reflection.observation_tokens`` (or ``force``; all active observations with
+   ``full_reflection_rebuild``), appending one ``om.reflections.recorded`` record;
+3. **bind** the new observation and reflection ids to the current work scope with one
+   ``om.scope.bound`` record, only when the host has opened scopes;
+4. **drop** when the active pool exceeds ``context.observations_pool_max_tokens`` and the
+   host has no scopes, appending one ``om.observations.dropped`` record.
+
+Concurrency: one pipeline at a time per runtime. A ``flush()`` that starts while another is
+running returns at once with ``status="skipped"`` and ``reason="in_flight"``; it never
+waits, so a host turn is never held up by memory work.
+
+Failures: a worker whose provider (or credential resolver) fails, or that breaks a limit,
+does not raise out of ``flush``: its outcome is ``failed``, ``last_error`` holds the
+redacted, bounded message, no record (so no coverage) is appended for that run, and the
+next flush retries. A memory append that did not land at the session's leaf raises
+``BranchMismatchError`` after restoring the previous leaf; that is a host wiring bug.
+
+Building a runtime reads no store, resolves no credential and calls no provider.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from ..entries import SessionEntry, custom_entry
+from ..errors import BranchMismatchError, InvalidInputError, PrismMemoryError
+from ..observational_memory.coverage import observations_uncovered_by_reflection
+from ..observational_memory.limits import MemoryWorkerLimits, resolve_memory_worker_limits
+from ..observational_memory.projection import active_memory
+from ..observational_memory.records import Observation
+from ..observational_memory.redact import Redactor
+from ..observational_memory.relevance import observation_pool_tokens
+from ..observational_memory.settings import (
+    ObservationalMemorySettings,
+    WorkerSettings,
+    reject_removed_settings,
+    resolve_observational_memory_settings,
+)
+from ..providers.base import CredentialResolver, Provider, bound_error_text, sanitize_cache_key
+from ..session import Session
+from ..tokens import TokenEstimator, get_estimator
+from ._common import WorkerCall
+from .dropper import drop_with_model, lowest_relevance_drop
+from .loop import RequestSettings, WorkerRunError
+from .model import Model, coerce_model
+from .observer import observe, pending_message_tokens
+from .reflector import reflect
+
+__all__ = [
+    "AppendEntry",
+    "DebugSink",
+    "FlushResult",
+    "ObservationalMemoryRuntime",
+    "WorkerName",
+    "WorkerOutcome",
+    "create_observational_memory_runtime",
+]
+
+AppendEntry = Callable[[SessionEntry], Awaitable[Any]]
+"""``async (entry) -> None``: the host's append, bound to the session's store and branch."""
+DebugSink = Callable[[str, dict[str, Any]], None]
+"""``(event, data) -> None``: receives the runtime's events."""
+WorkerName = Literal["observer", "reflector", "dropper"]
+
+_log = logging.getLogger("prism_om.workers")
+
+_SETTINGS_GROUP: Final[Mapping[WorkerName, str]] = {
+    "observer": "observation",
+    "reflector": "reflection",
+    "dropper": "dropper",
+}
+
+_GROUP_KEYS: Final = frozenset(
+    {"thinkingLevel", "thinking_level", "requireExplicitModel", "require_explicit_model"}
+)
+
+_OVERRIDE_NAMES: Final[Mapping[str, str]] = {
+    "thinking_level": "thinking_level",
+    "thinkingLevel": "thinking_level",
+    "correlation_id": "correlation_id",
+    "correlationId": "correlation_id",
+    "session_id": "correlation_id",
+    "sessionId": "correlation_id",
+    "max_output_tokens": "max_output_tokens",
+    "maxOutputTokens": "max_output_tokens",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerOutcome:
+    """What one worker did in a flush.
+
+    ``status`` is ``"ran"``, ``"skipped"`` or ``"failed"``. Skip reasons:
+    ``missing_provider``, ``missing_model``, ``missing_credential``, ``nothing_to_observe``,
+    ``nothing_to_reflect``, ``below_threshold``, ``host_scopes``, ``pool_within_limit``.
+    A failure's ``reason`` is the ``WorkerRunError`` reason (``provider_error``,
+    ``tool_calls``, ...) or ``credential_error``.
+    """
+
+    worker: WorkerName
+    status: Literal["ran", "skipped", "failed"]
+    reason: str | None = None
+    entry_ids: tuple[str, ...] = ()
+    memory_ids: tuple[str, ...] = ()
+    """Observation ids recorded, reflection ids recorded, or observation ids dropped."""
+    runs: int = 0
+    turns: int = 0
+    tool_calls: int = 0
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FlushResult:
+    """The outcome of one ``flush()``.
+
+    ``status`` is ``"completed"`` (every worker ran or was skipped), ``"failed"`` (at least
+    one worker failed; see ``error``) or ``"skipped"`` (``reason="in_flight"``).
+    """
+
+    status: Literal["completed", "failed", "skipped"]
+    reason: str | None = None
+    outcomes: tuple[WorkerOutcome, ...] = ()
+    observation_ids: tuple[str, ...] = ()
+    reflection_ids: tuple[str, ...] = ()
+    dropped_observation_ids: tuple[str, ...] = ()
+    entry_ids: tuple[str, ...] = ()
+    """Every entry this flush appended, in order."""
+    error: str | None = None
+
+    def outcome(self, worker: WorkerName) -> WorkerOutcome | None:
+        return next((o for o in self.outcomes if o.worker == worker), None)
+
+
+@dataclass(frozen=True, slots=True)
+class _Worker:
+    name: WorkerName
+    settings: WorkerSettings
+    provider: Provider | None
+    model: Model | None
+
+
+@dataclass
+class _Ready:
+    call: WorkerCall | None = None
+    skip: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class _Progress:
+    outcomes: list[WorkerOutcome] = field(default_factory=list)
+    entry_ids: list[str] = field(default_factory=list)
+
+
+class ObservationalMemoryRuntime:
+    """The worker runtime of one session. Build it with
+    :func:`create_observational_memory_runtime`."""
+
+    def __init__(
+        self,
+        *,
+        session: Session,
+        append_entry: AppendEntry,
+        settings: ObservationalMemorySettings,
+        limits: MemoryWorkerLimits,
+        workers: Mapping[WorkerName, _Worker],
+        session_model: object,
+        credential_resolver: CredentialResolver | None,
+        redactor: Redactor,
+        debug: DebugSink | None,
+        request: RequestSettings,
+        thinking_override: str | None,
+        estimator: TokenEstimator | None,
+    ) -> None:
+        self.session = session
+        self.settings = settings
+        self.limits = limits
+        self._append_entry = append_entry
+        self._workers = dict(workers)
+        self._session_model = session_model
+        self._resolver = credential_resolver
+        self._redactor = redactor
+        self._debug_sink = debug
+        self._request = request
+        self._thinking_override = thinking_override
+        self._estimator_value = estimator
+        self._in_flight = False
+        self._last_error: str | None = None
+
+    @property
+    def in_flight(self) -> bool:
+        """True while a flush pipeline runs."""
+        return self._in_flight
+
+    @property
+    def last_error(self) -> str | None:
+        """The latest worker failure (redacted, bounded); cleared by a clean flush."""
+        return self._last_error
+
+    @property
+    def correlation_id(self) -> str | None:
+        return self._request.correlation_id
+
+    def worker_model(self, worker: WorkerName) -> Model | None:
+        """The model ``worker`` would use (its own, else the session model)."""
+        spec = self._workers[worker]
+        if spec.model is not None:
+            return spec.model
+        if spec.settings.require_explicit_model:
+            return None
+        provider_id = getattr(spec.provider, "provider_id", None)
+        return coerce_model(self._session_model, default_provider=provider_id)
+
+    # -- flush ------------------------------------------------------------------------
+
+    async def flush(
+        self, *, full_reflection_rebuild: bool = False, force: bool = False
+    ) -> FlushResult:
+        """Observe, reflect, bind and drop as their thresholds say (``force``: ignore the
+        observe/reflect thresholds). Returns at once, skipped, while another flush runs."""
+        if self._in_flight:
+            self._emit("om.flush.skipped", {"reason": "in_flight"})
+            return FlushResult("skipped", reason="in_flight")
+        self._in_flight = True
+        try:
+            return await self._flush(full_reflection_rebuild, force)
+        finally:
+            self._in_flight = False
+
+    async def _flush(self, full_rebuild: bool, force: bool) -> FlushResult:
+        self._emit("om.flush.start", {"force": force, "fullReflectionRebuild": full_rebuild})
+        progress = _Progress()
+        observed = await self._observe(force, progress)
+        reflected = await self._reflect(force, full_rebuild, progress)
+        await self._bind([*observed.memory_ids], [*reflected.memory_ids], progress)
+        dropped = await self._drop(progress)
+        failures = [o for o in progress.outcomes if o.status == "failed"]
+        if failures:
+            self._last_error = failures[-1].error
+        else:
+            self._last_error = None
+        result = FlushResult(
+            "failed" if failures else "completed",
+            outcomes=tuple(progress.outcomes),
+            observation_ids=observed.memory_ids,
+            reflection_ids=reflected.memory_ids,
+            dropped_observation_ids=dropped.memory_ids,
+            entry_ids=tuple(progress.entry_ids),
+            error=failures[-1].error if failures else None,
+        )
+        self._emit(
+            "om.flush.done",
+            {
+                "status": result.status,
+                "observations": len(result.observation_ids),
+                "reflections": len(result.reflection_ids),
+                "dropped": len(result.dropped_observation_ids),
+                "entries": list(result.entry_ids),
+            },
+        )
+        return result
+
+    def _record(self, progress: _Progress, outcome: WorkerOutcome) -> WorkerOutcome:
+        progress.outcomes.append(outcome)
+        if outcome.status == "skipped":
+            self._emit("om.worker.skipped", {"worker": outcome.worker, "reason": outcome.reason})
+        elif outcome.status == "failed":
+            self._emit(
+                "om.worker.failed",
+                {"worker": outcome.worker, "reason": outcome.reason, "error": outcome.error},
+            )
+        else:
+            self._emit(
+                "om.worker.completed",
+                {
+                    "worker": outcome.worker,
+                    "runs": outcome.runs,
+                    "turns": outcome.turns,
+                    "toolCalls": outcome.tool_calls,
+                    "memoryIds": list(outcome.memory_ids),
+                    "entryIds": list(outcome.entry_ids),
+                },
+            )
+        return outcome
+
+    async def _observe(self, force: bool, progress: _Progress) -> WorkerOutcome:
+        spec = self._workers["observer"]
+        if spec.provider is None:
+            return self._record(progress, WorkerOutcome("observer", "skipped", "missing_provider"))
+        store, sid = self.session.store, self.session.id
+        ledger = await store.ledger(sid)
+        entries = await store.entries_after(sid, ledger.observation_covers_up_to_id)
+        tokens = pending_message_tokens(entries, self._estimator())
+        if tokens == 0:
+            return self._record(
+                progress, WorkerOutcome("observer", "skipped", "nothing_to_observe")
+            )
+        if not force and tokens < self.settings.observation.message_tokens:
+            return self._record(progress, WorkerOutcome("observer", "skipped", "below_threshold"))
+        ready = await self._ready(spec)
+        if ready.call is None:
+            return self._not_ready(progress, "observer", ready)
+        taken = {r.id for r in ledger.observations} | {r.id for r in ledger.reflections}
+        ids: list[str] = []
+        entry_ids: list[str] = []
+        runs = turns = calls = 0
+        while entries:
+            try:
+                result = await observe(ready.call, entries, taken_ids=taken)
+            except WorkerRunError as exc:
+                return self._record(
+                    progress,
+                    WorkerOutcome(
+                        "observer",
+                        "failed",
+                        exc.reason,
+                        tuple(entry_ids),
+                        tuple(ids),
+                        runs,
+                        turns,
+                        calls,
+                        self._error(exc.message),
+                    ),
+                )
+            if result.covers_up_to_id is None:
+                break
+            entry = await self._append(result.record(), progress)
+            entry_ids.append(entry.id)
+            ids.extend(o.id for o in result.observations)
+            taken.update(o.id for o in result.observations)
+            runs += 1
+            if result.run is not None:
+                turns += result.run.turns
+                calls += result.run.tool_calls
+            entries = entries[result.scanned :]
+            if pending_message_tokens(entries, self._estimator()) == 0:
+                break
+        return self._record(
+            progress,
+            WorkerOutcome(
+                "observer", "ran", None, tuple(entry_ids), tuple(ids), runs, turns, calls
+            ),
+        )
+
+    async def _reflect(self, force: bool, full_rebuild: bool, progress: _Progress) -> WorkerOutcome:
+        spec = self._workers["reflector"]
+        if spec.provider is None:
+            return self._record(progress, WorkerOutcome("reflector", "skipped", "missing_provider"))
+        store, sid = self.session.store, self.session.id
+        ledger = await store.ledger(sid)
+        observations: list[Observation]
+        if full_rebuild:
+            observations = [r.observation for r in active_memory(ledger)[0]]
+        else:
+            observations = observations_uncovered_by_reflection(ledger)
+        if not observations:
+            return self._record(
+                progress, WorkerOutcome("reflector", "skipped", "nothing_to_reflect")
+            )
+        tokens = observation_pool_tokens(observations, self._estimator())
+        if not force and tokens < self.settings.reflection.observation_tokens:
+            return self._record(progress, WorkerOutcome("reflector", "skipped", "below_threshold"))
+        ready = await self._ready(spec)
+        if ready.call is None:
+            return self._not_ready(progress, "reflector", ready)
+        taken = {r.id for r in ledger.observations} | {r.id for r in ledger.reflections}
+        leaf = await store.leaf(sid)
+        try:
+            result = await reflect(ready.call, observations, covers_up_to_id=leaf, taken_ids=taken)
+        except WorkerRunError as exc:
+            return self._record(
+                progress,
+                WorkerOutcome("reflector", "failed", exc.reason, error=self._error(exc.message)),
+            )
+        entry = await self._append(result.record(), progress)
+        return self._record(
+            progress,
+            WorkerOutcome(
+                "reflector",
+                "ran",
+                None,
+                (entry.id,),
+                tuple(r.id for r in result.reflections),
+                len(result.runs),
+                sum(r.turns for r in result.runs),
+                sum(r.tool_calls for r in result.runs),
+            ),
+        )
+
+    async def _bind(
+        self, observation_ids: list[str], reflection_ids: list[str], progress: _Progress
+    ) -> None:
+        refs = [f"om:{i}" for i in observation_ids] + [f"reflection:{i}" for i in reflection_ids]
+        if not refs:
+            return
+        scopes = await self.session.store.scope_map(self.session.id)
+        if not scopes.has_host_scopes:
+            return
+        entry = await self._append(
+            {"type": "om.scope.bound", "scopeId": scopes.current, "refs": refs}, progress
+        )
+        self._emit("om.scope.bound", {"scopeId": scopes.current, "refs": refs, "entryId": entry.id})
+
+    async def _drop(self, progress: _Progress) -> WorkerOutcome:
+        spec = self._workers["dropper"]
+        store, sid = self.session.store, self.session.id
+        scopes = await store.scope_map(sid)
+        if scopes.has_host_scopes:
+            return self._record(progress, WorkerOutcome("dropper", "skipped", "host_scopes"))
+        ledger = await store.ledger(sid)
+        pool = [r.observation for r in active_memory(ledger)[0]]
+        est = self._estimator()
+        tokens = observation_pool_tokens(pool, est)
+        if tokens <= self.settings.context.observations_pool_max_tokens:
+            return self._record(progress, WorkerOutcome("dropper", "skipped", "pool_within_limit"))
+        target = self.settings.dropper.target_tokens
+        leaf = await store.leaf(sid)
+        turns = calls = runs = 0
+        if self.settings.dropper.policy == "lowest-relevance":
+            ids = lowest_relevance_drop(pool, target, est)
+        else:
+            if spec.provider is None:
+                return self._record(
+                    progress, WorkerOutcome("dropper", "skipped", "missing_provider")
+                )
+            ready = await self._ready(spec)
+            if ready.call is None:
+                return self._not_ready(progress, "dropper", ready)
+            try:
+                result = await drop_with_model(
+                    ready.call, pool, target_tokens=target, covers_up_to_id=leaf, estimator=est
+                )
+            except WorkerRunError as exc:
+                return self._record(
+                    progress,
+                    WorkerOutcome("dropper", "failed", exc.reason, error=self._error(exc.message)),
+                )
+            ids = list(result.observation_ids)
+            if result.run is not None:
+                runs, turns, calls = 1, result.run.turns, result.run.tool_calls
+            # The pool cap must hold even when the model retires too little: finish with
+            # the deterministic policy, down to the target.
+            remaining = [o for o in pool if o.id not in set(ids)]
+            if observation_pool_tokens(remaining, est) > (
+                self.settings.context.observations_pool_max_tokens
+            ):
+                extra = lowest_relevance_drop(remaining, target, est)
+                self._emit("om.dropper.topped_up", {"count": len(extra)})
+                ids.extend(extra)
+        entry = await self._append(
+            {"type": "om.observations.dropped", "observationIds": ids, "coversUpToId": leaf}
+            if leaf is not None
+            else {"type": "om.observations.dropped", "observationIds": ids},
+            progress,
+        )
+        return self._record(
+            progress,
+            WorkerOutcome("dropper", "ran", None, (entry.id,), tuple(ids), runs, turns, calls),
+        )
+
+    # -- helpers ----------------------------------------------------------------------
+
+    def _not_ready(self, progress: _Progress, worker: WorkerName, ready: _Ready) -> WorkerOutcome:
+        if ready.error is not None:
+            return self._record(
+                progress, WorkerOutcome(worker, "failed", "credential_error", error=ready.error)
+            )
+        return self._record(progress, WorkerOutcome(worker, "skipped", ready.skip))
+
+    async def _ready(self, spec: _Worker) -> _Ready:
+        """The worker's call (model, credential, request), or why it cannot run."""
+        assert spec.provider is not None
+        model = self.worker_model(spec.name)
+        if model is None:
+            return _Ready(skip="missing_model")
+        redactor = self._redactor
+        wanted = spec.settings.credential
+        if wanted is None:
+            wanted = self._resolver is not None
+        if wanted is not False:
+            provider_id = wanted if isinstance(wanted, str) else model.provider
+            if self._resolver is None:
+                return _Ready(skip="missing_credential")
+            try:
+                credential = await self._resolver(provider_id)
+            except Exception as exc:
+                return _Ready(error=self._error(f"credential resolver failed: {exc}"))
+            if not credential:
+                return _Ready(skip="missing_credential")
+            redactor = Redactor([*redactor.secrets, credential])
+        thinking = self._thinking_override or spec.settings.thinking_level
+        request = RequestSettings(
+            model=model.id,
+            thinking_level=thinking,
+            correlation_id=self._request.correlation_id,
+            max_output_tokens=self._request.max_output_tokens or model.max_output_tokens,
+            options=self._request.options,
+        )
+        return _Ready(
+            call=WorkerCall(
+                provider=spec.provider,
+                limits=self.limits,
+                redactor=redactor,
+                request=request,
+                instructions=spec.settings.instructions,
+            )
+        )
+
+    async def _append(self, data: dict[str, Any], progress: _Progress) -> SessionEntry:
+        """Append one memory record through the host callback and check where it landed."""
+        store, sid = self.session.store, self.session.id
+        previous = await store.leaf(sid)
+        entry = custom_entry(sid, data, parent_id=previous)
+        await self._append_entry(entry)
+        leaf = await store.leaf(sid)
+        stored = await store.get(entry.id)
+        if leaf != entry.id or stored is None or stored.to_wire() != entry.to_wire():
+            restored = False
+            if previous is not None and leaf != previous:
+                try:
+                    await store.set_leaf(sid, previous)
+                    restored = True
+                except PrismMemoryError:
+                    restored = False
+            message = (
+                f"memory entry {entry.id!r} did not land at the leaf of session {sid!r} "
+                f"(leaf is {leaf!r}); append_entry must append to this session's store and "
+                "branch" + ("; the previous leaf was restored" if restored else "")
+            )
+            self._last_error = self._error(message)
+            self._emit("om.append.mismatch", {"entryId": entry.id, "leaf": leaf})
+            raise BranchMismatchError(message)
+        progress.entry_ids.append(entry.id)
+        self._emit("om.append", {"entryId": entry.id, "type": data["type"]})
+        return entry
+
+    def _error(self, text: str) -> str:
+        return bound_error_text(self._redactor.text(text), (), self.limits.max_worker_error_bytes)
+
+    def _estimator(self) -> TokenEstimator:
+        if self._estimator_value is None:
+            self._estimator_value = get_estimator(self.settings.token_encoding)
+        return self._estimator_value
+
+    def _emit(self, event: str, data: dict[str, Any]) -> None:
+        data = self._redactor.value(data)
+        if self._debug_sink is not None:
+            self._debug_sink(event, data)
+        elif self.settings.debug_log:
+            _log.debug("%s %s", event, data)
+
+
+def _provider(value: object, providers: Mapping[str, Provider], where: str) -> Provider | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value not in providers:
+            raise InvalidInputError(
+                f"{where}.provider names provider {value!r}, but providers= has no such id"
+            )
+        return providers[value]
+    if not isinstance(value, Provider):
+        raise InvalidInputError(
+            f"{where}.provider must be a Provider (with generate()) or a provider id, "
+            f"got {type(value).__name__}"
+        )
+    return value
+
+
+def _parse_overrides(
+    overrides: Mapping[str, Any] | None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    known: dict[str, Any] = {}
+    options: dict[str, Any] = {}
+    for key, value in (overrides or {}).items():
+        if key == "options":
+            if not isinstance(value, Mapping):
+                raise InvalidInputError("overrides['options'] must be a mapping")
+            options.update(value)
+        elif key in _OVERRIDE_NAMES:
+            name = _OVERRIDE_NAMES[key]
+            if name in known:
+                raise InvalidInputError(f"overrides give {name} twice")
+            known[name] = value
+        else:
+            options[key] = value
+    return known, options
+
+
+def create_observational_memory_runtime(
+    *,
+    session: Session,
+    append_entry: AppendEntry,
+    settings: Mapping[str, Any] | ObservationalMemorySettings | None = None,
+    observation: Mapping[str, Any] | WorkerSettings | None = None,
+    reflection: Mapping[str, Any] | WorkerSettings | None = None,
+    dropper: Mapping[str, Any] | WorkerSettings | None = None,
+    session_model: Model | str | Mapping[str, Any] | object | None = None,
+    credential_resolver: CredentialResolver | None = None,
+    secrets: Iterable[str] | None = None,
+    debug: DebugSink | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    providers: Mapping[str, Provider] | None = None,
+    estimator: TokenEstimator | None = None,
+    max_worker_turns: int | None = None,
+    max_worker_tool_calls_per_turn: int | None = None,
+    max_worker_tool_calls: int | None = None,
+    max_worker_argument_bytes: int | None = None,
+    max_worker_result_bytes: int | None = None,
+    max_worker_message_bytes: int | None = None,
+    max_worker_error_bytes: int | None = None,
+) -> ObservationalMemoryRuntime:
+    """Build the worker runtime of ``session``; nothing runs until ``flush()``.
+
+    ``observation`` / ``reflection`` / ``dropper`` are worker settings (mappings or
+    settings models) merged over ``settings``' groups: ``provider`` (a ``Provider`` or an
+    id from ``providers=``), ``model``, ``instructions``, ``thinking_level``,
+    ``credential``, ``require_explicit_model`` and the thresholds. ``session_model`` is
+    the fallback model. ``overrides`` are provider-request overrides for every worker
+    call (``thinking_level``, ``session_id``/``correlation_id``, ``max_output_tokens``,
+    ``options``; other keys go into the request options), not settings.
+
+    Raises ``RemovedSettingError`` for a removed flat settings key (before anything
+    else), ``InvalidInputError`` when no worker has a provider or an option is invalid,
+    ``LimitExceededError`` for a limit above its hard cap.
+    """
+    where = "create_observational_memory_runtime()"
+    for name, value in (
+        ("settings", settings),
+        ("observation", observation),
+        ("reflection", reflection),
+        ("dropper", dropper),
+    ):
+        if isinstance(value, Mapping):
+            if name != "settings":
+                # Inside a worker group the nested replacements are valid keys.
+                value = {k: v for k, v in value.items() if k not in _GROUP_KEYS}
+            reject_removed_settings(value, where=f"{where} {name}")
+    if not isinstance(session, Session):
+        raise InvalidInputError(f"{where}: session must be a prism_om Session")
+    if not callable(append_entry):
+        raise InvalidInputError(f"{where}: append_entry must be an async callable")
+    resolved = resolve_observational_memory_settings(
+        settings, observation=observation, reflection=reflection, dropper=dropper
+    )
+    limits = resolve_memory_worker_limits(
+        agent_max_turns=resolved.agent_max_turns,
+        max_worker_turns=max_worker_turns,
+        max_worker_tool_calls_per_turn=max_worker_tool_calls_per_turn,
+        max_worker_tool_calls=max_worker_tool_calls,
+        max_worker_argument_bytes=max_worker_argument_bytes,
+        max_worker_result_bytes=max_worker_result_bytes,
+        max_worker_message_bytes=max_worker_message_bytes,
+        max_worker_error_bytes=max_worker_error_bytes,
+    )
+    registry = dict(providers or {})
+    workers: dict[WorkerName, _Worker] = {}
+    for name, group in _SETTINGS_GROUP.items():
+        worker_settings: WorkerSettings = getattr(resolved, group)
+        provider = _provider(worker_settings.provider, registry, group)
+        model = coerce_model(
+            worker_settings.model, default_provider=getattr(provider, "provider_id", None)
+        )
+        workers[name] = _Worker(name, worker_settings, provider, model)
+    if all(w.provider is None for w in workers.values()):
+        raise InvalidInputError(
+            f"{where} needs at least one worker provider: observation.provider, "
+            "reflection.provider or dropper.provider"
+        )
+    known, options = _parse_overrides(overrides)
+    correlation = known.get("correlation_id")
+    if correlation is None:
+        correlation = sanitize_cache_key(f"om:{session.id}")
+    elif not isinstance(correlation, str) or not correlation:
+        raise InvalidInputError("overrides session_id/correlation_id must be a non-empty string")
+    thinking = known.get("thinking_level")
+    if thinking is not None and not isinstance(thinking, str):
+        raise InvalidInputError("overrides thinking_level must be a string")
+    max_output = known.get("max_output_tokens")
+    if max_output is not None and (
+        isinstance(max_output, bool) or not isinstance(max_output, int) or max_output <= 0
+    ):
+        raise InvalidInputError("overrides max_output_tokens must be a positive integer")
+    return ObservationalMemoryRuntime(
+        session=session,
+        append_entry=append_entry,
+        settings=resolved,
+        limits=limits,
+        workers=workers,
+        session_model=session_model,
+        credential_resolver=credential_resolver,
+        redactor=Redactor(secrets),
+        debug=debug,
+        request=RequestSettings(
+            correlation_id=correlation, max_output_tokens=max_output, options=options
+        ),
+        thinking_override=thinking,
+        estimator=estimator,
+    )

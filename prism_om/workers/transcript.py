@@ -1,0 +1,218 @@
+"""Serialising entries and observations into worker prompts, within a byte budget.
+
+Entries are written as a header line and indented text, so a model reads them easily and
+code (the offline provider, tests) parses them back exactly::
+
+    [entry e0001 | user | 2024-05-01T09:00:00.000Z]
+      We moved the launch to Friday 14 June.
+
+Observations are one line each::
+
+    [obs 0123456789ab | 2024-05-01T09:00:00.000Z | high] User moved the launch to 14 June.
+
+Only lines starting with ``[entry `` or ``[obs `` at column 0 open an item; content lines
+are indented by two spaces, so message text can never forge a header.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from ..entries import SessionEntry, entry_text
+from ..observational_memory.records import Observation
+from ..observational_memory.redact import Redactor
+from ..observational_memory.sources import is_eligible_observation_source_entry
+
+__all__ = [
+    "TRUNCATION_MARKER",
+    "ObserverBatch",
+    "ParsedEntry",
+    "ParsedObservation",
+    "parse_observation_lines",
+    "parse_transcript",
+    "select_observer_batch",
+    "serialize_entry",
+    "serialize_observation",
+    "serialize_observations",
+    "utf8_len",
+]
+
+TRUNCATION_MARKER: Final = "[… truncated {n} bytes]"
+_INDENT: Final = "  "
+_ENTRY_HEADER = re.compile(
+    r"^\[entry (?P<id>.+?) \| (?P<role>user|assistant|tool) \| (?P<time>[^|\]]+)\]$"
+)
+_OBS_LINE = re.compile(
+    r"^\[obs (?P<id>[a-f0-9]{12}) \| (?P<time>[^|\]]+) \| (?P<priority>high|medium|low)\] "
+    r"(?P<text>.*)$"
+)
+
+
+def utf8_len(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` UTF-8 bytes on a character boundary."""
+    raw = text.encode("utf-8")
+    if len(raw) <= limit:
+        return text
+    return raw[: max(limit, 0)].decode("utf-8", errors="ignore")
+
+
+def serialize_entry(
+    entry: SessionEntry, redactor: Redactor | None = None, *, max_bytes: int | None = None
+) -> str:
+    """One message entry as a header and indented text (redacted), ending in a newline.
+
+    With ``max_bytes`` the text is cut, with a marker naming the bytes left out, so the
+    whole block fits ``max_bytes`` (never less than the header and marker).
+    """
+    role = entry.message.role if entry.message is not None else entry.kind
+    header = f"[entry {entry.id} | {role} | {entry.timestamp}]\n"
+    text = entry_text(entry)
+    if redactor:
+        text = redactor.text(text)
+    block = header + _indent(text)
+    if max_bytes is None or utf8_len(block) <= max_bytes:
+        return block
+    total = utf8_len(text)
+    marker = TRUNCATION_MARKER.format(n=total)
+    room = max_bytes - utf8_len(header) - utf8_len(_indent(marker)) - 8
+    kept = _cut(text, room)
+    marker = TRUNCATION_MARKER.format(n=total - utf8_len(kept))
+    return header + _indent(f"{kept}\n{marker}" if kept else marker)
+
+
+def _indent(text: str) -> str:
+    lines = text.split("\n") if text else [""]
+    return "".join(f"{_INDENT}{line}\n" for line in lines)
+
+
+@dataclass(frozen=True, slots=True)
+class ObserverBatch:
+    """What one observer run sees: a prefix of the unscanned entries."""
+
+    scanned: tuple[SessionEntry, ...]
+    """Every entry the run covers (sources and bookkeeping), in branch order."""
+    sources: tuple[SessionEntry, ...]
+    """The eligible message entries shown in the prompt."""
+    text: str
+    """The serialised sources."""
+    truncated: tuple[str, ...] = ()
+    """Ids of sources whose text was cut to fit."""
+
+    @property
+    def covers_up_to_id(self) -> str | None:
+        return self.scanned[-1].id if self.scanned else None
+
+
+def select_observer_batch(
+    entries: Sequence[SessionEntry], budget: int, redactor: Redactor | None = None
+) -> ObserverBatch:
+    """The longest prefix of ``entries`` whose eligible messages fit ``budget`` bytes.
+
+    Bookkeeping entries (memory records, compactions, other custom entries) join the scan
+    without entering the text. A first message larger than the budget alone is cut with a
+    marker, so every batch with a message makes progress: coverage never sticks on one.
+    """
+    scanned: list[SessionEntry] = []
+    sources: list[SessionEntry] = []
+    blocks: list[str] = []
+    truncated: list[str] = []
+    used = 0
+    for entry in entries:
+        if not is_eligible_observation_source_entry(entry):
+            scanned.append(entry)
+            continue
+        block = serialize_entry(entry, redactor)
+        size = utf8_len(block)
+        if used + size > budget:
+            if sources:
+                break
+            block = serialize_entry(entry, redactor, max_bytes=budget)
+            size = utf8_len(block)
+            truncated.append(entry.id)
+            scanned.append(entry)
+            sources.append(entry)
+            blocks.append(block)
+            used += size
+            break
+        scanned.append(entry)
+        sources.append(entry)
+        blocks.append(block)
+        used += size
+    return ObserverBatch(tuple(scanned), tuple(sources), "".join(blocks), tuple(truncated))
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedEntry:
+    id: str
+    role: str
+    timestamp: str
+    text: str
+
+
+def parse_transcript(text: str) -> list[ParsedEntry]:
+    """The entries serialised by :func:`serialize_entry` inside ``text``, in order."""
+    found: list[ParsedEntry] = []
+    current: tuple[str, str, str] | None = None
+    lines: list[str] = []
+
+    def close() -> None:
+        if current is not None:
+            found.append(ParsedEntry(*current, text="\n".join(lines)))
+
+    for line in text.split("\n"):
+        match = _ENTRY_HEADER.match(line)
+        if match:
+            close()
+            current = (match["id"], match["role"], match["time"].strip())
+            lines = []
+        elif current is not None and line.startswith(_INDENT):
+            lines.append(line[len(_INDENT) :])
+        elif current is not None:
+            close()
+            current = None
+            lines = []
+    close()
+    return found
+
+
+def serialize_observation(observation: Observation, redactor: Redactor | None = None) -> str:
+    """One observation as one line (newlines folded into spaces)."""
+    text = " ".join(observation.text.split())
+    if redactor:
+        text = redactor.text(text)
+    return f"[obs {observation.id} | {observation.observed_at} | {observation.priority}] {text}\n"
+
+
+def serialize_observations(
+    observations: Iterable[Observation], redactor: Redactor | None = None
+) -> str:
+    return "".join(serialize_observation(o, redactor) for o in observations)
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedObservation:
+    id: str
+    observed_at: str
+    priority: str
+    text: str
+
+
+def parse_observation_lines(text: str) -> list[ParsedObservation]:
+    """The observations serialised by :func:`serialize_observation` inside ``text``."""
+    found: list[ParsedObservation] = []
+    for line in text.split("\n"):
+        match = _OBS_LINE.match(line)
+        if match:
+            found.append(
+                ParsedObservation(
+                    match["id"], match["time"].strip(), match["priority"], match["text"]
+                )
+            )
+    return found
