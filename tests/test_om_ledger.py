@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from prism_om.testing.om_factories import BranchBuilder, branch_builders, random_builder
 
 from prism_om.entries import SessionEntry, compaction_entry, custom_entry, message_entry
 from prism_om.errors import EntryNotFoundError, MemoryRecordError
@@ -26,6 +25,7 @@ from prism_om.observational_memory import (
     unscanned_entries,
     validate_memory_record_on_branch,
 )
+from prism_om.testing.om_factories import BranchBuilder, branch_builders, random_builder
 
 A, B, C, D = "aaaaaaaaaaaa", "bbbbbbbbbbbb", "cccccccccccc", "dddddddddddd"
 R1, R2 = "eeeeeeeeeeee", "ffffffffffff"

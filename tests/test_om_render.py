@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from prism_om.testing.om_factories import BranchBuilder, branch_builders, random_builder
 
 from prism_om.entries import SessionEntry, message_entry
 from prism_om.errors import InvalidInputError, LimitExceededError
@@ -35,6 +34,7 @@ from prism_om.observational_memory.limits import (
     RECENT_WINDOW_MAX_BYTES,
     RENDERED_MEMORY_MAX_BYTES,
 )
+from prism_om.testing.om_factories import BranchBuilder, branch_builders, random_builder
 from prism_om.tokens import get_estimator
 
 HEURISTIC = get_estimator("chars/4")

@@ -6,7 +6,6 @@ import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from prism_om.testing.om_factories import BranchBuilder, branch_builders, random_builder
 
 from prism_om.entries import SessionEntry
 from prism_om.errors import (
@@ -26,6 +25,7 @@ from prism_om.observational_memory import (
     validate_memory_record_on_branch,
 )
 from prism_om.observational_memory.limits import FOLDED_PAYLOAD_MAX_BYTES
+from prism_om.testing.om_factories import BranchBuilder, branch_builders, random_builder
 from prism_om.tokens import get_estimator
 
 HEURISTIC = get_estimator("chars/4")

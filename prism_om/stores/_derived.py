@@ -21,6 +21,7 @@ from ..observational_memory.ledger import (
     fold_observational_memory_ledger,
 )
 from ..observational_memory.scope_map import WorkScopeMap, fold_work_scope_map
+from ..tokens import get_estimator
 
 if TYPE_CHECKING:
     pass
@@ -76,3 +77,20 @@ class BranchDerivedReads:
     ) -> tuple[builtins.list[SessionEntry], bool]:
         """Eligible messages after/before ``cursor`` on the branch (see page_around_cursor)."""
         return page_around_cursor(await self.branch(session_id, leaf_id), cursor, limit, direction)
+
+    async def entry_count(self: _HasBranch, session_id: str, leaf_id: str | None = None) -> int:
+        """Number of entries on the branch."""
+        return len(await self.branch(session_id, leaf_id))
+
+    async def branch_tokens(self: _HasBranch, session_id: str, leaf_id: str | None = None) -> int:
+        """Estimated tokens of the branch's message entries."""
+        estimator = get_estimator()
+        branch = await self.branch(session_id, leaf_id)
+        return sum(estimator.count_entry(e) for e in branch if e.kind == "message")
+
+    async def last_compaction(
+        self: _HasBranch, session_id: str, leaf_id: str | None = None
+    ) -> SessionEntry | None:
+        """The latest compaction entry on the branch, or None."""
+        branch = await self.branch(session_id, leaf_id)
+        return next((e for e in reversed(branch) if e.kind == "compaction"), None)

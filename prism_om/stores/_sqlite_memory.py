@@ -35,6 +35,7 @@ from ..observational_memory.records import (
 )
 
 __all__ = [
+    "COMPACTION_MARKER",
     "FoldRows",
     "fold_rows",
     "ledger_from_rows",
@@ -42,6 +43,10 @@ __all__ = [
     "scope_records_query",
     "write_fold_rows",
 ]
+
+
+# om_markers.record_type of a compaction that carries no om.folded details.
+COMPACTION_MARKER = "compaction"
 
 
 @dataclass
@@ -68,9 +73,12 @@ def fold_rows(placed: Sequence[Any]) -> FoldRows:
             rows.scope_records.append((item.seq, marker, item.segment_id, item.depth))
             continue
         record = parse_memory_record(entry)
-        if record is None:
-            continue
         where = (item.segment_id, item.depth)
+        if record is None:
+            if entry.kind == "compaction":
+                # Any compaction is a marker, so "the latest compaction" is an indexed read.
+                rows.markers.append((item.seq, entry.id, COMPACTION_MARKER, None, *where))
+            continue
         if isinstance(record, ObservationsRecorded):
             for n, obs in enumerate(record.observations):
                 body = obs.model_dump_json(by_alias=True)

@@ -116,6 +116,20 @@ class SessionStore(Protocol):
         """
         ...
 
+    async def entry_count(self, session_id: str, leaf_id: str | None = None) -> int:
+        """Number of entries on the branch (its length, root included)."""
+        ...
+
+    async def branch_tokens(self, session_id: str, leaf_id: str | None = None) -> int:
+        """Estimated tokens of the branch's message entries (counted once, at append)."""
+        ...
+
+    async def last_compaction(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> SessionEntry | None:
+        """The latest compaction entry on the branch, or None."""
+        ...
+
     async def sessions(self) -> builtins.list[str]:
         """Every session id of the store, in order of creation."""
         ...

@@ -196,6 +196,9 @@ VALUES (?, ?, ?, ?)"""
 
 _LEDGER_SQL = ledger_queries(branch_rows_sql)
 _SCOPE_RECORDS_SQL = scope_records_query(branch_rows_sql)
+_LAST_COMPACTION_SQL = """
+SELECT entry_id FROM om_markers WHERE segment_id = ? AND depth BETWEEN ? AND ?
+  AND record_type IN ('om.folded', 'compaction') ORDER BY depth DESC LIMIT 1"""
 _PAGE_FORWARD_SQL = f"""
 SELECT id, CAST(body AS BLOB) FROM entries
 WHERE segment_id = ? AND depth BETWEEN ? AND ?
@@ -492,6 +495,19 @@ class SqliteStore(BranchDerivedReads):
             return fold_work_scope_map([])
         rows = await self._fetch(_SCOPE_RECORDS_SQL, position.params())
         return fold_work_scope_map(self._parse(entry_id, body) for _, entry_id, body in rows)
+
+    async def last_compaction(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> SessionEntry | None:
+        """The latest compaction entry on the branch, from the marker rows: O(pieces)."""
+        position = await self._leaf_position(session_id, leaf_id)
+        if position is None:
+            return None
+        for segment_id, lo, hi in reversed(await self._pieces(position)):
+            rows = await self._fetch(_LAST_COMPACTION_SQL, (segment_id, lo, hi))
+            if rows:
+                return await self.get(rows[0][0])
+        return None
 
     async def page_messages(
         self,

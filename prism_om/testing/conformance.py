@@ -25,7 +25,7 @@ from ..errors import (
 )
 from ..stores.base import SessionStore
 from ..stores.memory import MemoryStore
-from .generate import AppendOp, LeafOp, Op, generate_ops, make_message
+from .generate import LeafOp, Op, generate_ops, make_message
 
 __all__ = ["StoreConformance", "StoreOpener", "apply_ops", "snapshot"]
 

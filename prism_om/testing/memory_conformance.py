@@ -15,12 +15,13 @@ import pytest
 
 from ..entries import SessionEntry, custom_entry
 from ..errors import MemoryRecordError
+from ..observational_memory.branch_reads import entries_after_cursor, last_eligible_messages
 from ..observational_memory.context import build_observational_memory_context_blocks
 from ..observational_memory.coverage import unscanned_entries
 from ..observational_memory.ledger import fold_observational_memory_ledger
 from ..observational_memory.scope_map import fold_work_scope_map
-from ..observational_memory.branch_reads import entries_after_cursor, last_eligible_messages
 from ..stores.base import SessionStore
+from ..tokens import get_estimator
 from .conformance import StoreOpener, snapshot
 from .om_factories import BranchBuilder, random_builder
 
@@ -48,6 +49,12 @@ class MemoryConformance:
     async def _check_leaf(self, store: SessionStore, sid: str, leaf: str) -> None:
         branch = await store.branch(sid, leaf)
         assert await store.ledger(sid, leaf) == fold_observational_memory_ledger(branch)
+        assert await store.entry_count(sid, leaf) == len(branch)
+        estimator = get_estimator()
+        tokens = sum(estimator.count_entry(e) for e in branch if e.kind == "message")
+        assert await store.branch_tokens(sid, leaf) == tokens
+        compactions = [e for e in branch if e.kind == "compaction"]
+        assert await store.last_compaction(sid, leaf) == (compactions[-1] if compactions else None)
         assert await store.scope_map(sid, leaf) == fold_work_scope_map(branch)
         for count in (0, 1, 8, 50):
             assert await store.recent_messages(sid, count, leaf) == last_eligible_messages(
