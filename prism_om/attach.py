@@ -1,0 +1,512 @@
+"""Activation: ``create_observational_memory(...).attach(agent)``.
+
+Attaching wires one agent to observational memory:
+
+* a **context provider** that renders the ``observational-memory`` and ``recent-messages``
+  blocks every turn from the store's indexed path (plus a ``shared-work-scopes`` block
+  when granted shared scopes sit in the current scope lineage);
+* the **compaction strategy**, which renders the recorded memory as the summary;
+* a **proxied agent** whose ``run`` / ``prompt`` / ``stream`` / ``compact`` (and the
+  ``wrap_resume_run`` / ``wrap_resume_stream`` wrappers) run the observe / reflect / drop
+  pipeline after the call completes, then compact when the gate says so.
+
+The gate is ``context.compact_after_tokens`` unless the host passes ``trigger`` (one of
+``{"type": "tokens", "tokens": N}``, ``{"type": "input_ratio", "ratio": r}``,
+``{"type": "entries", "count": N}``, ``{"type": "never"}``) or ``should_compact(context)``,
+either of which replaces it. Post-run work is awaited before the proxied call returns
+(deterministic for scripts and tests) unless ``background=True``, which schedules it as a
+task that ``drain()`` waits for. A worker failure never fails the user's call. Importing
+this module, creating the memory or attaching it starts nothing and calls nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from .entries import SessionEntry
+from .errors import AmbiguousInputError, InvalidInputError, PrismMemoryError
+from .host.agent import Agent
+from .observational_memory.context import ContextBlock, build_observational_memory_context_blocks
+from .observational_memory.projection import active_memory
+from .observational_memory.recall_tool import RecallMemoryTool, create_recall_memory_tool
+from .observational_memory.records import Observation, Reflection
+from .observational_memory.render import render_observational_memory
+from .observational_memory.settings import (
+    ObservationalMemorySettings,
+    reject_removed_settings,
+    resolve_observational_memory_settings,
+)
+from .observational_memory.shared_scopes import (
+    ScopeAccessEvent,
+    SharedScopeSpec,
+    resolve_shared_scopes,
+)
+from .observational_memory.strategy import (
+    ObservationalMemoryCompactionStrategy,
+    create_observational_memory_compaction_strategy,
+)
+from .providers.base import CredentialResolver, Provider, ProviderEvent
+from .session import Session
+from .tokens import get_estimator
+from .workers.model import Model, coerce_model, resolve_input_cap
+from .workers.runtime import (
+    DebugSink,
+    FlushResult,
+    ObservationalMemoryRuntime,
+    create_observational_memory_runtime,
+)
+
+__all__ = [
+    "COMPACTION_TRIGGER_ERROR",
+    "SHARED_BLOCK_NAME",
+    "AttachedAgent",
+    "AttachedObservationalMemory",
+    "CompactionContext",
+    "ObservationalMemory",
+    "ObservationalMemoryContextProvider",
+    "create_observational_memory",
+]
+
+COMPACTION_TRIGGER_ERROR: Final = "observational-memory:compaction-trigger-error"
+SHARED_BLOCK_NAME: Final = "shared-work-scopes"
+TRIGGER_TYPES: Final = frozenset({"tokens", "input_ratio", "entries", "never"})
+
+ShouldCompact = Callable[["CompactionContext"], bool | Awaitable[bool]]
+InvalidatedIds = Callable[[], Awaitable[Iterable[str]] | Iterable[str]]
+
+
+def _check_trigger(trigger: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Validate a trigger union at creation time, before any session work."""
+    if trigger is None:
+        return None
+    if not isinstance(trigger, Mapping):
+        raise InvalidInputError(f"trigger must be a mapping with a 'type', got {trigger!r}")
+    kind = trigger.get("type")
+    if kind not in TRIGGER_TYPES:
+        raise InvalidInputError(
+            f"unknown trigger type {kind!r}: use one of {', '.join(sorted(TRIGGER_TYPES))}"
+        )
+    needs = {"tokens": "tokens", "entries": "count", "input_ratio": "ratio"}.get(kind)
+    if needs is not None:
+        value = trigger.get(needs)
+        bad = isinstance(value, bool) or not isinstance(value, int | float) or value <= 0
+        if bad or (kind != "input_ratio" and not isinstance(value, int)):
+            raise InvalidInputError(f"trigger {kind!r} needs a positive {needs!r}, got {value!r}")
+    return dict(trigger)
+
+
+@dataclass
+class CompactionContext:
+    """What a compact-when gate may read; the token figures resolve lazily."""
+
+    session: Session
+    session_model: Model | None
+    _tokens: int | None = field(default=None, repr=False)
+    _entries: int | None = field(default=None, repr=False)
+
+    async def resolve_counts(self) -> None:
+        """Read the branch length and the tokens since the latest compaction."""
+        store, sid = self.session.store, self.session.id
+        self._entries = await store.entry_count(sid)
+        total = await store.branch_tokens(sid)
+        compaction = await store.last_compaction(sid)
+        if compaction is not None:
+            # What a host without the memory block would send: the summary plus what
+            # followed the compaction.
+            before = await store.branch_tokens(sid, compaction.id)
+            total = total - before + get_estimator().count_entry(compaction)
+        self._tokens = total
+
+    @property
+    def entry_count(self) -> int:
+        """Entries on the current branch."""
+        assert self._entries is not None, "resolve_counts() first"
+        return self._entries
+
+    @property
+    def estimated_input_tokens(self) -> int:
+        """Estimated tokens of the provider input since the latest compaction."""
+        assert self._tokens is not None, "resolve_counts() first"
+        return self._tokens
+
+    @property
+    def input_cap_tokens(self) -> int:
+        """The session model's context window minus its output reserve; raises if unknown."""
+        if self.session_model is None:
+            raise InvalidInputError("no session model: the input cap cannot be resolved")
+        return resolve_input_cap(self.session_model)
+
+
+class ObservationalMemoryContextProvider:
+    """Renders the memory blocks of a session every turn, from the store's indexed path."""
+
+    def __init__(
+        self,
+        settings: ObservationalMemorySettings,
+        *,
+        secrets: Sequence[str] = (),
+        invalidated_ids: InvalidatedIds | None = None,
+        shared_scopes: Mapping[str, SharedScopeSpec] | None = None,
+        on_scope_access: Callable[[ScopeAccessEvent], object] | None = None,
+    ) -> None:
+        self.settings = settings
+        self._secrets = tuple(secrets)
+        self._invalidated = invalidated_ids
+        self._shared = dict(shared_scopes or {})
+        self._on_access = on_scope_access
+
+    async def invalidated(self) -> frozenset[str]:
+        if self._invalidated is None:
+            return frozenset()
+        value = self._invalidated()
+        if inspect.isawaitable(value):
+            value = await value
+        return frozenset(value)
+
+    async def blocks(self, session: Session) -> list[ContextBlock]:
+        if self.settings.passive:
+            return []
+        store, sid = session.store, session.id
+        scope_map = await store.scope_map(sid)
+        context = self.settings.context
+        blocks = await build_observational_memory_context_blocks(
+            store,
+            session_id=sid,
+            keep_recent_entries=context.recent_messages,
+            recent_message_max_tokens=context.recent_message_max_tokens,
+            invalidated_ids=await self.invalidated(),
+            secrets=self._secrets,
+            scope_map=scope_map,
+        )
+        if self._shared:
+            shared = await self.shared_block(session, scope_map)
+            if shared is not None:
+                blocks.insert(1 if blocks and blocks[0].name != "recent-messages" else 0, shared)
+        return blocks
+
+    async def shared_block(self, session: Session, scope_map: Any) -> ContextBlock | None:
+        """Granted shared memory of the scopes in the current lineage, as one block."""
+        resolved = await resolve_shared_scopes(
+            scopes=self._shared,
+            principal_id=session.id,
+            scope_map=scope_map,
+            on_access=self._on_access,
+        )
+        lineage = {scope_map.current, *scope_map.ancestors(scope_map.current)}
+        observations: list[Observation] = []
+        reflections: list[Reflection] = []
+        for scope_id, memory in resolved.memory.items():
+            if scope_id not in lineage:
+                continue
+            obs, refl = active_memory(memory.ledger, await self.invalidated())
+            observations.extend(r.observation for r in obs)
+            reflections.extend(r.reflection for r in refl)
+        if not observations and not reflections:
+            return None
+        text = render_observational_memory(reflections, observations, secrets=self._secrets)
+        estimator = get_estimator()
+        return ContextBlock(
+            name=SHARED_BLOCK_NAME,
+            text=text,
+            tokens=estimator.count(text),
+            entry_ids=(),
+            memory_ids=tuple(r.id for r in reflections) + tuple(o.id for o in observations),
+        )
+
+    async def shared_ledgers(self, session_id: str, session: Session) -> list[Any]:
+        """Granted shared ledgers for exact-id recall (regardless of the leaf)."""
+        if not self._shared:
+            return []
+        resolved = await resolve_shared_scopes(
+            scopes=self._shared,
+            principal_id=session_id,
+            scope_map=await session.store.scope_map(session_id),
+            on_access=self._on_access,
+        )
+        return [m.ledger for m in resolved.memory.values()]
+
+
+@dataclass(frozen=True)
+class ObservationalMemory:
+    """Resolved settings plus the compact-when gate; ``attach`` binds it to an agent."""
+
+    settings: ObservationalMemorySettings
+    trigger: dict[str, Any] | None
+    should_compact: ShouldCompact | None
+    background: bool
+    secrets: tuple[str, ...]
+    debug: DebugSink | None
+    invalidated_ids: InvalidatedIds | None
+
+    def attach(
+        self,
+        agent: Agent,
+        *,
+        append_entry: Callable[[SessionEntry], Awaitable[Any]] | None = None,
+        session_model: Model | str | Mapping[str, Any] | None = None,
+        shared_scopes: Mapping[str, SharedScopeSpec] | None = None,
+        on_scope_access: Callable[[ScopeAccessEvent], object] | None = None,
+        credential_resolver: CredentialResolver | None = None,
+        providers: Mapping[str, Provider] | None = None,
+        **runtime_options: Any,
+    ) -> AttachedObservationalMemory:
+        """Wire memory into ``agent``; returns the proxied agent, runtime, provider, strategy."""
+        if not isinstance(agent, Agent):
+            raise InvalidInputError("attach() takes a prism_om.host.Agent")
+        reject_removed_settings(runtime_options, where="attach()")
+        session = agent.session
+        model = coerce_model(session_model) if session_model is not None else None
+        if self.trigger is not None and self.trigger["type"] == "input_ratio":
+            if model is None:
+                raise InvalidInputError("an 'input_ratio' trigger needs session_model=...")
+            resolve_input_cap(model)  # raises when the model declares no context window
+        runtime = create_observational_memory_runtime(
+            session=session,
+            append_entry=append_entry or session.append,
+            settings=self.settings,
+            session_model=model,
+            credential_resolver=credential_resolver,
+            secrets=self.secrets,
+            debug=self.debug,
+            providers=providers,
+            **runtime_options,
+        )
+        provider = ObservationalMemoryContextProvider(
+            self.settings,
+            secrets=self.secrets,
+            invalidated_ids=self.invalidated_ids,
+            shared_scopes=shared_scopes,
+            on_scope_access=on_scope_access,
+        )
+        strategy = create_observational_memory_compaction_strategy(
+            keep_recent_entries=self.settings.context.recent_messages,
+            observations_pool_max_tokens=self.settings.context.observations_pool_max_tokens,
+            recent_message_max_tokens=self.settings.context.recent_message_max_tokens,
+            secrets=self.secrets,
+        )
+        agent.context_providers.append(provider)
+        if agent.compaction_strategy is None:
+            agent.compaction_strategy = strategy
+        attached = AttachedObservationalMemory(self, agent, runtime, provider, strategy, model)
+        return attached
+
+
+def create_observational_memory(
+    settings: Mapping[str, Any] | ObservationalMemorySettings | None = None,
+    *,
+    trigger: Mapping[str, Any] | None = None,
+    should_compact: ShouldCompact | None = None,
+    background: bool = False,
+    secrets: Iterable[str] = (),
+    debug: DebugSink | None = None,
+    invalidated_ids: InvalidatedIds | None = None,
+    **overrides: Any,
+) -> ObservationalMemory:
+    """Resolve settings and the compact-when gate; nothing starts until ``attach``.
+
+    Raises ``RemovedSettingError`` for a removed flat settings key, ``InvalidInputError``
+    for an unknown trigger type or a non-callable ``should_compact``, and
+    ``AmbiguousInputError`` when both gates are given.
+    """
+    reject_removed_settings(overrides, where="create_observational_memory()")
+    resolved = resolve_observational_memory_settings(settings, **overrides)
+    checked = _check_trigger(trigger)
+    if should_compact is not None and not callable(should_compact):
+        raise InvalidInputError("should_compact must be a callable taking the context")
+    if checked is not None and should_compact is not None:
+        raise AmbiguousInputError("pass trigger or should_compact, not both")
+    if isinstance(secrets, str):
+        raise InvalidInputError("secrets must be a list of strings, not one string")
+    return ObservationalMemory(
+        resolved,
+        checked,
+        should_compact,
+        bool(background),
+        tuple(secrets),
+        debug,
+        invalidated_ids,
+    )
+
+
+class AttachedObservationalMemory:
+    """The result of ``attach``: the proxied agent, runtime, context provider and strategy."""
+
+    def __init__(
+        self,
+        memory: ObservationalMemory,
+        agent: Agent,
+        runtime: ObservationalMemoryRuntime,
+        context_provider: ObservationalMemoryContextProvider,
+        strategy: ObservationalMemoryCompactionStrategy,
+        session_model: Model | None,
+    ) -> None:
+        self.memory = memory
+        self.runtime = runtime
+        self.context_provider = context_provider
+        self.strategy = strategy
+        self.session_model = session_model
+        self.agent = AttachedAgent(agent, self)
+        self.last_flush: FlushResult | None = None
+        self.compactions: list[SessionEntry] = []
+        self._runs_active = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def session(self) -> AttachedAgent:
+        """The proxied agent (the specification's "proxied session")."""
+        return self.agent
+
+    async def flush(self, **options: Any) -> FlushResult:
+        """Run the pipeline now; skipped with ``run_active`` while a proxied run is in flight."""
+        if self._runs_active:
+            return FlushResult("skipped", reason="run_active")
+        return await self.runtime.flush(**options)
+
+    def recall_tool(self) -> RecallMemoryTool:
+        """The ``recall`` tool over this session's store, merged with granted shared scopes."""
+        session = self.agent.inner.session
+
+        async def shared(session_id: str) -> list[Any]:
+            return await self.context_provider.shared_ledgers(session_id, session)
+
+        return create_recall_memory_tool(
+            store=session.store, secrets=self.memory.secrets, shared=shared
+        )
+
+    async def drain(self) -> None:
+        """Wait for background post-run work scheduled so far."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    # -- post-run work ----------------------------------------------------------------
+
+    async def _after_run(self, *, compacted: bool = False) -> None:
+        if self.memory.background:
+            task = asyncio.get_running_loop().create_task(self._post_run(compacted))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        else:
+            await self._post_run(compacted)
+
+    async def _post_run(self, compacted: bool) -> None:
+        try:
+            self.last_flush = await self.runtime.flush()
+            if not compacted:
+                kind = await self._gate()
+                if kind is not None:
+                    entry = await self.agent.inner.compact(self.strategy, trigger=kind)
+                    self.compactions.append(entry)
+        except PrismMemoryError as exc:
+            # Memory work never fails the user's call; the error is reported, not raised.
+            self._emit("observational-memory:post-run-error", {"error": str(exc)})
+
+    async def _gate(self) -> str | None:
+        """The trigger type that fires now, or None."""
+        context = CompactionContext(self.agent.inner.session, self.session_model)
+        await context.resolve_counts()
+        if self.memory.should_compact is not None:
+            try:
+                decision = self.memory.should_compact(context)
+                if inspect.isawaitable(decision):
+                    decision = await decision
+            except Exception as exc:  # a host callback: any failure means "do not compact"
+                self._emit(COMPACTION_TRIGGER_ERROR, {"error": f"{type(exc).__name__}: {exc}"})
+                return None
+            return "should_compact" if decision else None
+        trigger = self.memory.trigger
+        if trigger is None:
+            limit = self.memory.settings.context.compact_after_tokens
+            return "tokens" if context.estimated_input_tokens >= limit else None
+        kind = trigger["type"]
+        if kind == "tokens":
+            return kind if context.estimated_input_tokens >= trigger["tokens"] else None
+        if kind == "entries":
+            return kind if await self._entries_since_compaction() >= trigger["count"] else None
+        if kind == "input_ratio":
+            ratio = context.estimated_input_tokens / context.input_cap_tokens
+            return kind if ratio >= trigger["ratio"] else None
+        return None
+
+    async def _entries_since_compaction(self) -> int:
+        session = self.agent.inner.session
+        total = await session.store.entry_count(session.id)
+        compaction = await session.store.last_compaction(session.id)
+        if compaction is None:
+            return total
+        return total - await session.store.entry_count(session.id, compaction.id)
+
+    def _emit(self, event: str, data: dict[str, Any]) -> None:
+        if self.memory.debug is not None:
+            self.memory.debug(event, data)
+
+
+class AttachedAgent:
+    """The agent with memory attached: each call runs the memory pipeline after it."""
+
+    def __init__(self, inner: Agent, attached: AttachedObservationalMemory) -> None:
+        self.inner = inner
+        self._attached = attached
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def run(self, prompt: str) -> SessionEntry:
+        async with self._active():
+            entry = await self.inner.run(prompt)
+        await self._attached._after_run()
+        return entry
+
+    async def prompt(self, text: str) -> str:
+        async with self._active():
+            reply = await self.inner.prompt(text)
+        await self._attached._after_run()
+        return reply
+
+    async def stream(self, prompt: str) -> AsyncIterator[ProviderEvent]:
+        async with self._active():
+            async for event in self.inner.stream(prompt):
+                yield event
+        await self._attached._after_run()
+
+    async def compact(self, strategy: Any = None, *, trigger: str = "manual") -> SessionEntry:
+        async with self._active():
+            entry = await self.inner.compact(strategy or self._attached.strategy, trigger=trigger)
+        self._attached.compactions.append(entry)
+        await self._attached._after_run(compacted=True)
+        return entry
+
+    async def wrap_resume_run(self, resume: Callable[[], Awaitable[Any]]) -> Any:
+        """Run a host's resume of an interrupted run, then the memory pipeline."""
+        async with self._active():
+            result = await resume()
+        await self._attached._after_run()
+        return result
+
+    async def wrap_resume_stream(
+        self, resume: Callable[[], AsyncIterator[ProviderEvent]]
+    ) -> AsyncIterator[ProviderEvent]:
+        """Stream a host's resume of an interrupted run, then run the memory pipeline."""
+        async with self._active():
+            async for event in resume():
+                yield event
+        await self._attached._after_run()
+
+    def _active(self) -> _RunActive:
+        return _RunActive(self._attached)
+
+
+class _RunActive:
+    """Counts proxied calls in flight, so a manual flush can skip with ``run_active``."""
+
+    def __init__(self, attached: AttachedObservationalMemory) -> None:
+        self._attached = attached
+
+    async def __aenter__(self) -> None:
+        self._attached._runs_active += 1
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._attached._runs_active -= 1

@@ -1,0 +1,222 @@
+"""Argument wiring, error handling and exit codes of the ``prism-om`` command."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import traceback
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, NoReturn
+
+from ..errors import InvalidInputError, PrismMemoryError, StoreRuleError
+from .common import DEFAULT_DB, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, CliUsageError
+
+__all__ = ["build_parser", "main"]
+
+Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, None]]
+
+EPILOG = f"""\
+exit codes:
+  0  success
+  1  a store or runtime failure (unreadable store, a memory worker that failed, ...)
+  2  bad input or usage: unknown option, missing session or store, malformed import
+     file, invalid id, page over the cap, unknown SQL dialect
+  130 interrupted
+Errors print one line, 'prism-om: error: ...', on stderr; --debug adds the traceback.
+
+--db takes a store URL (sqlite:FILE, jsonl:DIR) or a bare path, meaning a SQLite file;
+the default is {DEFAULT_DB} in the current directory, the file 'prism-om demo' writes.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line on stderr, exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"prism-om: error: {message} (see '{self.prog} --help')\n")
+        sys.exit(EXIT_USAGE)
+
+
+def _handler(name: str) -> Handler:
+    """The subcommand's coroutine, imported on use so ``--help`` stays quick."""
+
+    async def run(args: argparse.Namespace) -> None:
+        if name == "demo":
+            from .demo import cmd_demo as chosen
+        elif name == "import":
+            from .importing import cmd_import as chosen
+        elif name in ("observe", "compact"):
+            from . import memory
+
+            chosen = memory.cmd_observe if name == "observe" else memory.cmd_compact
+        elif name == "schema":
+            from .schema import cmd_schema as chosen
+        else:
+            from . import reading
+
+            chosen = getattr(reading, f"cmd_{name}")
+        await chosen(args)
+
+    return run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="prism-om",
+        description="Durable, source-backed observational memory for long agent sessions.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    common = _Parser(add_help=False)
+    common.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
+    store = _Parser(add_help=False)
+    store.add_argument(
+        "--db",
+        default=DEFAULT_DB,
+        metavar="URL",
+        help=f"store URL (sqlite:FILE, jsonl:DIR) or SQLite file (default: {DEFAULT_DB})",
+    )
+    as_json = _Parser(add_help=False)
+    as_json.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    session = _Parser(add_help=False)
+    session.add_argument("--session", required=True, metavar="ID", help="session id")
+    recent = _Parser(add_help=False)
+    recent.add_argument(
+        "--recent-messages",
+        type=int,
+        default=8,
+        metavar="N",
+        help="context.recent_messages the agent uses (default: 8)",
+    )
+
+    def add(name: str, help: str, *parents: _Parser) -> argparse.ArgumentParser:
+        cmd = sub.add_parser(
+            name,
+            help=help,
+            description=help,
+            parents=[common, *parents],
+            epilog=EPILOG,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        cmd.set_defaults(handler=_handler(name))
+        return cmd
+
+    demo = add("demo", "replay a recorded conversation through the whole memory lifecycle")
+    demo.add_argument(
+        "--db",
+        default=DEFAULT_DB,
+        metavar="PATH",
+        help=f"SQLite file to (re)create (default: ./{DEFAULT_DB})",
+    )
+
+    imp = add("import", "import a transcript file as a new session", store, as_json)
+    imp.add_argument("file", metavar="FILE", help="the transcript file")
+    imp.add_argument(
+        "--format",
+        choices=("openai", "pi", "native"),
+        help="the file's format (default: detected)",
+    )
+    imp.add_argument("--session", metavar="NAME", help="name of the new session")
+
+    observe = add("observe", "run the observer and reflector once", store, session, as_json)
+    observe.add_argument("--force", action="store_true", help="ignore the token thresholds")
+    observe.add_argument(
+        "--provider",
+        choices=("offline", "openai"),
+        default="offline",
+        help="offline: deterministic extractive workers (default); openai: any "
+        "OpenAI-compatible endpoint",
+    )
+    observe.add_argument("--base-url", metavar="URL", help="endpoint for --provider openai")
+    observe.add_argument("--model", metavar="NAME", help="model for --provider openai")
+    observe.add_argument(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        metavar="NAME",
+        help="environment variable holding the API key (default: OPENAI_API_KEY)",
+    )
+
+    add(
+        "compact",
+        "append a compaction entry that renders the memory",
+        store,
+        session,
+        recent,
+        as_json,
+    )
+    add(
+        "status",
+        "observational-memory counts and token sizes (om:status)",
+        store,
+        session,
+        recent,
+        as_json,
+    )
+    view = add("view", "the memory the agent sees (om:view)", store, session, recent, as_json)
+    view.add_argument("--full", action="store_true", help="all active memory, not only visible")
+
+    recall = add(
+        "recall", "an observation or reflection with its exact sources", store, session, as_json
+    )
+    recall.add_argument("id", metavar="ID", help="a 12-hex memory id")
+
+    page = add("page", "a page of raw messages around a cursor entry", store, session, as_json)
+    page.add_argument("--cursor", required=True, metavar="ID", help="an entry id on the branch")
+    page.add_argument("--backward", action="store_true", help="page before the cursor")
+    page.add_argument(
+        "--limit", type=int, metavar="N", help="messages per page (default 20, max 100)"
+    )
+    page.add_argument(
+        "--detail", choices=("summary", "full"), default="summary", help="default: summary"
+    )
+
+    add("sessions", "list sessions with entry counts, leaves and last activity", store, as_json)
+
+    schema = add("schema", "print schema.sql, transpiled to another SQL dialect", as_json)
+    schema.add_argument(
+        "--dialect", default="sqlite", metavar="NAME", help="sqlglot dialect (default: sqlite)"
+    )
+    return parser
+
+
+def _exit_code(exc: BaseException) -> int:
+    if isinstance(exc, CliUsageError | InvalidInputError | StoreRuleError):
+        return EXIT_USAGE
+    return EXIT_FAILURE
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, CliUsageError | PrismMemoryError):
+        return str(exc)
+    if isinstance(exc, OSError):
+        return f"{exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''}"
+    if isinstance(exc, ImportError):
+        return str(exc)
+    name = type(exc).__name__
+    if name == "WorkerRunFailed":
+        return str(exc)
+    return f"unexpected {name}: {exc} (rerun with --debug for the traceback)"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``prism-om`` console script; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        asyncio.run(handler(args))
+    except KeyboardInterrupt:
+        sys.stderr.write("prism-om: interrupted\n")
+        return 130
+    except Exception as exc:
+        if args.debug:
+            traceback.print_exc()
+        sys.stdout.flush()
+        sys.stderr.write(f"prism-om: error: {' '.join(_describe(exc).split())}\n")
+        return _exit_code(exc)
+    return EXIT_OK

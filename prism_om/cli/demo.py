@@ -1,0 +1,301 @@
+"""``prism-om demo``: the whole lifecycle on a fresh SQLite file, offline, in seconds.
+
+A recorded two-session conversation (``prism_om/data/demo_conversation.json``) is replayed
+through an agent with observational memory attached. The agent's replies come from the
+recording (a ``ScriptedProvider``) and the memory workers are the deterministic
+``OfflineMemoryProvider``, so nothing needs a network, a model or a credential. The
+thresholds are small, so a conversation of a few dozen turns records observations and a
+reflection and triggers a compaction, as a long real session would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+
+from ..attach import AttachedObservationalMemory, create_observational_memory
+from ..entries import SessionEntry
+from ..host import Agent, AgentTool
+from ..observational_memory import (
+    RecordedObservation,
+    recall_observational_memory,
+    recall_observational_memory_branch_page,
+)
+from ..providers import ScriptedProvider
+from ..session import Session
+from ..stores import SessionStore, open_store
+from ..tokens import get_estimator
+from ..workers import OFFLINE_MODEL, OfflineMemoryProvider
+from .common import CliUsageError, store_url
+from .memory import compaction_figures, print_compaction
+from .output import clip, console, heading, table
+from .reading import print_observations, print_page, print_recall, print_reflections
+
+__all__ = ["DEMO_SETTINGS", "cmd_demo", "load_demo_conversation", "run_demo"]
+
+DEMO_DATA = "demo_conversation.json"
+
+# Small thresholds, so a short conversation goes through every stage of a long one.
+DEMO_SETTINGS: dict[str, Any] = {
+    "observation": {"message_tokens": 300},
+    "reflection": {"observation_tokens": 500},
+    "dropper": {"policy": "lowest-relevance"},
+    "context": {
+        "compact_after_tokens": 1200,
+        "recent_messages": 8,
+        "observations_pool_max_tokens": 500,
+        "observations_pool_target_tokens": 300,
+    },
+}
+_TURN_SPACING = timedelta(minutes=3)
+_APPEND_SPACING = timedelta(seconds=20)
+_SHOWN_OBSERVATIONS = 10
+_BLOCK_LINES = 14
+
+
+def load_demo_conversation() -> dict[str, Any]:
+    """The recorded conversation shipped with the package."""
+    text = resources.files("prism_om").joinpath("data", DEMO_DATA).read_text(encoding="utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+class _ReplayClock:
+    """Stamps entries with the recording's times, so dates in memory match the story."""
+
+    def __init__(self, start: str) -> None:
+        self.start = datetime.fromisoformat(start.replace("Z", "+00:00"))
+        self.now = self.start
+
+    def turn(self, index: int) -> None:
+        self.now = max(self.now, self.start + index * _TURN_SPACING)
+
+    def tick(self) -> str:
+        stamp = self.now.astimezone(UTC).isoformat(timespec="milliseconds")
+        self.now += _APPEND_SPACING
+        return stamp.replace("+00:00", "Z")
+
+
+class _ReplaySession(Session):
+    """A session whose messages and compactions take the replay clock's time.
+
+    Memory records keep the wall clock: the runtime checks that the store holds exactly
+    the record it built, and they were in fact recorded now.
+    """
+
+    def __init__(self, store: SessionStore, session_id: str, clock: _ReplayClock) -> None:
+        super().__init__(store, session_id)
+        self.clock = clock
+
+    async def append(self, entry: SessionEntry) -> SessionEntry:
+        if entry.kind != "custom":
+            entry = entry.model_copy(update={"timestamp": self.clock.tick()})
+        return await super().append(entry)
+
+
+def _script(turns: list[dict[str, Any]]) -> tuple[ScriptedProvider, list[AgentTool]]:
+    """The recorded replies as a scripted provider, and the recorded tool results."""
+    replies: list[list[dict[str, Any]]] = []
+    results: dict[str, list[Any]] = {}
+    for index, turn in enumerate(turns):
+        tool = turn.get("tool")
+        if tool is not None:
+            call = {"name": tool["name"], "arguments": tool["arguments"], "id": f"call_{index}"}
+            replies.append([{"tool_call": call}])
+            results.setdefault(tool["name"], []).append(tool["result"])
+        replies.append([{"text": turn["assistant"]}])
+
+    def recorded(name: str) -> AgentTool:
+        async def handler(args: dict[str, Any], *, session_id: str) -> Any:
+            return results[name].pop(0)
+
+        return AgentTool.of(name, handler, description=f"recorded {name} results")
+
+    return ScriptedProvider(replies), [recorded(name) for name in results]
+
+
+@dataclass
+class SessionRun:
+    """What replaying one session did."""
+
+    session_id: str
+    attached: AttachedObservationalMemory
+    turns: int
+    records: Counter[str] = field(default_factory=Counter)
+
+
+async def _replay(
+    store: SessionStore, spec: dict[str, Any], system: str, records: Counter[str]
+) -> SessionRun:
+    memory = create_observational_memory(
+        DEMO_SETTINGS,
+        observation={"provider": OfflineMemoryProvider(), "model": OFFLINE_MODEL},
+        reflection={"provider": OfflineMemoryProvider(), "model": OFFLINE_MODEL},
+        debug=lambda event, data: records.update([data["type"]] if event == "om.append" else []),
+    )
+    clock = _ReplayClock(spec["start"])
+    session = _ReplaySession(store, spec["id"], clock)
+    provider, tools = _script(spec["turns"])
+    agent = Agent(session=session, provider=provider, model="replay", system=system, tools=tools)
+    attached = memory.attach(agent)
+    for index, turn in enumerate(spec["turns"]):
+        clock.turn(index)
+        await attached.agent.run(turn["user"])
+    await attached.drain()
+    return SessionRun(spec["id"], attached, len(spec["turns"]), records)
+
+
+def _prepare(db: str) -> Path:
+    """The demo's SQLite file, removed when it is a previous run's (or any SQLite file)."""
+    url = store_url(db)
+    if not url.startswith("sqlite:"):
+        raise CliUsageError(f"the demo writes a SQLite file; got {db!r}")
+    path = Path(url.removeprefix("sqlite:").removeprefix("//"))
+    if path.exists():
+        with path.open("rb") as handle:
+            header = handle.read(16)
+        if path.is_dir() or (header and header != b"SQLite format 3\x00"):
+            raise CliUsageError(f"{path} exists and is not a SQLite file; not overwriting it")
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+    return path
+
+
+async def run_demo(db: str) -> None:
+    """Replay the recorded conversation into a fresh store at ``db`` and print the tour."""
+    started = time.perf_counter()
+    path = _prepare(db)
+    data = load_demo_conversation()
+    out = console()
+    est = get_estimator()
+    async with await open_store(f"sqlite:{path}") as store:
+        runs = []
+        for spec in data["sessions"]:
+            runs.append(await _replay(store, spec, data["system"], Counter()))
+        elapsed = time.perf_counter() - started
+
+        out.print(Text(f"prism-om demo: {data['title']}", style="bold"))
+        out.print(
+            f"{len(runs)} sessions, {sum(r.turns for r in runs)} user turns replayed through an "
+            "agent with observational memory attached; offline workers (deterministic, no "
+            f"network, no credentials); {elapsed:.1f} s"
+        )
+        out.print(f"store: sqlite:{path}")
+        rows = []
+        for run in runs:
+            listed = await store.list(run.session_id)
+            rows.append(
+                (
+                    run.session_id,
+                    run.turns,
+                    sum(1 for e in listed if e.kind == "message"),
+                    len((await store.ledger(run.session_id)).observations),
+                    len((await store.ledger(run.session_id)).reflections),
+                    len(run.attached.compactions),
+                )
+            )
+        out.print(
+            table(
+                [
+                    ("session", {"no_wrap": True}),
+                    ("turns", {"justify": "right"}),
+                    ("messages", {"justify": "right"}),
+                    ("observations", {"justify": "right"}),
+                    ("reflections", {"justify": "right"}),
+                    ("compactions", {"justify": "right"}),
+                ],
+                rows,
+            )
+        )
+        await _tour(store, runs[0], est_name=est.name)
+    out.print()
+    first = runs[0].session_id
+    out.print(Text("Next:", style="bold"))
+    for command in (
+        f"prism-om sessions --db {db}",
+        f"prism-om status --session {first} --db {db}",
+        f"prism-om view --session {first} --db {db} --full",
+    ):
+        out.print(f"  {command}")
+
+
+async def _tour(store: SessionStore, run: SessionRun, *, est_name: str) -> None:
+    out = console()
+    sid = run.session_id
+    ledger = await store.ledger(sid)
+    active = ledger.undropped_observations()
+    heading(
+        f"observations recorded in {sid}",
+        f"{len(ledger.observations)} in all; the dropper retired "
+        f"{len(ledger.dropped_observation_ids)} of the lowest priority to keep the pool "
+        f"under {DEMO_SETTINGS['context']['observations_pool_max_tokens']} tokens; "
+        f"{len(active)} active:",
+    )
+    print_observations(active, limit=_SHOWN_OBSERVATIONS, sources=False)
+    heading(f"reflections recorded in {sid} ({len(ledger.reflections)})")
+    print_reflections(ledger.reflections, text_limit=240)
+
+    compactions = run.attached.compactions
+    if compactions:
+        last = compactions[-1]
+        through = (last.data or {}).get("throughEntryId")
+        heading("compaction", f"{len(compactions)} so far; the latest:")
+        tokens = await store.branch_tokens(sid, through) if through else 0
+        print_compaction(compaction_figures(last, tokens))
+
+    heading("context the next turn would see", f"tokens by {est_name}")
+    blocks = await run.attached.context_provider.blocks(run.attached.agent.inner.session)
+    raw = await store.branch_tokens(sid)
+    messages = sum(1 for e in await store.branch(sid) if e.kind == "message")
+    for block in blocks:
+        out.print(Text(f"[{block.name}]  {block.tokens} tokens", style="bold cyan"))
+        lines = block.text.splitlines()
+        for line in lines[:_BLOCK_LINES]:
+            out.print(Text("  " + clip(line, 110)))
+        if len(lines) > _BLOCK_LINES:
+            out.print(Text(f"  … {len(lines) - _BLOCK_LINES} more lines", style="dim"))
+    total = sum(b.tokens for b in blocks)
+    out.print(
+        Text.assemble(
+            ("context blocks: ", "bold"),
+            f"{total} tokens, instead of the raw transcript's {raw} tokens ({messages} messages)",
+            f" = {100 * total / max(raw, 1):.0f}%",
+        )
+    )
+
+    chosen = _pick(ledger.observations)
+    if chosen is None:
+        return
+    heading("recall by id", f"prism-om recall {chosen.id} --session {sid}")
+    found = await recall_observational_memory(store, chosen.id, session_id=sid)
+    print_recall(found)
+
+    cursor = chosen.observation.source_entry_ids[0]
+    heading("a page of raw messages", f"prism-om page --session {sid} --cursor {cursor}")
+    page = await recall_observational_memory_branch_page(
+        store, cursor, session_id=sid, limit=5, detail="summary"
+    )
+    print_page(page)
+
+
+def _pick(observations: tuple[RecordedObservation, ...]) -> RecordedObservation | None:
+    """An observation worth recalling: a high-priority one about the migration, if any."""
+    for record in observations:
+        if "0042" in record.observation.text and record.observation.priority == "high":
+            return record
+    high = [r for r in observations if r.observation.priority == "high"]
+    chosen = high or list(observations)
+    return chosen[0] if chosen else None
+
+
+async def cmd_demo(args: argparse.Namespace) -> None:
+    await run_demo(args.db)

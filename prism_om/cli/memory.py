@@ -1,0 +1,214 @@
+"""Subcommands that write memory: ``observe`` (one runtime flush) and ``compact``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
+from typing import Any
+
+from rich.text import Text
+
+from ..entries import SessionEntry
+from ..observational_memory import create_observational_memory_compaction_strategy
+from ..providers.base import Provider
+from ..session import Session
+from ..tokens import get_estimator
+from ..workers import FlushResult, OfflineMemoryProvider, create_observational_memory_runtime
+from .common import CliUsageError, open_cli_store, require_session
+from .output import console, error_console, heading, print_json, table
+from .reading import print_observations, print_reflections
+
+__all__ = ["cmd_compact", "cmd_observe", "compaction_figures", "print_flush"]
+
+DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+
+
+class WorkerRunFailed(Exception):
+    """A flush whose worker failed (exit code 1); what it did record is printed first."""
+
+
+@asynccontextmanager
+async def _worker_provider(args: argparse.Namespace) -> AsyncIterator[tuple[Provider, str]]:
+    if args.provider == "offline":
+        if args.base_url or args.model:
+            raise CliUsageError("--base-url and --model go with --provider openai")
+        yield OfflineMemoryProvider(), "offline"
+        return
+    if not args.base_url or not args.model:
+        raise CliUsageError("--provider openai needs --base-url URL and --model NAME")
+    from ..providers.openai_compat import OpenAICompatibleProvider
+
+    env_name = args.api_key_env
+
+    async def resolve_key(provider_id: str) -> str | None:
+        # The one place a credential is read: the variable the user named (or the default).
+        return os.environ.get(env_name) or None
+
+    if not os.environ.get(env_name):
+        error_console().print(
+            f"prism-om: note: ${env_name} is not set; requests carry no API key "
+            "(fine for a local server)"
+        )
+    provider = OpenAICompatibleProvider(args.base_url, args.model, credential_resolver=resolve_key)
+    async with provider:
+        yield provider, args.model
+
+
+def _spinner(
+    enabled: bool,
+) -> tuple[AbstractContextManager[Any], Callable[[str, dict[str, Any]], None]]:
+    """A status line on stderr (terminals only) fed by the runtime's debug events."""
+    err = error_console()
+    if not enabled or not err.is_terminal:
+        return nullcontext(), lambda _event, _data: None
+    status = err.status("observing…")
+    appended = {"records": 0}
+
+    def sink(event: str, data: dict[str, Any]) -> None:
+        if event == "om.append":
+            appended["records"] += 1
+            status.update(f"{data.get('type', 'record')}: {appended['records']} record(s) so far")
+        elif event.startswith("om.worker"):
+            status.update(f"{data.get('worker', 'worker')}: {event.rsplit('.', 1)[-1]}")
+
+    return status, sink
+
+
+def flush_json(result: FlushResult) -> dict[str, Any]:
+    return {
+        "status": result.status,
+        "reason": result.reason,
+        "error": result.error,
+        "observationIds": list(result.observation_ids),
+        "reflectionIds": list(result.reflection_ids),
+        "droppedObservationIds": list(result.dropped_observation_ids),
+        "entryIds": list(result.entry_ids),
+        "outcomes": [
+            {
+                "worker": o.worker,
+                "status": o.status,
+                "reason": o.reason,
+                "runs": o.runs,
+                "memoryIds": list(o.memory_ids),
+                "error": o.error,
+            }
+            for o in result.outcomes
+        ],
+    }
+
+
+async def print_flush(result: FlushResult, session: Session) -> None:
+    """The outcome of a flush: each worker, then what was recorded."""
+    console().print(
+        table(
+            ["worker", "status", "reason", ("runs", {"justify": "right"}), "ids"],
+            [
+                (
+                    o.worker,
+                    o.status,
+                    o.reason or "",
+                    o.runs,
+                    str(len(o.memory_ids)) if o.memory_ids else "",
+                )
+                for o in result.outcomes
+            ],
+        )
+    )
+    ledger = await session.store.ledger(session.id)
+    new_obs = set(result.observation_ids)
+    new_refl = set(result.reflection_ids)
+    observations = [r for r in ledger.observations if r.id in new_obs]
+    reflections = [r for r in ledger.reflections if r.id in new_refl]
+    if observations:
+        heading(f"observations recorded ({len(observations)})")
+        print_observations(observations, limit=20)
+    if reflections:
+        heading(f"reflections recorded ({len(reflections)})")
+        print_reflections(reflections, text_limit=240)
+    if result.dropped_observation_ids:
+        console().print(f"dropped {len(result.dropped_observation_ids)} observation(s)")
+    if not observations and not reflections and result.status == "completed":
+        console().print(
+            Text("nothing recorded: below the thresholds (use --force to observe now)", "dim")
+        )
+
+
+async def cmd_observe(args: argparse.Namespace) -> None:
+    async with open_cli_store(args.db) as store, _worker_provider(args) as (provider, model):
+        await require_session(store, args.session)
+        session = Session(store, args.session)
+        spinner, sink = _spinner(not args.json)
+        worker = {"provider": provider, "model": model}
+        runtime = create_observational_memory_runtime(
+            session=session,
+            append_entry=session.append,
+            observation=worker,
+            reflection=worker,
+            dropper={"policy": "lowest-relevance"},
+            debug=sink,
+        )
+        with spinner:
+            result = await runtime.flush(force=args.force)
+        if args.json:
+            print_json(flush_json(result))
+        else:
+            await print_flush(result, session)
+    if result.status == "failed":
+        raise WorkerRunFailed(f"a memory worker failed: {result.error}")
+
+
+def compaction_figures(entry: SessionEntry, branch_tokens: int) -> dict[str, Any]:
+    """What a compaction entry holds, with sizes, for printing and ``--json``."""
+    data = entry.data or {}
+    memory = data.get("memory") or {}
+    est = get_estimator()
+    return {
+        "entryId": entry.id,
+        "trigger": data.get("trigger"),
+        "throughEntryId": data.get("throughEntryId"),
+        "keepEntryIds": list(data.get("keepEntryIds") or ()),
+        "summaryTokens": est.count(entry.summary or ""),
+        "summaryChars": len(entry.summary or ""),
+        "foldedObservations": len(memory.get("observations") or ()),
+        "foldedReflections": len(memory.get("reflections") or ()),
+        "trimmedObservationIds": list(memory.get("droppedObservationIds") or ()),
+        "branchTokens": branch_tokens,
+    }
+
+
+def print_compaction(figures: dict[str, Any]) -> None:
+    out = console()
+    out.print(
+        f"compaction {figures['entryId']} (trigger: {figures['trigger']}) through "
+        f"{figures['throughEntryId']}"
+    )
+    out.print(
+        f"  summary: {figures['summaryTokens']} tokens ({figures['summaryChars']} characters), "
+        f"folding {figures['foldedObservations']} observation(s) and "
+        f"{figures['foldedReflections']} reflection(s); "
+        f"{len(figures['trimmedObservationIds'])} trimmed to fit"
+    )
+    out.print(
+        f"  kept verbatim: {len(figures['keepEntryIds'])} recent message(s); the raw branch "
+        f"behind it: {figures['branchTokens']} tokens"
+    )
+
+
+async def cmd_compact(args: argparse.Namespace) -> None:
+    async with open_cli_store(args.db) as store:
+        await require_session(store, args.session)
+        session = Session(store, args.session)
+        strategy = create_observational_memory_compaction_strategy(
+            keep_recent_entries=args.recent_messages
+        )
+        branch = await session.entries()
+        entry = await session.append(
+            strategy.compact(branch, session_id=session.id, trigger="manual")
+        )
+        figures = compaction_figures(entry, await store.branch_tokens(session.id, branch[-1].id))
+    if args.json:
+        print_json(figures)
+    else:
+        print_compaction(figures)

@@ -1,0 +1,282 @@
+"""Read-only subcommands: ``sessions``, ``status``, ``view``, ``recall`` and ``page``."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rich.text import Text
+
+from ..entries import SessionEntry, entry_text
+from ..observational_memory import (
+    BranchPage,
+    MemoryRecall,
+    RecordedObservation,
+    RecordedReflection,
+    create_memory_status_command,
+    create_memory_view_command,
+    recall_observational_memory,
+    recall_observational_memory_branch_page,
+)
+from ..stores import SessionStore
+from .common import CliUsageError, open_cli_store, require_session
+from .output import clip, console, heading, one_line, print_json, table
+
+__all__ = [
+    "cmd_page",
+    "cmd_recall",
+    "cmd_sessions",
+    "cmd_status",
+    "cmd_view",
+    "describe_entry",
+    "print_observations",
+    "print_page",
+    "print_recall",
+    "print_reflections",
+    "session_rows",
+]
+
+_PRIORITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
+
+
+def describe_entry(entry: SessionEntry) -> tuple[str, str]:
+    """A label (role, custom type or kind) and the entry's text on one line."""
+    label = entry.role or entry.custom_type or entry.kind
+    return label, one_line(entry_text(entry))
+
+
+def _day(timestamp: str | None) -> str:
+    return (timestamp or "")[:10]
+
+
+def print_observations(
+    records: Sequence[RecordedObservation], *, limit: int | None = None, sources: bool = False
+) -> None:
+    shown = records if limit is None else records[:limit]
+    rows = []
+    for record in shown:
+        o = record.observation
+        row: list[Any] = [
+            o.id,
+            _day(o.observed_at),
+            o.referenced_date[:10] if o.referenced_date else "",
+            Text(o.priority, style=_PRIORITY_STYLE.get(o.priority, "")),
+            one_line(o.text),
+        ]
+        if sources:
+            row.append(", ".join(o.source_entry_ids))
+        rows.append(row)
+    columns: list[str | tuple[str, dict[str, Any]]] = [
+        ("id", {"no_wrap": True}),
+        ("observed", {"no_wrap": True}),
+        ("refers to", {"no_wrap": True}),
+        "priority",
+        ("text", {"ratio": 3}),
+    ]
+    if sources:
+        columns.append(("sources", {"ratio": 1, "overflow": "fold"}))
+    console().print(table(columns, rows))
+    if limit is not None and len(records) > limit:
+        console().print(Text(f"… and {len(records) - limit} more", style="dim"))
+
+
+def print_reflections(records: Sequence[RecordedReflection], *, text_limit: int = 0) -> None:
+    rows = [
+        (
+            r.reflection.id,
+            _day(r.recorded_at),
+            Text(r.reflection.priority, style=_PRIORITY_STYLE.get(r.reflection.priority, "")),
+            str(len(r.reflection.observation_ids)),
+            clip(r.reflection.text, text_limit) if text_limit else one_line(r.reflection.text),
+        )
+        for r in records
+    ]
+    console().print(
+        table(
+            [
+                ("id", {"no_wrap": True}),
+                ("recorded", {"no_wrap": True}),
+                "priority",
+                ("over", {"justify": "right"}),
+                ("text", {"ratio": 1}),
+            ],
+            rows,
+        )
+    )
+
+
+def print_recall(found: MemoryRecall) -> None:
+    out = console()
+    if not found.found:
+        reason = "revoked: its sources were withdrawn" if found.reason == "revoked" else "unknown"
+        out.print(f"{found.id}: not found ({reason})")
+        return
+    out.print(
+        Text.assemble((f"{found.kind} {found.id}", "bold"), f"  recorded {found.recorded_at}")
+    )
+    out.print(Text(f"  {one_line(found.text or '')}"))
+    if found.dropped:
+        out.print(Text("  (dropped from the active pool; still recallable by id)", style="dim"))
+    if found.supporting_observations:
+        out.print("supporting observations:")
+        for o in found.supporting_observations:
+            out.print(Text(f"  {o.get('id')}  {clip(str(o.get('text', '')), 100)}"))
+    out.print(f"exact source entries ({len(found.sources)}):")
+    rows = []
+    for source in found.sources:
+        message = source.get("message") or {}
+        rows.append(
+            (
+                str(source.get("id", "")),
+                str(source.get("timestamp", ""))[:19],
+                str(message.get("role") or source.get("kind", "")),
+                clip(_wire_text(source), 400),
+            )
+        )
+    out.print(
+        table([("entry", {"no_wrap": True}), ("time", {"no_wrap": True}), "role", "text"], rows)
+    )
+    for missing in found.missing_source_entry_ids:
+        out.print(Text(f"  missing source entry {missing}", style="red"))
+
+
+def _wire_text(wire: Mapping[str, Any]) -> str:
+    message = wire.get("message")
+    if isinstance(message, Mapping):
+        content = message.get("content")
+        if isinstance(content, str):
+            text = content
+        elif isinstance(content, list):
+            text = "\n".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+        else:
+            text = ""
+        calls = message.get("toolCalls") or []
+        names = [f"{c.get('name')}(…)" for c in calls if isinstance(c, Mapping)]
+        return " ".join([text, *names]).strip()
+    return str(wire.get("summary") or wire.get("data") or "")
+
+
+def print_page(page: BranchPage) -> None:
+    rows = []
+    for item in page.messages:
+        if page.detail == "summary":
+            text = one_line(str(item.get("text", ""))) + ("…" if item.get("truncated") else "")
+        else:
+            text = _wire_text({"message": item.get("message")})
+        rows.append((item["id"], str(item["timestamp"])[:19], item["role"], text))
+    console().print(
+        table([("entry", {"no_wrap": True}), ("time", {"no_wrap": True}), "role", "text"], rows)
+    )
+    more = f"more: --cursor {page.next_cursor}" if page.next_cursor else "no more messages"
+    console().print(Text(f"{len(page.messages)} message(s) {page.direction}; {more}", style="dim"))
+
+
+# -- subcommands ----------------------------------------------------------------------
+
+
+async def session_rows(store: SessionStore) -> list[dict[str, Any]]:
+    rows = []
+    for sid in await store.sessions():
+        listed = await store.list(sid)
+        rows.append(
+            {
+                "session": sid,
+                "entries": len(listed),
+                "messages": sum(1 for e in listed if e.kind == "message"),
+                "leaves": len(await store.leaves(sid)),
+                "leaf": await store.leaf(sid),
+                "lastActivity": max((e.timestamp for e in listed), default=None),
+            }
+        )
+    return rows
+
+
+async def cmd_sessions(args: argparse.Namespace) -> None:
+    async with open_cli_store(args.db) as store:
+        rows = await session_rows(store)
+        url = store.url
+    if args.json:
+        print_json(rows)
+        return
+    if not rows:
+        console().print(f"no sessions in {url}")
+        return
+    console().print(
+        table(
+            [
+                ("session", {"overflow": "fold"}),
+                ("entries", {"justify": "right", "no_wrap": True}),
+                ("messages", {"justify": "right", "no_wrap": True}),
+                ("leaves", {"justify": "right", "no_wrap": True}),
+                ("last activity (UTC)", {"no_wrap": True}),
+            ],
+            [
+                (
+                    r["session"],
+                    r["entries"],
+                    r["messages"],
+                    r["leaves"],
+                    (r["lastActivity"] or "")[:19].replace("T", " "),
+                )
+                for r in rows
+            ],
+        )
+    )
+
+
+async def cmd_status(args: argparse.Namespace) -> None:
+    async with open_cli_store(args.db) as store:
+        await require_session(store, args.session)
+        command = create_memory_status_command(
+            store=store, keep_recent_entries=args.recent_messages
+        )
+        result = await command.run("", session_id=args.session)
+    if args.json:
+        print_json(result.data)
+    else:
+        console().print(result.text)
+
+
+async def cmd_view(args: argparse.Namespace) -> None:
+    async with open_cli_store(args.db) as store:
+        await require_session(store, args.session)
+        command = create_memory_view_command(store=store, keep_recent_entries=args.recent_messages)
+        result = await command.run("full" if args.full else "", session_id=args.session)
+    if args.json:
+        print_json({**result.data, "text": result.text})
+    else:
+        console().print(result.text)
+
+
+async def cmd_recall(args: argparse.Namespace) -> None:
+    async with open_cli_store(args.db) as store:
+        await require_session(store, args.session)
+        found = await recall_observational_memory(store, args.id, session_id=args.session)
+    if args.json:
+        print_json(found.to_json())
+    elif found.found:
+        print_recall(found)
+    if not found.found:
+        why = "withheld: its sources were revoked" if found.reason == "revoked" else "unknown"
+        raise CliUsageError(
+            f"memory id {args.id!r} is {why} on the current branch of {args.session!r}"
+        )
+
+
+async def cmd_page(args: argparse.Namespace) -> None:
+    async with open_cli_store(args.db) as store:
+        await require_session(store, args.session)
+        page = await recall_observational_memory_branch_page(
+            store,
+            args.cursor,
+            session_id=args.session,
+            limit=args.limit,
+            direction="backward" if args.backward else "forward",
+            detail=args.detail,
+        )
+    if args.json:
+        print_json(page.to_json())
+    else:
+        heading("page", f"{args.session} from {args.cursor}")
+        print_page(page)
