@@ -115,10 +115,10 @@ class CompactionContext:
         total = await store.branch_tokens(sid)
         compaction = await store.last_compaction(sid)
         if compaction is not None:
-            # What a host without the memory block would send: the summary plus what
-            # followed the compaction.
-            before = await store.branch_tokens(sid, compaction.id)
-            total = total - before + get_estimator().count_entry(compaction)
+            # Only what arrived since the latest compaction counts: the summary is the
+            # memory itself, and counting it would compact again on every turn once the
+            # memory alone reached the threshold.
+            total -= await store.branch_tokens(sid, compaction.id)
         self._tokens = total
 
     @property
@@ -129,7 +129,7 @@ class CompactionContext:
 
     @property
     def estimated_input_tokens(self) -> int:
-        """Estimated tokens of the provider input since the latest compaction."""
+        """Estimated tokens of the branch's messages since the latest compaction."""
         assert self._tokens is not None, "resolve_counts() first"
         return self._tokens
 

@@ -11,14 +11,16 @@ from prism_om.attach import COMPACTION_TRIGGER_ERROR, CompactionContext, create_
 from prism_om.errors import AmbiguousInputError, InvalidInputError, RemovedSettingError
 from prism_om.host import Agent
 from prism_om.observational_memory import (
+    active_memory,
     build_observational_memory_context_blocks,
+    observation_pool_tokens,
     recall_observational_memory,
-    render_observational_memory,
 )
 from prism_om.providers import ProviderRequest, ScriptedProvider, TextEvent
 from prism_om.session import Session
 from prism_om.stores.memory import MemoryStore
 from prism_om.testing.conformance import StoreOpener, snapshot
+from prism_om.tokens import get_estimator
 from prism_om.workers import Model, OfflineMemoryProvider
 
 FACTS = [
@@ -27,6 +29,12 @@ FACTS = [
     "We chose Postgres 16 over MySQL because of logical replication.",
     "Release 3.2 is blocked on ticket 881 until the vendor answers.",
 ]
+
+
+OFFLINE = OfflineMemoryProvider()
+POOL_MAX_TOKENS = 600
+# Framing, headings and the six recent messages around the observation pool.
+SLACK_TOKENS = 1_500
 
 
 def echo_provider() -> ScriptedProvider:
@@ -41,18 +49,15 @@ def echo_provider() -> ScriptedProvider:
 
 def memory(**overrides: Any) -> Any:
     settings: dict[str, Any] = {
-        "observation": {
-            "provider": OfflineMemoryProvider(),
-            "model": "offline",
-            "message_tokens": 150,
-        },
-        "reflection": {
-            "provider": OfflineMemoryProvider(),
-            "model": "offline",
-            "observation_tokens": 200,
-        },
+        "observation": {"provider": OFFLINE, "model": "offline", "message_tokens": 150},
+        "reflection": {"provider": OFFLINE, "model": "offline", "observation_tokens": 400},
         "dropper": {"policy": "lowest-relevance"},
-        "context": {"compact_after_tokens": 1500, "recent_messages": 6},
+        "context": {
+            "compact_after_tokens": 1500,
+            "recent_messages": 6,
+            "observations_pool_max_tokens": POOL_MAX_TOKENS,
+            "observations_pool_target_tokens": 400,
+        },
     }
     settings.update(overrides.pop("settings", {}))
     return create_observational_memory(settings, **overrides)
@@ -67,11 +72,18 @@ async def test_a_long_session_observes_reflects_compacts_and_recalls(
         agent = Agent(session, echo_provider(), system="You are a release assistant.")
         attached = memory().attach(agent)
         budgets: list[int] = []
+        estimator = get_estimator()
         for turn in range(300):
             text = FACTS[turn % len(FACTS)] if turn % 3 == 0 else f"Status check {turn}: all green."
             await attached.agent.run(text)
             request = await agent.request_preview("next")
-            budgets.append(len(request.system) + sum(len(m.content) for m in request.messages))
+            text = request.system + "".join(m.content for m in request.messages)
+            # Observations are held to the pool cap by the dropper; reflections are never
+            # dropped (the specification keeps them), so they are budgeted as they are.
+            _, reflections = active_memory(await store.ledger("long"))
+            allowed = POOL_MAX_TOKENS + SLACK_TOKENS
+            allowed += sum(estimator.count(r.reflection.text) + 20 for r in reflections)
+            budgets.append(allowed - estimator.count(text))
         ledger = await store.ledger("long")
         assert ledger.observations, "observations recorded after the threshold"
         assert ledger.reflections, "a reflection after its threshold"
@@ -82,7 +94,9 @@ async def test_a_long_session_observes_reflects_compacts_and_recalls(
         assert len(kept) == 6
         # The summary is the rendered memory; the context stays bounded turn after turn.
         assert compaction.summary and "Observations" in compaction.summary
-        assert max(budgets[100:]) < 3 * max(budgets[:100]) + 20_000
+        assert min(budgets) >= 0, "context over its budget on some turn"
+        pool = [r.observation for r in active_memory(ledger)[0]]
+        assert observation_pool_tokens(pool, estimator) <= POOL_MAX_TOKENS
         # An early fact is recalled exactly by id, after compaction, with its source.
         first = ledger.observations[0]
         recalled = await recall_observational_memory(store, first.id, session_id="long")
@@ -182,7 +196,7 @@ async def test_gate_configuration_fails_at_creation() -> None:
         memory(should_compact="yes")
     with pytest.raises(AmbiguousInputError):
         memory(trigger={"type": "never"}, should_compact=lambda c: False)
-    with pytest.raises(RemovedSettingError, match="context.compactAfterTokens"):
+    with pytest.raises(RemovedSettingError, match=r"context\.compactAfterTokens"):
         create_observational_memory(compactAfterTokens=10)
     agent = Agent(Session(MemoryStore(), "ratio"), echo_provider())
     with pytest.raises(InvalidInputError):
@@ -273,9 +287,3 @@ async def test_attach_and_create_start_nothing() -> None:
     memory(settings={"observation": {"provider": Recording(), "model": "offline"}}).attach(agent)
     await asyncio.sleep(0)
     assert calls == [] and await snapshot(store) == before
-
-
-def test_render_is_the_summary_format() -> None:
-    assert render_observational_memory([], []) == "" or isinstance(
-        render_observational_memory([], []), str
-    )

@@ -18,6 +18,7 @@ from ..observational_memory.branch_reads import (
 )
 from ..observational_memory.ledger import (
     ObservationalMemoryLedger,
+    extend_observational_memory_ledger,
     fold_observational_memory_ledger,
 )
 from ..observational_memory.scope_map import WorkScopeMap, fold_work_scope_map
@@ -34,6 +35,10 @@ __all__ = [
 ]
 
 
+# Ledgers remembered per adapter instance, by leaf id (oldest evicted first).
+_LEDGER_CACHE_SIZE = 64
+
+
 class _HasBranch(Protocol):
     async def branch(
         self, session_id: str, leaf_id: str | None = None
@@ -46,8 +51,30 @@ class BranchDerivedReads:
     async def ledger(
         self: _HasBranch, session_id: str, leaf_id: str | None = None
     ) -> ObservationalMemoryLedger:
-        """The folded observational-memory ledger of the branch."""
-        return fold_observational_memory_ledger(await self.branch(session_id, leaf_id))
+        """The folded observational-memory ledger of the branch.
+
+        A branch never changes once its leaf exists (entries are append-only), so the
+        ledger of every leaf asked for is kept, and a later leaf's ledger extends the one
+        of its nearest remembered ancestor instead of folding the branch again.
+        """
+        branch = await self.branch(session_id, leaf_id)
+        if not branch:
+            return fold_observational_memory_ledger(branch)
+        cache: dict[str, ObservationalMemoryLedger] = self.__dict__.setdefault("_ledger_cache", {})
+        start, base = 0, None
+        for index in range(len(branch) - 1, -1, -1):
+            base = cache.get(branch[index].id)
+            if base is not None:
+                start = index + 1
+                break
+        if base is None:
+            ledger = fold_observational_memory_ledger(branch)
+        else:
+            ledger = extend_observational_memory_ledger(base, branch[start:], first_position=start)
+        if len(cache) >= _LEDGER_CACHE_SIZE:
+            cache.pop(next(iter(cache)))
+        cache[branch[-1].id] = ledger
+        return ledger
 
     async def scope_map(
         self: _HasBranch, session_id: str, leaf_id: str | None = None
