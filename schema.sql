@@ -154,3 +154,5 @@ CREATE TABLE IF NOT EXISTS om_scope_records (
 );
 
 CREATE INDEX IF NOT EXISTS om_scope_records_branch ON om_scope_records (segment_id, depth);
+
+CREATE INDEX IF NOT EXISTS om_drops_memory ON om_drops (memory_id);

@@ -25,6 +25,7 @@ from prism_om.observational_memory.page import (
 )
 from prism_om.observational_memory.recall import MemoryRecall, recall_observational_memory
 from prism_om.observational_memory.records import REFLECTIONS_RECORDED
+from prism_om.stores._derived import restrict_ledger
 from prism_om.stores.base import SessionStore
 from prism_om.testing.conformance import StoreOpener, snapshot
 from prism_om.testing.memory_conformance import load_builder
@@ -206,7 +207,11 @@ async def test_store_path_never_loads_the_branch(story: Story) -> None:
             raise AssertionError("recall must not load the branch")
 
         async def ledger(self, session_id: str, leaf_id: str | None = None) -> Any:
-            return fold_observational_memory_ledger(await MemoryStore.branch(self, session_id))
+            raise AssertionError("recall reads only the rows of the ids it resolves")
+
+        async def memory_subset(self, session_id: str, ids: Any, leaf_id: Any = None) -> Any:
+            whole = fold_observational_memory_ledger(await MemoryStore.branch(self, session_id))
+            return restrict_ledger(whole, set(ids))
 
     store = NoBranch()
     await load_builder(store, story.builder)

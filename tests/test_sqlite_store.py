@@ -302,6 +302,13 @@ async def test_branch_queries_search_indexes_only(tmp_path: Path) -> None:
         steps = plan(path, sql, (1, 0, 9, "a", "b", "c", 5))
         search = "SEARCH entries USING INDEX entries_segment_depth"
         assert steps == [f"{search} (segment_id=? AND depth>? AND depth<?)"]
+    subset = plan(path, adapter._MEMORY_SUBSET_SQL.format(marks="?"), (1, 9, "a", "b", "c"))
+    for alias, index in (("o", "om_observations_memory"), ("r", "om_reflections_memory")):
+        assert any(f"SEARCH {alias} USING INDEX {index} (memory_id=?)" in s for s in subset), subset
+    assert any("SEARCH d USING INDEX om_drops_memory (memory_id=?)" in s for s in subset), subset
+    assert not [
+        s for s in subset if s.startswith("SCAN") and "bp" not in s and "branch_path" not in s
+    ]
     for table in ("om_observations", "om_reflections"):
         sql = adapter._MEMORY_BY_ID_SQL.format(table=table, marks="?, ?")
         assert plan(path, sql, ("aaaaaaaaaaaa", "bbbbbbbbbbbb")) == [

@@ -191,7 +191,11 @@ async def _recall_store(
     red: Redactor,
     extras: tuple[ObservationalMemoryLedger, ...],
 ) -> MemoryRecall:
-    ledger = await store.ledger(session_id, leaf_id)
+    # Only the rows of this id (and, for a reflection, its supports) are read.
+    ledger = await store.memory_subset(session_id, [memory_id], leaf_id)
+    if memory_id in ledger.reflections_by_id:
+        supports = ledger.reflections_by_id[memory_id].reflection.observation_ids
+        ledger = await store.memory_subset(session_id, [memory_id, *supports], leaf_id)
     # Two passes: the pure resolver names the sources it needs, the store fetches them by
     # id (append-time validation put every local source on this branch), then it resolves.
     wanted: list[str] = []

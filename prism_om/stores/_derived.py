@@ -8,6 +8,7 @@ checks that both give identical results.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from ..entries import SessionEntry
@@ -32,7 +33,19 @@ __all__ = [
     "entries_after_cursor",
     "last_eligible_messages",
     "page_around_cursor",
+    "restrict_ledger",
 ]
+
+
+def restrict_ledger(
+    ledger: ObservationalMemoryLedger, memory_ids: set[str]
+) -> ObservationalMemoryLedger:
+    """Only the observations, reflections and drops of ``memory_ids``."""
+    return ObservationalMemoryLedger(
+        observations=tuple(r for r in ledger.observations if r.id in memory_ids),
+        reflections=tuple(r for r in ledger.reflections if r.id in memory_ids),
+        dropped_observation_ids=tuple(i for i in ledger.dropped_observation_ids if i in memory_ids),
+    )
 
 
 # Ledgers remembered per adapter instance, by leaf id (oldest evicted first).
@@ -75,6 +88,14 @@ class BranchDerivedReads:
             cache.pop(next(iter(cache)))
         cache[branch[-1].id] = ledger
         return ledger
+
+    async def memory_subset(
+        self: _HasBranch, session_id: str, memory_ids: Iterable[str], leaf_id: str | None = None
+    ) -> ObservationalMemoryLedger:
+        """The branch's ledger restricted to ``memory_ids`` (no coverage cursors)."""
+        wanted = set(memory_ids)
+        ledger = await BranchDerivedReads.ledger(self, session_id, leaf_id)
+        return restrict_ledger(ledger, wanted)
 
     async def scope_map(
         self: _HasBranch, session_id: str, leaf_id: str | None = None

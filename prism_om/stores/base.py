@@ -85,6 +85,13 @@ class SessionStore(Protocol):
         """
         ...
 
+    async def memory_subset(
+        self, session_id: str, memory_ids: Iterable[str], leaf_id: str | None = None
+    ) -> ObservationalMemoryLedger:
+        """The branch's ledger restricted to ``memory_ids``: their observations,
+        reflections and drops, without coverage cursors. Exact-id recall reads this."""
+        ...
+
     async def scope_map(self, session_id: str, leaf_id: str | None = None) -> WorkScopeMap:
         """The branch's folded work-scope map (equal to ``fold_work_scope_map``)."""
         ...

@@ -196,6 +196,32 @@ VALUES (?, ?, ?, ?)"""
 
 _LEDGER_SQL = ledger_queries(branch_rows_sql)
 _SCOPE_RECORDS_SQL = scope_records_query(branch_rows_sql)
+# Rows of the three memory tables for some memory ids, kept to the branch ending at
+# (segment ?, depth ?): the branch pieces come from the small segments table, the rows
+# from each table's memory_id index (CROSS JOIN keeps the id lookup as the outer loop, so
+# the cost does not grow with the memory on the branch).
+_MEMORY_SUBSET_SQL = """
+WITH RECURSIVE branch_path(segment_id, lo, hi, parent_segment_id) AS (
+    SELECT s.segment_id, s.start_depth, ?2, s.parent_segment_id
+    FROM segments s WHERE s.segment_id = ?1
+    UNION ALL
+    SELECT s.segment_id, s.start_depth, bp.lo - 1, s.parent_segment_id
+    FROM branch_path bp JOIN segments s ON s.segment_id = bp.parent_segment_id
+)
+SELECT 0, o.depth, o.ordinal, o.memory_id, o.entry_id, o.recorded_at, o.body
+FROM om_observations o CROSS JOIN branch_path bp
+WHERE o.memory_id IN ({marks}) AND o.segment_id = bp.segment_id
+  AND o.depth BETWEEN bp.lo AND bp.hi
+UNION ALL
+SELECT 1, r.depth, r.ordinal, r.memory_id, r.entry_id, r.recorded_at, r.body
+FROM om_reflections r CROSS JOIN branch_path bp
+WHERE r.memory_id IN ({marks}) AND r.segment_id = bp.segment_id
+  AND r.depth BETWEEN bp.lo AND bp.hi
+UNION ALL
+SELECT 2, d.depth, d.ordinal, d.memory_id, NULL, NULL, NULL
+FROM om_drops d CROSS JOIN branch_path bp
+WHERE d.memory_id IN ({marks}) AND d.segment_id = bp.segment_id
+  AND d.depth BETWEEN bp.lo AND bp.hi"""
 _LAST_COMPACTION_SQL = """
 SELECT entry_id FROM om_markers WHERE segment_id = ? AND depth BETWEEN ? AND ?
   AND record_type IN ('om.folded', 'compaction') ORDER BY depth DESC LIMIT 1"""
@@ -495,6 +521,34 @@ class SqliteStore(BranchDerivedReads):
             return fold_work_scope_map([])
         rows = await self._fetch(_SCOPE_RECORDS_SQL, position.params())
         return fold_work_scope_map(self._parse(entry_id, body) for _, entry_id, body in rows)
+
+    async def memory_subset(
+        self, session_id: str, memory_ids: Iterable[str], leaf_id: str | None = None
+    ) -> ObservationalMemoryLedger:
+        """The ledger restricted to ``memory_ids``: one query by memory id, filtered to
+        the branch, so exact-id recall costs the same at any transcript length."""
+        position = await self._leaf_position(session_id, leaf_id)
+        wanted = sorted(set(memory_ids))
+        if position is None or not wanted:
+            return ObservationalMemoryLedger()
+        sql = _MEMORY_SUBSET_SQL.format(marks=", ".join("?" * len(wanted)))
+        params = [position.segment_id, position.depth, *wanted, *wanted, *wanted]
+        rows = await self._fetch(sql, params)
+        observations, reflections, drops = [], [], []
+        for kind, depth, ordinal, memory_id, entry_id, recorded_at, body in rows:
+            if kind == 0:
+                observations.append((depth, ordinal, memory_id, entry_id, recorded_at, body))
+            elif kind == 1:
+                reflections.append((depth, ordinal, memory_id, entry_id, recorded_at, body))
+            else:
+                drops.append((depth, ordinal, memory_id))
+        try:
+            return ledger_from_rows(sorted(observations), sorted(reflections), sorted(drops), [])
+        except ValidationError as exc:
+            raise CorruptStoreError(
+                f"{self.url}: a memory fold row of session {session_id!r} no longer parses "
+                f"({_first_line(exc)})"
+            ) from exc
 
     async def last_compaction(
         self, session_id: str, leaf_id: str | None = None
