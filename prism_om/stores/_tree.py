@@ -18,8 +18,11 @@ from ..errors import (
     SessionMismatchError,
     UnknownParentError,
 )
+from ..observational_memory.records import OBSERVATIONS_RECORDED, REFLECTIONS_RECORDED
+from ..observational_memory.sources import is_eligible_observation_source_entry
 from ..observational_memory.validation import (
-    branch_facts_from_entries,
+    BranchFacts,
+    MemoryRecordNeeds,
     memory_record_needs,
     validate_memory_record,
 )
@@ -42,6 +45,9 @@ class TreeIndex:
         self.children: dict[str, list[str]] = {}
         self.depth: dict[str, int] = {}
         self.trees: dict[str, _SessionTree] = {}
+        # memory id -> entries that recorded it (any branch); "recorded on this branch" is
+        # then an ancestor test per recorder instead of a scan of the branch.
+        self.recorders: dict[str, list[tuple[str, str]]] = {}
 
     # -- writes ------------------------------------------------------------------------
 
@@ -53,6 +59,7 @@ class TreeIndex:
         tree = self.trees.get(session_id)
         has_root = tree is not None and tree.root is not None
         pending: dict[str, SessionEntry] = {}
+        view = _PendingView(self, pending)
         for entry in batch:
             if entry.id in self.entries:
                 raise DuplicateEntryError(f"entry id {entry.id!r} already exists in the store")
@@ -76,24 +83,12 @@ class TreeIndex:
                         f"entry {entry.id!r} of session {session_id!r} names parent "
                         f"{entry.parent_id!r} of session {parent.session_id!r}"
                     )
+            view.add_depth(entry)
             needs = memory_record_needs(entry)
             if needs is not None:
-                before = self._path_to(entry.parent_id, pending)
-                validate_memory_record(entry, needs, branch_facts_from_entries(before, needs))
+                validate_memory_record(entry, needs, view.facts(entry.parent_id, needs))
             pending[entry.id] = entry
-
-    def _path_to(
-        self, entry_id: str | None, pending: dict[str, SessionEntry]
-    ) -> list[SessionEntry]:
-        """Entries from the root to ``entry_id``, through stored and pending entries."""
-        path: list[SessionEntry] = []
-        current = entry_id
-        while current is not None:
-            entry = pending.get(current) or self.entries[current]
-            path.append(entry)
-            current = entry.parent_id
-        path.reverse()
-        return path
+            view.note_recorder(entry)
 
     def apply(self, batch: Sequence[SessionEntry]) -> None:
         """Add an already checked batch and move the session's leaf to its last entry."""
@@ -103,6 +98,8 @@ class TreeIndex:
                 tree = self.trees[entry.session_id] = _SessionTree()
             self.entries[entry.id] = entry
             self.children[entry.id] = []
+            for memory_id, kind in recorded_memory_ids(entry):
+                self.recorders.setdefault(memory_id, []).append((entry.id, kind))
             tree.order.append(entry.id)
             if entry.parent_id is None:
                 tree.root = entry.id
@@ -176,3 +173,85 @@ class TreeIndex:
             assert parent is not None  # depth > 0 means a parent exists
             current = parent
         return current == entry_id
+
+
+def recorded_memory_ids(entry: SessionEntry) -> list[tuple[str, str]]:
+    """``(memory id, "observation" | "reflection")`` pairs an entry records."""
+    marker = entry.custom_type
+    if marker not in (OBSERVATIONS_RECORDED, REFLECTIONS_RECORDED) or entry.data is None:
+        return []
+    key, kind = (
+        ("observations", "observation")
+        if marker == OBSERVATIONS_RECORDED
+        else ("reflections", "reflection")
+    )
+    items = entry.data.get(key)
+    if not isinstance(items, list):
+        return []
+    return [(i["id"], kind) for i in items if isinstance(i, dict) and isinstance(i.get("id"), str)]
+
+
+class _PendingView:
+    """The index plus the checked part of a batch, for branch questions during ``check``.
+
+    Ancestor tests walk parent links only from the parent down to the candidate's depth,
+    so validating a record that cites recent messages costs a few steps, not the branch.
+    """
+
+    def __init__(self, index: TreeIndex, pending: dict[str, SessionEntry]) -> None:
+        self.index = index
+        self.pending = pending
+        self.depth: dict[str, int] = {}
+        self.recorders: dict[str, list[tuple[str, str]]] = {}
+
+    def add_depth(self, entry: SessionEntry) -> None:
+        parent = entry.parent_id
+        self.depth[entry.id] = 0 if parent is None else self.depth_of(parent) + 1
+
+    def note_recorder(self, entry: SessionEntry) -> None:
+        for memory_id, kind in recorded_memory_ids(entry):
+            self.recorders.setdefault(memory_id, []).append((entry.id, kind))
+
+    def entry(self, entry_id: str) -> SessionEntry | None:
+        return self.pending.get(entry_id) or self.index.entries.get(entry_id)
+
+    def depth_of(self, entry_id: str) -> int:
+        found = self.depth.get(entry_id)
+        return self.index.depth[entry_id] if found is None else found
+
+    def is_ancestor(self, candidate: str, tip: str | None) -> bool:
+        """True when ``candidate`` is ``tip`` or one of its ancestors."""
+        if tip is None or self.entry(candidate) is None:
+            return False
+        want = self.depth_of(candidate)
+        current: str | None = tip
+        while current is not None and self.depth_of(current) > want:
+            node = self.entry(current)
+            current = node.parent_id if node is not None else None
+        return current == candidate
+
+    def facts(self, parent_id: str | None, needs: MemoryRecordNeeds) -> BranchFacts:
+        eligible = {
+            s
+            for s in needs.source_entry_ids
+            if (e := self.entry(s)) is not None
+            and is_eligible_observation_source_entry(e)
+            and self.is_ancestor(s, parent_id)
+        }
+        covered = {c for c in needs.covered_entry_ids if self.is_ancestor(c, parent_id)}
+        observations: set[str] = set()
+        reflections: set[str] = set()
+        for memory_id in needs.memory_ids_to_look_up:
+            found = [
+                *self.index.recorders.get(memory_id, ()),
+                *self.recorders.get(memory_id, ()),
+            ]
+            for recorder, kind in found:
+                if self.is_ancestor(recorder, parent_id):
+                    (observations if kind == "observation" else reflections).add(memory_id)
+        return BranchFacts(
+            eligible_source_ids=frozenset(eligible),
+            entry_ids_on_branch=frozenset(covered),
+            recorded_observation_ids=frozenset(observations),
+            recorded_reflection_ids=frozenset(reflections),
+        )
