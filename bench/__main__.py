@@ -64,7 +64,7 @@ async def run(args: argparse.Namespace, workdir: str) -> tuple[list[Result], lis
     peers = [] if args.peers == "none" else [p for p in _csv(args.peers) if p in PEER_RUNNERS]
     timer = Timer(repeat=args.repeat)
     recall = resolve_recall()
-    results: list[Result] = [await run_round_trip(workdir, timer)]
+    results: list[Result] = []
     notes: list[str] = []
     failed: set[str] = set()
     for size in sizes:
@@ -75,7 +75,22 @@ async def run(args: argparse.Namespace, workdir: str) -> tuple[list[Result], lis
         batches = [extra[i * 100 : (i + 1) * 100] for i in range(BATCHES)]
         sample = AppendSample(batches, extra[BATCHES * 100 :])
         for adapter in adapters:
-            results += await run_adapter(adapter, dataset, sample, workdir, timer, recall, log)
+
+            async def round_trip(size: int = size) -> list[Result]:
+                return [await run_round_trip(workdir, timer, size)]
+
+            results += await run_adapter(
+                adapter,
+                dataset,
+                sample,
+                workdir,
+                timer,
+                recall,
+                log,
+                before_reads=round_trip if adapter == "sqlite" else None,
+            )
+        if not any(r.workload == "rtt" and r.size == size for r in results):
+            results.append(await run_round_trip(workdir, timer, size))
         results += await run_floor(dataset, sample, workdir, timer)
         log("  floor done")
         for peer in peers:

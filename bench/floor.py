@@ -94,6 +94,7 @@ async def run_floor(
 
     add("branch", await timer.measure(sync(branch)), note="SELECT + json.loads")
     add("page20", await timer.measure(sync(page)), note="seq range LIMIT 21 + json.loads")
+    results.append(Result("page20_raw", FLOOR, size, results[-1].samples, note=results[-1].note))
     add("recall", await timer.measure(sync(lookup)), note="primary-key lookup + json.loads")
     conn.close()
 
@@ -132,12 +133,23 @@ async def run_floor(
     return results
 
 
-async def run_round_trip(workdir: str, timer: Timer) -> Result:
-    """One ``execute_fetchall("SELECT 1")`` on an open aiosqlite connection."""
+RTT_SAMPLES = 9
+
+
+async def run_round_trip(workdir: str, timer: Timer, size: int) -> Result:
+    """One ``execute_fetchall("SELECT 1")`` on an open aiosqlite connection.
+
+    Measured at each size right before the SQLite read workloads, so recall and page are
+    compared with a round trip taken under the same machine load; the median of
+    ``RTT_SAMPLES`` samples (at least ``timer.repeat``), each the mean of a >= 20 ms loop.
+    """
     path = os.path.join(workdir, "rtt.db")
     conn = await aiosqlite.connect(path)
     try:
-        samples = await timer.measure(lambda: conn.execute_fetchall("SELECT 1"))
+        rtt_timer = Timer(repeat=max(RTT_SAMPLES, timer.repeat), min_sample_s=timer.min_sample_s)
+        samples = await rtt_timer.measure(lambda: conn.execute_fetchall("SELECT 1"))
     finally:
         await conn.close()
-    return Result("rtt", REFERENCE, 0, samples, note="execute_fetchall('SELECT 1')")
+    return Result(
+        "rtt", REFERENCE, size, samples, note="execute_fetchall('SELECT 1'), open connection"
+    )

@@ -13,6 +13,8 @@ from prism_om.observational_memory import (
     ContextBlock,
     build_observational_memory_context_blocks,
 )
+from prism_om.observational_memory.page import recall_observational_memory_branch_page
+from prism_om.observational_memory.recall import recall_observational_memory
 from prism_om.stores import SessionStore, open_store
 
 from .data import SESSION_ID, Dataset
@@ -38,24 +40,16 @@ class AppendSample:
 
 
 def resolve_recall() -> tuple[str, RecallFn]:
-    """The recall the benchmark times: exact-id recall when the module exists.
+    """The recall the benchmark times: the public exact-id recall on a store.
 
-    Until ``prism_om.observational_memory.recall`` exists, ``store.get`` of a source
-    entry stands in; swap the body here when the lead wants a different path.
+    ``recall_observational_memory(store, memory_id, session_id=...)``: the ledger's rows
+    of that id (``store.memory_subset``) plus its source entries, on every adapter.
     """
-    try:
-        from prism_om.observational_memory.recall import recall_observational_memory
-    except ImportError:
-
-        async def get_source(store: SessionStore, memory_id: str, source_id: str) -> object:
-            return await store.get(source_id)
-
-        return "store.get(source entry id)", get_source
 
     async def recall(store: SessionStore, memory_id: str, source_id: str) -> object:
         return await recall_observational_memory(store, memory_id, session_id=SESSION_ID)
 
-    return "recall_observational_memory(store, id)", recall
+    return "recall_observational_memory(store, id, session_id=...)", recall
 
 
 def adapter_url(adapter: str, workdir: str, size: int) -> str:
@@ -102,8 +96,13 @@ async def run_adapter(
     timer: Timer,
     recall: tuple[str, RecallFn],
     log: Callable[[str], None],
+    before_reads: Callable[[], Awaitable[list[Result]]] | None = None,
 ) -> list[Result]:
-    """Every workload on one adapter at one size."""
+    """Every workload on one adapter at one size.
+
+    ``before_reads`` runs after the build, right before the read workloads (the runner
+    measures the aiosqlite round trip there for SQLite); its results are kept.
+    """
     url = adapter_url(adapter, workdir, dataset.size)
     size = dataset.size
     results: list[Result] = []
@@ -118,17 +117,28 @@ async def run_adapter(
         cursor = dataset.middle_message_id()
         memory_id, source_id = dataset.middle_memory_id()
         recall_name, recall_fn = recall
+        await _check_reads(store, cursor, memory_id, source_id, recall_fn)
+        if before_reads is not None:
+            results += await before_reads()
 
-        add("branch", await timer.measure(lambda: store.branch(SESSION_ID)))
+        async def page() -> object:
+            return await recall_observational_memory_branch_page(
+                store, cursor, session_id=SESSION_ID, limit=20
+            )
+
+        # Page and recall first, right after the round trip they are compared with.
+        add("page20", await timer.measure(page), note="recall_observational_memory_branch_page")
         add(
-            "page20",
+            "page20_raw",
             await timer.measure(lambda: store.page_messages(SESSION_ID, cursor, 20, "forward")),
+            note="store.page_messages",
         )
         add(
             "recall",
             await timer.measure(lambda: recall_fn(store, memory_id, source_id)),
             note=recall_name,
         )
+        add("branch", await timer.measure(lambda: store.branch(SESSION_ID)))
 
         async def store_path() -> list[ContextBlock]:
             return await build_observational_memory_context_blocks(store, session_id=SESSION_ID)
@@ -164,6 +174,21 @@ async def run_adapter(
         await store.close()
     log(f"  {adapter}: appends done")
     return results
+
+
+async def _check_reads(
+    store: SessionStore, cursor: str, memory_id: str, source_id: str, recall_fn: RecallFn
+) -> None:
+    """The timed reads must answer what they claim: 20 messages, the memory and its source."""
+    page = await recall_observational_memory_branch_page(
+        store, cursor, session_id=SESSION_ID, limit=20
+    )
+    if len(page.messages) != 20:
+        raise RuntimeError(f"page of 20 returned {len(page.messages)} messages")
+    found = await recall_fn(store, memory_id, source_id)
+    sources = [s.get("id") for s in getattr(found, "sources", ())]
+    if not getattr(found, "found", False) or source_id not in sources:
+        raise RuntimeError(f"recall of {memory_id} did not return its source {source_id}")
 
 
 def _appender(method: Callable[[_T], Awaitable[None]], arg: _T) -> Callable[[], Awaitable[None]]:
