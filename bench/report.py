@@ -84,8 +84,6 @@ def tables(results: Sequence[Result], sizes: Sequence[int]) -> str:
     index = _index(results)
     out: list[str] = []
     for key, workload in WORKLOADS.items():
-        if key == "rtt":
-            continue
         systems = _systems(results, key)
         if not systems:
             continue
@@ -120,11 +118,10 @@ def tables(results: Sequence[Result], sizes: Sequence[int]) -> str:
             cells.append("; ".join(notes))
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
-    rtt = [r for r in results if r.workload == "rtt"]
-    if rtt:
+    if any(r.workload == "rtt" for r in results):
         out.append(
-            f'One aiosqlite round trip (`execute_fetchall("SELECT 1")` on an open '
-            f"connection): **{fmt_value(rtt[0].value, 's')}**.\n"
+            "The round trip is measured at each size right before the SQLite read workloads "
+            "(median of 9 samples); recall and page are compared with the one of their size.\n"
         )
     return "\n".join(out)
 
@@ -162,21 +159,33 @@ def check_targets(results: Sequence[Result], sizes: Sequence[int]) -> list[Targe
         )
     )
 
-    # 2. recall and page within 3x of one round trip, flat in entries.
-    rtt = [r for r in results if r.workload == "rtt"]
-    for key in ("recall", "page20"):
-        if not rtt or not all(has(key, "sqlite", n) for n in sizes):
-            targets.append(Target(f"SQLite {key} within 3x of a round trip", None, "not measured"))
+    # 2. recall and page within 3x of the round trip of the same size, flat in entries.
+    for key, label in (
+        ("recall", "recall"),
+        ("page20", "page of 20 (public page path)"),
+        ("page20_raw", "page of 20 (raw store.page_messages, for reference)"),
+    ):
+        measured = [n for n in sizes if has(key, "sqlite", n) and has("rtt", REFERENCE, n)]
+        if not measured:
+            targets.append(
+                Target(f"SQLite {label} within 3x of a round trip", None, "not measured")
+            )
             continue
-        ratios = [index[(key, "sqlite", n)].value / rtt[0].value for n in sizes]
-        flat, how = _flat(index, key, "sqlite", ordered)
+        ratios = [
+            index[(key, "sqlite", n)].value / index[("rtt", REFERENCE, n)].value for n in measured
+        ]
+        flat, how = _flat(index, key, "sqlite", measured)
         met = all(r <= 3 for r in ratios) and flat
-        detail = ", ".join(f"{n:,}: {r:.1f}x" for n, r in zip(sizes, ratios, strict=True))
+        detail = ", ".join(
+            f"{n:,}: {fmt_value(index[(key, 'sqlite', n)].value, 's')} = {r:.1f}x "
+            f"of {fmt_value(index[('rtt', REFERENCE, n)].value, 's')}"
+            for n, r in zip(measured, ratios, strict=True)
+        )
         detail += f"; growth {how}"
-        if 1_000_000 not in sizes:
+        if 1_000_000 not in measured:
             detail += " (1,000,000 not run: flatness checked up to the largest size)"
         targets.append(
-            Target(f"SQLite {key} within 3x of one aiosqlite round trip, flat", met, detail)
+            Target(f"SQLite {label} within 3x of one aiosqlite round trip, flat", met, detail)
         )
 
     # 3. ledger + blocks at 1M at least 100x faster than the pure fold, flat.
@@ -299,7 +308,7 @@ def plot_scaling(results: Sequence[Result], path: str) -> None:
     cols = 3
     rows = (len(keys) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(13, 3.3 * rows), squeeze=False)
-    rtt = [r.value for r in results if r.workload == "rtt"]
+    rtt = sorted((r.size, r.value) for r in results if r.workload == "rtt")
     styles = {s: ("-", "o") for s in OURS} | {FLOOR: (":", "s")} | {p: ("--", "^") for p in PEERS}
     for ax, key in zip(axes.flat, keys, strict=False):
         for system in _systems(results, key):
@@ -311,9 +320,14 @@ def plot_scaling(results: Sequence[Result], path: str) -> None:
             ax.plot(
                 [p[0] for p in points], [p[1] for p in points], line, marker=marker, label=label
             )
-        if key in ("page20", "recall") and rtt:
-            ax.axhline(
-                rtt[0], color="grey", linewidth=0.8, linestyle="-.", label="aiosqlite round trip"
+        if key in ("page20", "page20_raw", "recall") and rtt:
+            ax.plot(
+                [p[0] for p in rtt],
+                [p[1] for p in rtt],
+                color="grey",
+                linewidth=0.8,
+                linestyle="-.",
+                label="aiosqlite round trip",
             )
         ax.set_xscale("log")
         ax.set_yscale("log")
