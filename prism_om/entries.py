@@ -84,6 +84,7 @@ class WireModel(BaseModel):
 
     # Field names (snake_case) that are written even when None.
     _keep_none: ClassVar[frozenset[str]] = frozenset()
+
     # Per class: (attribute, alias) of every field that may be dropped when None.
     @classmethod
     def _optional_fields(cls) -> tuple[tuple[str, str], ...]:
