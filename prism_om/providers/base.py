@@ -258,7 +258,6 @@ class Provider(Protocol):
 
     def generate(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         """Call the model once and yield its events, ending with one ``DoneEvent``."""
-        ...
 
 
 @asynccontextmanager

@@ -36,43 +36,34 @@ class SessionStore(Protocol):
 
     async def append(self, entry: SessionEntry) -> None:
         """Append one entry."""
-        ...
 
     async def append_many(self, entries: Sequence[SessionEntry]) -> None:
         """Append a batch of one session's entries, all or nothing."""
-        ...
 
     async def get(self, entry_id: str) -> SessionEntry | None:
         """The entry with this id, from any session, or None."""
-        ...
 
     async def list(self, session_id: str) -> builtins.list[SessionEntry]:
         """Every entry of the session in append order (empty for an unknown session)."""
-        ...
 
     async def branch(
         self, session_id: str, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
         """The path from the root to ``leaf_id`` (default: the current leaf), root first."""
-        ...
 
     async def leaves(self, session_id: str) -> builtins.list[str]:
         """Ids of the session's entries that have no child, in append order."""
-        ...
 
     async def leaf(self, session_id: str) -> str | None:
         """The session's persisted current leaf, or None for an unknown session."""
-        ...
 
     async def set_leaf(self, session_id: str, entry_id: str) -> None:
         """Move the session's current leaf to one of its entries."""
-        ...
 
     async def is_on_branch(
         self, session_id: str, entry_id: str, leaf_id: str | None = None
     ) -> bool:
         """True when ``entry_id`` lies on the path from the root to the leaf."""
-        ...
 
     async def ledger(
         self, session_id: str, leaf_id: str | None = None
@@ -83,30 +74,25 @@ class SessionStore(Protocol):
         store answers it from fold tables, at a cost that follows the memory, not the
         transcript.
         """
-        ...
 
     async def memory_subset(
         self, session_id: str, memory_ids: Iterable[str], leaf_id: str | None = None
     ) -> ObservationalMemoryLedger:
         """The branch's ledger restricted to ``memory_ids``: their observations,
         reflections and drops, without coverage cursors. Exact-id recall reads this."""
-        ...
 
     async def scope_map(self, session_id: str, leaf_id: str | None = None) -> WorkScopeMap:
         """The branch's folded work-scope map (equal to ``fold_work_scope_map``)."""
-        ...
 
     async def recent_messages(
         self, session_id: str, count: int, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
         """The branch's last ``count`` user/assistant/tool messages, oldest first."""
-        ...
 
     async def entries_after(
         self, session_id: str, after_id: str | None, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
         """Branch entries strictly after ``after_id`` (all when None), root side first."""
-        ...
 
     async def page_messages(
         self,
@@ -121,29 +107,23 @@ class SessionStore(Protocol):
         Oldest first, with whether more lie beyond. ``EntryNotFoundError`` when the cursor
         is off the branch; ``InvalidInputError`` when it is not an eligible message.
         """
-        ...
 
     async def entry_count(self, session_id: str, leaf_id: str | None = None) -> int:
         """Number of entries on the branch (its length, root included)."""
-        ...
 
     async def branch_tokens(self, session_id: str, leaf_id: str | None = None) -> int:
         """Estimated tokens of the branch's message entries (counted once, at append)."""
-        ...
 
     async def last_compaction(
         self, session_id: str, leaf_id: str | None = None
     ) -> SessionEntry | None:
         """The latest compaction entry on the branch, or None."""
-        ...
 
     async def sessions(self) -> builtins.list[str]:
         """Every session id of the store, in order of creation."""
-        ...
 
     async def close(self) -> None:
         """Release files and connections; idempotent."""
-        ...
 
     async def __aenter__(self) -> Self: ...
 
