@@ -287,3 +287,28 @@ async def test_attach_and_create_start_nothing() -> None:
     memory(settings={"observation": {"provider": Recording(), "model": "offline"}}).attach(agent)
     await asyncio.sleep(0)
     assert calls == [] and await snapshot(store) == before
+
+
+async def test_wrap_resume_run_and_stream_run_the_pipeline_after() -> None:
+    session = Session(MemoryStore(), "resume")
+    agent = Agent(session, echo_provider())
+    attached = memory(
+        settings={"observation": {"provider": OFFLINE, "model": "offline", "message_tokens": 1}}
+    ).attach(agent)
+
+    async def resume() -> str:
+        await session.append_message("user", FACTS[1])
+        return "resumed"
+
+    assert await attached.agent.wrap_resume_run(resume) == "resumed"
+    first = await session.store.ledger("resume")
+    assert first.observations, "the pipeline ran after the resumed run"
+
+    async def resume_stream() -> Any:
+        await session.append_message("user", FACTS[2])
+        yield TextEvent("more")
+
+    events = [e async for e in attached.agent.wrap_resume_stream(resume_stream)]
+    assert [e.text for e in events if isinstance(e, TextEvent)] == ["more"]
+    second = await session.store.ledger("resume")
+    assert len(second.observations) > len(first.observations)
