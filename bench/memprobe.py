@@ -17,7 +17,19 @@ __all__ = ["probe_peak_rss"]
 
 
 def _maxrss() -> int:
-    # ru_maxrss is in kilobytes on Linux.
+    """Peak resident bytes of this process image.
+
+    ``VmHWM`` first: on Linux ``ru_maxrss`` survives ``exec`` and so carries the parent's
+    high-water mark through the fork (the bench parent holds the whole dataset), which
+    made every probe report the parent's memory. ``ru_maxrss`` (kilobytes) elsewhere.
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 

@@ -147,7 +147,13 @@ async def _blocks_from_store(
 ) -> list[ContextBlock]:
     if passive:
         return []
-    ledger = await store.ledger(session_id, leaf_id)
+    # Without invalidated ids, the dropped observations cannot change what is shown, so
+    # the store reads only the live ones; a revocation must see the full ledger (a
+    # reflection resting on a dropped, revoked observation is still withheld).
+    if options.invalidated_ids:
+        ledger = await store.ledger(session_id, leaf_id)
+    else:
+        ledger = await store.live_ledger(session_id, leaf_id)
     recent = await store.recent_messages(session_id, options.keep_recent_entries, leaf_id)
     if scope_map is None:
         scope_map = await store.scope_map(session_id, leaf_id)

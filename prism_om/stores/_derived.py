@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from ..entries import SessionEntry
@@ -34,6 +35,7 @@ __all__ = [
     "last_eligible_messages",
     "page_around_cursor",
     "restrict_ledger",
+    "without_dropped",
 ]
 
 
@@ -45,6 +47,16 @@ def restrict_ledger(
         observations=tuple(r for r in ledger.observations if r.id in memory_ids),
         reflections=tuple(r for r in ledger.reflections if r.id in memory_ids),
         dropped_observation_ids=tuple(i for i in ledger.dropped_observation_ids if i in memory_ids),
+    )
+
+
+def without_dropped(ledger: ObservationalMemoryLedger) -> ObservationalMemoryLedger:
+    """The ledger less its dropped observations and drop list: same active memory."""
+    dropped = ledger.dropped_ids
+    return replace(
+        ledger,
+        observations=tuple(r for r in ledger.observations if r.id not in dropped),
+        dropped_observation_ids=(),
     )
 
 
@@ -88,6 +100,12 @@ class BranchDerivedReads:
             cache.pop(next(iter(cache)))
         cache[branch[-1].id] = ledger
         return ledger
+
+    async def live_ledger(
+        self: _HasBranch, session_id: str, leaf_id: str | None = None
+    ) -> ObservationalMemoryLedger:
+        """The ledger without its dropped observations (see ``without_dropped``)."""
+        return without_dropped(await BranchDerivedReads.ledger(self, session_id, leaf_id))
 
     async def memory_subset(
         self: _HasBranch, session_id: str, memory_ids: Iterable[str], leaf_id: str | None = None

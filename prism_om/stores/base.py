@@ -75,6 +75,15 @@ class SessionStore(Protocol):
         transcript.
         """
 
+    async def live_ledger(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> ObservationalMemoryLedger:
+        """The branch's ledger less its dropped observations (and its drop list).
+
+        Gives the same active memory as ``ledger()`` when nothing is invalidated; the
+        per-turn context reads it, so a turn costs the live memory, not all ever recorded.
+        """
+
     async def memory_subset(
         self, session_id: str, memory_ids: Iterable[str], leaf_id: str | None = None
     ) -> ObservationalMemoryLedger:

@@ -196,6 +196,7 @@ VALUES (?, ?, ?, ?)"""
 
 _LEDGER_SQL = ledger_queries(branch_rows_sql)
 _SCOPE_RECORDS_SQL = scope_records_query(branch_rows_sql)
+_LIVE_OBSERVATIONS_SQL = _LEDGER_SQL["observations"]
 # Rows of the three memory tables for some memory ids, kept to the branch ending at
 # (segment ?, depth ?): the branch pieces come from the small segments table, the rows
 # from each table's memory_id index (CROSS JOIN keeps the id lookup as the outer loop, so
@@ -508,6 +509,33 @@ class SqliteStore(BranchDerivedReads):
         rows = [await self._fetch(sql, params) for sql in _LEDGER_SQL.values()]
         try:
             return ledger_from_rows(*rows)
+        except ValidationError as exc:
+            raise CorruptStoreError(
+                f"{self.url}: a memory fold row of session {session_id!r} no longer parses "
+                f"({_first_line(exc)})"
+            ) from exc
+
+    async def live_ledger(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> ObservationalMemoryLedger:
+        """The ledger without its dropped observations: what a turn's context needs.
+
+        Drop rows are read first (ids only, no JSON), so only observations still in the
+        pool are parsed: the cost follows the active memory, which the dropper keeps
+        within its cap, not everything ever recorded.
+        """
+        position = await self._leaf_position(session_id, leaf_id)
+        if position is None:
+            return ObservationalMemoryLedger()
+        params = position.params()
+        drops = await self._fetch(_LEDGER_SQL["drops"], params)
+        dropped = {memory_id for _, _, memory_id in drops}
+        rows = await self._fetch(_LIVE_OBSERVATIONS_SQL, params)
+        observations = [r[:6] for r in rows if r[2] not in dropped]
+        reflections = await self._fetch(_LEDGER_SQL["reflections"], params)
+        markers = await self._fetch(_LEDGER_SQL["markers"], params)
+        try:
+            return ledger_from_rows(observations, reflections, [], markers)
         except ValidationError as exc:
             raise CorruptStoreError(
                 f"{self.url}: a memory fold row of session {session_id!r} no longer parses "

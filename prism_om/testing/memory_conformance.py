@@ -20,7 +20,7 @@ from ..observational_memory.context import build_observational_memory_context_bl
 from ..observational_memory.coverage import unscanned_entries
 from ..observational_memory.ledger import fold_observational_memory_ledger
 from ..observational_memory.scope_map import fold_work_scope_map
-from ..stores._derived import restrict_ledger
+from ..stores._derived import restrict_ledger, without_dropped
 from ..stores.base import SessionStore
 from ..tokens import get_estimator
 from .conformance import StoreOpener, snapshot
@@ -58,6 +58,7 @@ class MemoryConformance:
         some = {r.id for r in ledger.observations[::3]} | {r.id for r in ledger.reflections[::2]}
         some |= {"ffffffffffff", *ledger.dropped_observation_ids[:2]}
         assert await store.memory_subset(sid, some, leaf) == restrict_ledger(ledger, some)
+        assert await store.live_ledger(sid, leaf) == without_dropped(ledger)
         compactions = [e for e in branch if e.kind == "compaction"]
         assert await store.last_compaction(sid, leaf) == (compactions[-1] if compactions else None)
         assert await store.scope_map(sid, leaf) == fold_work_scope_map(branch)
