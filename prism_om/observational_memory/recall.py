@@ -200,11 +200,7 @@ async def _recall_store(
     # id (append-time validation put every local source on this branch), then it resolves.
     wanted: list[str] = []
     _recall(ledger, extras, memory_id, invalid, red, lambda s: wanted.append(s))
-    fetched: dict[str, SessionEntry] = {}
-    for source_id in dict.fromkeys(wanted):
-        entry = await store.get(source_id)
-        if entry is not None:
-            fetched[source_id] = entry
+    fetched = await store.get_many(wanted) if wanted else {}
     return _recall(ledger, extras, memory_id, invalid, red, fetched.get)
 
 

@@ -70,6 +70,10 @@ class _HasBranch(Protocol):
     ) -> builtins.list[SessionEntry]: ...
 
 
+class _HasGet(Protocol):
+    async def get(self, entry_id: str) -> SessionEntry | None: ...
+
+
 class BranchDerivedReads:
     """Mixin: memory reads computed from ``self.branch`` (O(branch) each)."""
 
@@ -100,6 +104,15 @@ class BranchDerivedReads:
             cache.pop(next(iter(cache)))
         cache[branch[-1].id] = ledger
         return ledger
+
+    async def get_many(self: _HasGet, entry_ids: Iterable[str]) -> dict[str, SessionEntry]:
+        """The entries with these ids that exist."""
+        found: dict[str, SessionEntry] = {}
+        for entry_id in dict.fromkeys(entry_ids):
+            entry = await self.get(entry_id)
+            if entry is not None:
+                found[entry_id] = entry
+        return found
 
     async def live_ledger(
         self: _HasBranch, session_id: str, leaf_id: str | None = None

@@ -43,6 +43,9 @@ class SessionStore(Protocol):
     async def get(self, entry_id: str) -> SessionEntry | None:
         """The entry with this id, from any session, or None."""
 
+    async def get_many(self, entry_ids: Iterable[str]) -> dict[str, SessionEntry]:
+        """The entries with these ids that exist, by id (missing ids are left out)."""
+
     async def list(self, session_id: str) -> builtins.list[SessionEntry]:
         """Every entry of the session in append order (empty for an unknown session)."""
 

@@ -147,6 +147,7 @@ WHERE segment_id = ? AND depth BETWEEN ? AND ?
 ORDER BY depth DESC LIMIT ?"""
 # Where a memory id was recorded, any branch: the caller keeps the rows on its path.
 _MEMORY_BY_ID_SQL = "SELECT entry_seq, segment_id, depth FROM {table} WHERE memory_id IN ({marks})"
+_BODIES_BY_ID_SQL = "SELECT id, CAST(body AS BLOB) FROM entries WHERE id IN ({marks})"
 _ENTRIES_BY_SEQ_SQL = "SELECT id, CAST(body AS BLOB) FROM entries WHERE seq IN ({marks})"
 _ENTRIES_BY_ID_SQL = """
 SELECT id, segment_id, depth, CAST(body AS BLOB) FROM entries WHERE id IN ({marks})"""
@@ -223,6 +224,13 @@ SELECT 2, d.depth, d.ordinal, d.memory_id, NULL, NULL, NULL
 FROM om_drops d CROSS JOIN branch_path bp
 WHERE d.memory_id IN ({marks}) AND d.segment_id = bp.segment_id
   AND d.depth BETWEEN bp.lo AND bp.hi"""
+_MEMORY_SUBSET_AT_LEAF_SQL = _MEMORY_SUBSET_SQL.replace(
+    """    SELECT s.segment_id, s.start_depth, ?2, s.parent_segment_id
+    FROM segments s WHERE s.segment_id = ?1""",
+    """    SELECT s.segment_id, s.start_depth, e.depth, s.parent_segment_id
+    FROM sessions n JOIN entries e ON e.id = n.leaf_id
+    JOIN segments s ON s.segment_id = e.segment_id WHERE n.session_id = ?1""",
+).replace("?2", "?")
 _LAST_COMPACTION_SQL = """
 SELECT entry_id FROM om_markers WHERE segment_id = ? AND depth BETWEEN ? AND ?
   AND record_type IN ('om.folded', 'compaction') ORDER BY depth DESC LIMIT 1"""
@@ -342,6 +350,15 @@ class SqliteStore(BranchDerivedReads):
             "SELECT id, CAST(body AS BLOB) FROM entries WHERE id = ?", (entry_id,)
         )
         return self._parse(rows[0][0], rows[0][1]) if rows else None
+
+    async def get_many(self, entry_ids: Iterable[str]) -> dict[str, SessionEntry]:
+        """The entries with these ids that exist, in one query per 500 ids."""
+        found: dict[str, SessionEntry] = {}
+        for chunk in _chunks(sorted(set(entry_ids))):
+            sql = _BODIES_BY_ID_SQL.format(marks=", ".join("?" * len(chunk)))
+            for entry_id, body in await self._fetch(sql, chunk):
+                found[entry_id] = self._parse(entry_id, body)
+        return found
 
     async def list(self, session_id: str) -> builtins.list[SessionEntry]:
         rows = await self._fetch(
@@ -555,12 +572,21 @@ class SqliteStore(BranchDerivedReads):
     ) -> ObservationalMemoryLedger:
         """The ledger restricted to ``memory_ids``: one query by memory id, filtered to
         the branch, so exact-id recall costs the same at any transcript length."""
-        position = await self._leaf_position(session_id, leaf_id)
         wanted = sorted(set(memory_ids))
-        if position is None or not wanted:
+        if not wanted:
+            self._session(session_id)
             return ObservationalMemoryLedger()
-        sql = _MEMORY_SUBSET_SQL.format(marks=", ".join("?" * len(wanted)))
-        params = [position.segment_id, position.depth, *wanted, *wanted, *wanted]
+        marks = ", ".join("?" * len(wanted))
+        if leaf_id is None:
+            # The session's leaf is looked up inside the same query: one round trip.
+            sql = _MEMORY_SUBSET_AT_LEAF_SQL.format(marks=marks)
+            params: list[Any] = [self._session(session_id), *wanted, *wanted, *wanted]
+        else:
+            position = await self._leaf_position(session_id, leaf_id)
+            if position is None:
+                return ObservationalMemoryLedger()
+            sql = _MEMORY_SUBSET_SQL.format(marks=marks)
+            params = [position.segment_id, position.depth, *wanted, *wanted, *wanted]
         rows = await self._fetch(sql, params)
         observations, reflections, drops = [], [], []
         for kind, depth, ordinal, memory_id, entry_id, recorded_at, body in rows:

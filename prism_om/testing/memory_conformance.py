@@ -59,6 +59,10 @@ class MemoryConformance:
         some |= {"ffffffffffff", *ledger.dropped_observation_ids[:2]}
         assert await store.memory_subset(sid, some, leaf) == restrict_ledger(ledger, some)
         assert await store.live_ledger(sid, leaf) == without_dropped(ledger)
+        if leaf == await store.leaf(sid):
+            assert await store.memory_subset(sid, some) == restrict_ledger(ledger, some)
+        picked = [e.id for e in branch[::7]] + ["no-such-entry"]
+        assert await store.get_many(picked) == {e.id: e for e in branch[::7]}
         compactions = [e for e in branch if e.kind == "compaction"]
         assert await store.last_compaction(sid, leaf) == (compactions[-1] if compactions else None)
         assert await store.scope_map(sid, leaf) == fold_work_scope_map(branch)
