@@ -138,6 +138,10 @@ _BRANCH_PIECES_SQL = f"{BRANCH_PATH_CTE}\nSELECT segment_id, lo, hi FROM branch_
 _DEPTH_ON_BRANCH_SQL = f"""{BRANCH_PATH_CTE}
 SELECT e.depth FROM entries e CROSS JOIN branch_path bp
 WHERE e.id = :entry_id AND bp.segment_id = e.segment_id AND e.depth BETWEEN bp.lo AND bp.hi"""
+# The same test, also answering what the cursor of a page is.
+_CURSOR_ON_BRANCH_SQL = _DEPTH_ON_BRANCH_SQL.replace(
+    "SELECT e.depth ", "SELECT e.depth, e.kind, e.role "
+)
 _ELIGIBLE_ROLES = tuple(sorted(ELIGIBLE_SOURCE_ROLES))
 # Newest first within one piece, straight off the (segment_id, depth) index.
 _RECENT_MESSAGES_SQL = f"""
@@ -627,11 +631,13 @@ class SqliteStore(BranchDerivedReads):
     ) -> tuple[builtins.list[SessionEntry], bool]:
         """Up to ``limit`` eligible messages after/before ``cursor``: indexed, O(page)."""
         position = await self._leaf_position(session_id, leaf_id)
-        depth = None if position is None else await self._depth_on_branch(position, cursor)
-        if position is None or depth is None:
+        rows = []
+        if position is not None:
+            cursor_params = {**position.params(), "entry_id": cursor}
+            rows = await self._fetch(_CURSOR_ON_BRANCH_SQL, cursor_params)
+        if position is None or not rows:
             raise EntryNotFoundError(f"cursor {cursor!r} is not an entry of the current branch")
-        rows = await self._fetch("SELECT kind, role FROM entries WHERE id = ?", (cursor,))
-        kind, role = rows[0]
+        depth, kind, role = rows[0]
         if kind != "message" or role not in ELIGIBLE_SOURCE_ROLES:
             raise InvalidInputError(
                 f"cursor {cursor!r} is a {kind} entry, not a user, assistant or tool message"
