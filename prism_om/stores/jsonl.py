@@ -77,6 +77,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import ParamSpec, Self, TypeVar
 
+from .._gc import collector_paused
 from ..entries import SessionEntry, entry_from_wire, validate_session_id
 from ..errors import (
     CorruptStoreError,
@@ -503,6 +504,10 @@ class JsonlStore(BranchDerivedReads):
 
     def _load_chunk(self, sid: str, state: _FileState, chunk: bytes, *, trusted: bool) -> None:
         """Apply the complete lines of ``chunk`` (the file from ``state.loaded`` on)."""
+        with collector_paused():
+            self._load_lines(sid, state, chunk, trusted=trusted)
+
+    def _load_lines(self, sid: str, state: _FileState, chunk: bytes, *, trusted: bool) -> None:
         pos = 0
         if state.open_line:
             if not trusted and not chunk.rstrip(b"\0").strip():

@@ -41,6 +41,7 @@ from typing import Any, Literal, NamedTuple, Self, TypeVar
 import aiosqlite
 from pydantic import ValidationError
 
+from .._gc import collector_paused
 from ..entries import SessionEntry, now_timestamp, validate_session_id
 from ..errors import (
     CorruptStoreError,
@@ -369,7 +370,8 @@ class SqliteStore(BranchDerivedReads):
             "SELECT id, CAST(body AS BLOB) FROM entries WHERE session_id = ? ORDER BY seq",
             (self._session(session_id),),
         )
-        return [self._parse(entry_id, body) for entry_id, body in rows]
+        with collector_paused():
+            return [self._parse(entry_id, body) for entry_id, body in rows]
 
     async def branch(
         self, session_id: str, leaf_id: str | None = None
@@ -529,7 +531,8 @@ class SqliteStore(BranchDerivedReads):
         params = position.params()
         rows = [await self._fetch(sql, params) for sql in _LEDGER_SQL.values()]
         try:
-            return ledger_from_rows(*rows)
+            with collector_paused():
+                return ledger_from_rows(*rows)
         except ValidationError as exc:
             raise CorruptStoreError(
                 f"{self.url}: a memory fold row of session {session_id!r} no longer parses "
@@ -556,7 +559,8 @@ class SqliteStore(BranchDerivedReads):
         reflections = await self._fetch(_LEDGER_SQL["reflections"], params)
         markers = await self._fetch(_LEDGER_SQL["markers"], params)
         try:
-            return ledger_from_rows(observations, reflections, [], markers)
+            with collector_paused():
+                return ledger_from_rows(observations, reflections, [], markers)
         except ValidationError as exc:
             raise CorruptStoreError(
                 f"{self.url}: a memory fold row of session {session_id!r} no longer parses "
@@ -713,8 +717,9 @@ class SqliteStore(BranchDerivedReads):
             return []
         rows = await self._fetch(_BRANCH_ENTRIES_SQL, position.params(first, last))
         slots: builtins.list[SessionEntry | None] = [None] * (last - first + 1)
-        for depth, entry_id, body in rows:
-            slots[depth - first] = self._parse(entry_id, body)
+        with collector_paused():
+            for depth, entry_id, body in rows:
+                slots[depth - first] = self._parse(entry_id, body)
         if any(slot is None for slot in slots):
             missing = first + slots.index(None)
             raise CorruptStoreError(
