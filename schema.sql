@@ -68,7 +68,6 @@ CREATE INDEX IF NOT EXISTS entries_session_seq ON entries (session_id, seq);
 -- A segment holds at most one entry per depth.
 CREATE UNIQUE INDEX IF NOT EXISTS entries_segment_depth ON entries (segment_id, depth);
 
-CREATE INDEX IF NOT EXISTS entries_parent ON entries (parent_id);
 
 -- Observational-memory fold tables. Each row is keyed by the entry that recorded it
 -- (entry_seq) and carries that entry's (segment_id, depth), so the memory of one branch

@@ -160,9 +160,9 @@ def check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[SessionE
                 f"expected a SessionEntry, got {type(entry).__name__}; "
                 "build one with SessionEntry.model_validate(wire)"
             )
-        validate_session_id(entry.session_id)
         if session_id is None:
-            session_id = entry.session_id
+            # The others must equal it, so one check covers the batch.
+            session_id = validate_session_id(entry.session_id)
         elif entry.session_id != session_id:
             raise SessionMismatchError(
                 f"entry {entry.id!r} belongs to session {entry.session_id!r}, but the batch "

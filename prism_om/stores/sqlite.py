@@ -797,10 +797,11 @@ class SqliteStore(BranchDerivedReads):
             # An earlier (or the same) entry that already exists is reported first.
             raise await _first_duplicate(conn, batch[: index + 1]) or error
         placer = _Placer(session_id, parents, last_seq, last_segment, self._estimator.name)
-        rows = [
-            placer.place(entry, body, tokens)
-            for entry, (body, tokens) in zip(batch, encoded, strict=True)
-        ]
+        with collector_paused():
+            rows = [
+                placer.place(entry, body, tokens)
+                for entry, (body, tokens) in zip(batch, encoded, strict=True)
+            ]
         if root_id is None:
             await conn.execute(
                 "INSERT INTO sessions (session_id, seq, root_id, leaf_id, created_at) "
@@ -822,10 +823,11 @@ class SqliteStore(BranchDerivedReads):
                 raise
             raise duplicate from None
         if self._append_hooks:
-            placed = [
-                PlacedEntry(entry, row[_SEQ], row[_SEGMENT], row[_DEPTH], row[_TOKENS])
-                for entry, row in zip(batch, rows, strict=True)
-            ]
+            with collector_paused():
+                placed = [
+                    PlacedEntry(entry, row[_SEQ], row[_SEGMENT], row[_DEPTH], row[_TOKENS])
+                    for entry, row in zip(batch, rows, strict=True)
+                ]
             for hook in self._append_hooks:
                 await hook(conn, placed)
 
@@ -994,7 +996,8 @@ class _Placer:
 
 def _encode(batch: Sequence[SessionEntry], estimator: TokenEstimator) -> list[tuple[str, int]]:
     """Each entry's wire JSON and token count, computed once at append."""
-    return [(e.model_dump_json(by_alias=True), estimator.count_entry(e)) for e in batch]
+    with collector_paused():
+        return [(e.model_dump_json(by_alias=True), estimator.count_entry(e)) for e in batch]
 
 
 def _outside_parent_ids(batch: Sequence[SessionEntry]) -> builtins.list[str]:
