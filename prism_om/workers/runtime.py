@@ -300,8 +300,10 @@ class ObservationalMemoryRuntime:
         if spec.provider is None:
             return self._record(progress, WorkerOutcome("observer", "skipped", "missing_provider"))
         store, sid = self.session.store, self.session.id
-        ledger = await store.ledger(sid)
-        entries = await store.entries_after(sid, ledger.observation_covers_up_to_id)
+        # The live ledger carries the coverage cursors; the full one is read only when a
+        # worker runs and needs every id ever minted on the branch.
+        live = await store.live_ledger(sid)
+        entries = await store.entries_after(sid, live.observation_covers_up_to_id)
         tokens = pending_message_tokens(entries, self._estimator())
         if tokens == 0:
             return self._record(
@@ -312,7 +314,7 @@ class ObservationalMemoryRuntime:
         ready = await self._ready(spec)
         if ready.call is None:
             return self._not_ready(progress, "observer", ready)
-        taken = {r.id for r in ledger.observations} | {r.id for r in ledger.reflections}
+        taken = await self._taken_ids()
         ids: list[str] = []
         entry_ids: list[str] = []
         runs = turns = calls = 0
@@ -359,7 +361,9 @@ class ObservationalMemoryRuntime:
         if spec.provider is None:
             return self._record(progress, WorkerOutcome("reflector", "skipped", "missing_provider"))
         store, sid = self.session.store, self.session.id
-        ledger = await store.ledger(sid)
+        # Active memory and coverage are the same in the live ledger, which a turn can
+        # afford; dropped observations are never parsed.
+        ledger = await store.live_ledger(sid)
         observations: list[Observation]
         if full_rebuild:
             observations = [r.observation for r in active_memory(ledger)[0]]
@@ -375,7 +379,7 @@ class ObservationalMemoryRuntime:
         ready = await self._ready(spec)
         if ready.call is None:
             return self._not_ready(progress, "reflector", ready)
-        taken = {r.id for r in ledger.observations} | {r.id for r in ledger.reflections}
+        taken = await self._taken_ids()
         leaf = await store.leaf(sid)
         try:
             result = await reflect(ready.call, observations, covers_up_to_id=leaf, taken_ids=taken)
@@ -419,7 +423,7 @@ class ObservationalMemoryRuntime:
         scopes = await store.scope_map(sid)
         if scopes.has_host_scopes:
             return self._record(progress, WorkerOutcome("dropper", "skipped", "host_scopes"))
-        ledger = await store.ledger(sid)
+        ledger = await store.live_ledger(sid)
         pool = [r.observation for r in active_memory(ledger)[0]]
         est = self._estimator()
         tokens = observation_pool_tokens(pool, est)
@@ -471,6 +475,11 @@ class ObservationalMemoryRuntime:
         )
 
     # -- helpers ----------------------------------------------------------------------
+
+    async def _taken_ids(self) -> set[str]:
+        """Every memory id recorded on the branch, dropped ones included."""
+        ledger = await self.session.store.ledger(self.session.id)
+        return {r.id for r in ledger.observations} | {r.id for r in ledger.reflections}
 
     def _not_ready(self, progress: _Progress, worker: WorkerName, ready: _Ready) -> WorkerOutcome:
         if ready.error is not None:
