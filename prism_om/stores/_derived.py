@@ -162,10 +162,22 @@ class BranchDerivedReads:
         return len(await self.branch(session_id, leaf_id))
 
     async def branch_tokens(self: _HasBranch, session_id: str, leaf_id: str | None = None) -> int:
-        """Estimated tokens of the branch's message entries."""
+        """Estimated tokens of the branch's message entries.
+
+        Each entry is counted once per encoding and remembered (entries never change), so
+        a per-turn call costs a sum over the branch, not a re-encoding of it.
+        """
         estimator = get_estimator()
-        branch = await self.branch(session_id, leaf_id)
-        return sum(estimator.count_entry(e) for e in branch if e.kind == "message")
+        cache: dict[str, int] = self.__dict__.setdefault(f"_tokens:{estimator.name}", {})
+        total = 0
+        for entry in await self.branch(session_id, leaf_id):
+            if entry.kind != "message":
+                continue
+            count = cache.get(entry.id)
+            if count is None:
+                count = cache[entry.id] = estimator.count_entry(entry)
+            total += count
+        return total
 
     async def last_compaction(
         self: _HasBranch, session_id: str, leaf_id: str | None = None
