@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from ..observational_memory.limits import MemoryWorkerLimits, resolve_memory_worker_limits
 from ..observational_memory.redact import Redactor, redactor
@@ -54,6 +54,18 @@ def source_budget(
     return budget
 
 
+class ShortLimits(TypedDict, total=False):
+    """The short limit names a direct ``run_observer`` / ``run_reflector`` /
+    ``run_dropper`` call accepts (``max_turns`` is a required argument of its own)."""
+
+    max_tool_calls_per_turn: int | None
+    max_tool_calls: int | None
+    max_argument_bytes: int | None
+    max_result_bytes: int | None
+    max_message_bytes: int | None
+    max_error_bytes: int | None
+
+
 def direct_call(
     *,
     provider: Provider,
@@ -64,7 +76,7 @@ def direct_call(
     correlation_id: str | None,
     options: Mapping[str, Any] | None,
     secrets: Iterable[str] | Redactor | None,
-    limits: Mapping[str, int | None],
+    limits: ShortLimits,
 ) -> WorkerCall:
     """A ``WorkerCall`` from a direct ``run_*`` call's keyword arguments."""
     resolved = resolve_memory_worker_limits(max_turns=max_turns, **limits)

@@ -12,12 +12,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from typing_extensions import Unpack
+
 from ..observational_memory.records import Observation, ObservationsDropped
 from ..observational_memory.redact import Redactor
 from ..observational_memory.relevance import lowest_relevance_order
 from ..providers.base import Provider
 from ..tokens import TokenEstimator, get_estimator
-from ._common import WorkerCall, direct_call
+from ._common import ShortLimits, WorkerCall, direct_call
 from .loop import WorkerRun, run_worker
 from .model import Model
 from .prompts import DROPPER_INSTRUCTIONS, dropper_prompt, system_text
@@ -120,12 +122,7 @@ async def run_dropper(
     options: Mapping[str, Any] | None = None,
     secrets: Iterable[str] | Redactor | None = None,
     estimator: TokenEstimator | None = None,
-    max_tool_calls_per_turn: int | None = None,
-    max_tool_calls: int | None = None,
-    max_argument_bytes: int | None = None,
-    max_result_bytes: int | None = None,
-    max_message_bytes: int | None = None,
-    max_error_bytes: int | None = None,
+    **limits: Unpack[ShortLimits],
 ) -> DropperResult:
     """Run the model dropper over the active ``observations``; writes nothing.
 
@@ -140,14 +137,7 @@ async def run_dropper(
         correlation_id=correlation_id,
         options=options,
         secrets=secrets,
-        limits={
-            "max_tool_calls_per_turn": max_tool_calls_per_turn,
-            "max_tool_calls": max_tool_calls,
-            "max_argument_bytes": max_argument_bytes,
-            "max_result_bytes": max_result_bytes,
-            "max_message_bytes": max_message_bytes,
-            "max_error_bytes": max_error_bytes,
-        },
+        limits=limits,
     )
     return await drop_with_model(
         call,

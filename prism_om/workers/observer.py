@@ -6,13 +6,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from typing_extensions import Unpack
+
 from ..entries import SessionEntry
 from ..observational_memory.records import Observation, ObservationsRecorded
 from ..observational_memory.redact import Redactor
 from ..observational_memory.sources import eligible_observation_sources
 from ..providers.base import Provider
 from ..tokens import TokenEstimator, get_estimator
-from ._common import WorkerCall, direct_call
+from ._common import ShortLimits, WorkerCall, direct_call
 from .loop import WorkerRun, run_worker
 from .model import Model
 from .prompts import OBSERVER_INSTRUCTIONS, observer_prompt, system_text
@@ -97,12 +99,7 @@ async def run_observer(
     options: Mapping[str, Any] | None = None,
     secrets: Iterable[str] | Redactor | None = None,
     taken_ids: set[str] | None = None,
-    max_tool_calls_per_turn: int | None = None,
-    max_tool_calls: int | None = None,
-    max_argument_bytes: int | None = None,
-    max_result_bytes: int | None = None,
-    max_message_bytes: int | None = None,
-    max_error_bytes: int | None = None,
+    **limits: Unpack[ShortLimits],
 ) -> ObserverResult:
     """Run the observer once over ``entries`` (the unscanned entries, branch order).
 
@@ -119,13 +116,6 @@ async def run_observer(
         correlation_id=correlation_id,
         options=options,
         secrets=secrets,
-        limits={
-            "max_tool_calls_per_turn": max_tool_calls_per_turn,
-            "max_tool_calls": max_tool_calls,
-            "max_argument_bytes": max_argument_bytes,
-            "max_result_bytes": max_result_bytes,
-            "max_message_bytes": max_message_bytes,
-            "max_error_bytes": max_error_bytes,
-        },
+        limits=limits,
     )
     return await observe(call, entries, taken_ids=taken_ids)

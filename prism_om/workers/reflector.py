@@ -6,10 +6,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from typing_extensions import Unpack
+
 from ..observational_memory.records import Observation, Reflection, ReflectionsRecorded
 from ..observational_memory.redact import Redactor
 from ..providers.base import Provider
-from ._common import WorkerCall, direct_call
+from ._common import ShortLimits, WorkerCall, direct_call
 from .loop import WorkerRun, run_worker
 from .model import Model
 from .prompts import REFLECTOR_INSTRUCTIONS, reflector_prompt, system_text
@@ -108,12 +110,7 @@ async def run_reflector(
     options: Mapping[str, Any] | None = None,
     secrets: Iterable[str] | Redactor | None = None,
     taken_ids: set[str] | None = None,
-    max_tool_calls_per_turn: int | None = None,
-    max_tool_calls: int | None = None,
-    max_argument_bytes: int | None = None,
-    max_result_bytes: int | None = None,
-    max_message_bytes: int | None = None,
-    max_error_bytes: int | None = None,
+    **limits: Unpack[ShortLimits],
 ) -> ReflectorResult:
     """Run the reflector over ``observations``; writes nothing (append ``record()``).
 
@@ -130,13 +127,6 @@ async def run_reflector(
         correlation_id=correlation_id,
         options=options,
         secrets=secrets,
-        limits={
-            "max_tool_calls_per_turn": max_tool_calls_per_turn,
-            "max_tool_calls": max_tool_calls,
-            "max_argument_bytes": max_argument_bytes,
-            "max_result_bytes": max_result_bytes,
-            "max_message_bytes": max_message_bytes,
-            "max_error_bytes": max_error_bytes,
-        },
+        limits=limits,
     )
     return await reflect(call, observations, covers_up_to_id=covers_up_to_id, taken_ids=taken_ids)
