@@ -195,7 +195,7 @@ async def test_view_merges_granted_shared_memory(store: SessionStore) -> None:
 
 
 async def test_view_withholds_revoked_shared_memory(store: SessionStore) -> None:
-    owner, reader = await shared_setup(store)
+    owner, _ = await shared_setup(store)
     owner_msg = (await owner.entries())[0].id
     spec = {SCOPE: SharedScopeSpec("owner", store)}
     attached = attached_to(store, "reader", shared_scopes=spec, invalidated_ids=lambda: {owner_msg})
