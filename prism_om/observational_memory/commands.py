@@ -355,7 +355,7 @@ class MemoryViewCommand(_MemoryCommand):
         }
         parts = [text or _EMPTY_TEXT]
         if shared is not None:
-            parts.append(f"# Shared work scopes\n{shared.text}")
+            parts.append(f"Shared work scopes (granted to this session):\n{shared.text}")
         if revoked:
             parts.append("\n".join(_revoked_lines(revoked)))
         return CommandResult("\n\n".join(parts), data)
