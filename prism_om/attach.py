@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from .entries import SessionEntry
 from .errors import AmbiguousInputError, InvalidInputError, PrismMemoryError
-from .host.agent import Agent
+from .host.agent import Agent, CompactionRequest
 from .observational_memory.commands import (
     ObservationalMemoryCommands,
     create_observational_memory_commands,
@@ -286,7 +286,9 @@ class ObservationalMemory:
         )
         agent.context_providers.append(provider)
         if agent.compaction_strategy is None:
-            agent.compaction_strategy = strategy
+            live = _InvalidationAwareStrategy(strategy, provider)
+            agent.compaction_strategy = live
+            agent.compaction_hooks.append(live.refresh)
         attached = AttachedObservationalMemory(self, agent, runtime, provider, strategy, model)
         return attached
 
@@ -472,6 +474,37 @@ class AttachedObservationalMemory:
             self.memory.debug(event, data)
 
 
+class _InvalidationAwareStrategy:
+    """The attached strategy as the agent holds it, for compactions that bypass the proxy.
+
+    A strategy's ``compact`` is synchronous while the invalidation source may be async,
+    so a ``compaction_request`` hook reads the set right before each compaction and the
+    strategy folds with it; other attributes are the attached strategy's.
+    """
+
+    def __init__(
+        self,
+        strategy: ObservationalMemoryCompactionStrategy,
+        provider: ObservationalMemoryContextProvider,
+    ) -> None:
+        self.strategy = strategy
+        self._provider = provider
+        self._invalidated: frozenset[str] = frozenset()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.strategy, name)
+
+    async def refresh(self, request: CompactionRequest) -> CompactionRequest:
+        self._invalidated = await self._provider.invalidated()
+        return request
+
+    def compact(
+        self, entries: Sequence[SessionEntry], *, session_id: str, trigger: str = "manual"
+    ) -> SessionEntry:
+        current = dataclasses.replace(self.strategy, invalidated_ids=self._invalidated)
+        return current.compact(entries, session_id=session_id, trigger=trigger)
+
+
 class AttachedAgent:
     """The agent with memory attached: each call runs the memory pipeline after it."""
 
@@ -502,7 +535,9 @@ class AttachedAgent:
 
     async def compact(self, strategy: Any = None, *, trigger: str = "manual") -> SessionEntry:
         async with self._active():
-            chosen = strategy or await self._attached.current_strategy()
+            chosen = strategy
+            if strategy is None or strategy is self._attached.strategy:
+                chosen = await self._attached.current_strategy()
             entry = await self.inner.compact(chosen, trigger=trigger)
         self._attached.compactions.append(entry)
         await self._attached._after_run(compacted=True)

@@ -227,10 +227,16 @@ async def library_paths(store: SessionStore, ids: dict[str, str], blocked: froze
         assert [s["id"] for s in lunch["sources"]] == [ids["m4"]]
         assert "pasta carbonara" in dumped(lunch["sources"])
 
-    # Compaction last: it appends.
-    compaction = await attached.agent.compact()
-    assert R_SSN not in compaction.summary and "Releases go out on fridays." in compaction.summary
-    outputs += [compaction.summary, compaction.data]
+    # Compaction last: it appends. The proxied call, the attached strategy passed by
+    # hand, and the inner agent's own compact (bypassing the proxy) all withhold.
+    for compaction in (
+        await attached.agent.compact(),
+        await attached.agent.compact(attached.strategy),
+        await attached.agent.inner.compact(),
+    ):
+        assert R_SSN not in compaction.summary
+        assert "Releases go out on fridays." in compaction.summary
+        outputs += [compaction.summary, compaction.data]
 
     for output in outputs:
         assert SSN not in dumped(output), output
