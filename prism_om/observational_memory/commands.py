@@ -12,7 +12,8 @@ store (indexed path: ``ledger()`` and ``recent_messages()`` only), and fail clos
      "observations": {"recorded": 5, "dropped": 1, "active": 4, "visible": 3},
      "reflections": {"recorded": 2, "visible": 2},
      "tokens": {"observationPool": 120, "renderedMemory": 180},
-     "runtime": {"inFlight": false, "lastError": null}}     # null without a runtime
+     "runtime": {"inFlight": false, "lastError": null},     # null without a runtime
+     "revoked": {"observationIds": [], "reflectionIds": []}}
 
 ``om:view`` data: ``{"mode": "visible"|"full", "reflectionIds": [...],
 "observationIds": [...], "sharedReflectionIds": [...], "sharedObservationIds": [...],
