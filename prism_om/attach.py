@@ -22,6 +22,7 @@ this module, creating the memory or attaching it starts nothing and calls nothin
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,21 +30,24 @@ from typing import Any, Final
 
 from .entries import SessionEntry
 from .errors import AmbiguousInputError, InvalidInputError, PrismMemoryError
-from .host.agent import Agent
+from .host.agent import Agent, CompactionRequest
+from .observational_memory.commands import (
+    ObservationalMemoryCommands,
+    create_observational_memory_commands,
+)
 from .observational_memory.context import ContextBlock, build_observational_memory_context_blocks
-from .observational_memory.projection import active_memory
 from .observational_memory.recall_tool import RecallMemoryTool, create_recall_memory_tool
-from .observational_memory.records import Observation, Reflection
-from .observational_memory.render import render_observational_memory
 from .observational_memory.settings import (
     ObservationalMemorySettings,
     reject_removed_settings,
     resolve_observational_memory_settings,
 )
 from .observational_memory.shared_scopes import (
+    SHARED_BLOCK_NAME,
     ScopeAccessEvent,
     SharedScopeSpec,
     resolve_shared_scopes,
+    shared_scope_block,
 )
 from .observational_memory.strategy import (
     ObservationalMemoryCompactionStrategy,
@@ -51,7 +55,6 @@ from .observational_memory.strategy import (
 )
 from .providers.base import CredentialResolver, Provider, ProviderEvent
 from .session import Session
-from .tokens import get_estimator
 from .workers.model import Model, coerce_model, resolve_input_cap
 from .workers.runtime import (
     DebugSink,
@@ -72,7 +75,6 @@ __all__ = [
 ]
 
 COMPACTION_TRIGGER_ERROR: Final = "observational-memory:compaction-trigger-error"
-SHARED_BLOCK_NAME: Final = "shared-work-scopes"
 TRIGGER_TYPES: Final = frozenset({"tokens", "input_ratio", "entries", "never"})
 
 ShouldCompact = Callable[["CompactionContext"], bool | Awaitable[bool]]
@@ -159,6 +161,14 @@ class ObservationalMemoryContextProvider:
         self._shared = dict(shared_scopes or {})
         self._on_access = on_scope_access
 
+    @property
+    def shared_scopes(self) -> Mapping[str, SharedScopeSpec]:
+        return dict(self._shared)
+
+    @property
+    def on_scope_access(self) -> Callable[[ScopeAccessEvent], object] | None:
+        return self._on_access
+
     async def invalidated(self) -> frozenset[str]:
         if self._invalidated is None:
             return frozenset()
@@ -196,25 +206,11 @@ class ObservationalMemoryContextProvider:
             scope_map=scope_map,
             on_access=self._on_access,
         )
-        lineage = {scope_map.current, *scope_map.ancestors(scope_map.current)}
-        observations: list[Observation] = []
-        reflections: list[Reflection] = []
-        for scope_id, memory in resolved.memory.items():
-            if scope_id not in lineage:
-                continue
-            obs, refl = active_memory(memory.ledger, await self.invalidated())
-            observations.extend(r.observation for r in obs)
-            reflections.extend(r.reflection for r in refl)
-        if not observations and not reflections:
-            return None
-        text = render_observational_memory(reflections, observations, secrets=self._secrets)
-        estimator = get_estimator()
-        return ContextBlock(
-            name=SHARED_BLOCK_NAME,
-            text=text,
-            tokens=estimator.count(text),
-            entry_ids=(),
-            memory_ids=tuple(r.id for r in reflections) + tuple(o.id for o in observations),
+        return shared_scope_block(
+            resolved.memory,
+            scope_map,
+            invalidated_ids=await self.invalidated(),
+            secrets=self._secrets,
         )
 
     async def shared_ledgers(self, session_id: str, session: Session) -> list[Any]:
@@ -290,7 +286,9 @@ class ObservationalMemory:
         )
         agent.context_providers.append(provider)
         if agent.compaction_strategy is None:
-            agent.compaction_strategy = strategy
+            live = _InvalidationAwareStrategy(strategy, provider)
+            agent.compaction_strategy = live
+            agent.compaction_hooks.append(live.refresh)
         attached = AttachedObservationalMemory(self, agent, runtime, provider, strategy, model)
         return attached
 
@@ -374,8 +372,39 @@ class AttachedObservationalMemory:
             return await self.context_provider.shared_ledgers(session_id, session)
 
         return create_recall_memory_tool(
-            store=session.store, secrets=self.memory.secrets, shared=shared
+            store=session.store,
+            secrets=self.memory.secrets,
+            shared=shared,
+            page_limit=self.memory.settings.retrieval.page_limit,
+            invalidated_ids=self.context_provider.invalidated,
         )
+
+    def commands(self) -> ObservationalMemoryCommands:
+        """``om:status`` / ``om:view`` seeing exactly what this agent's context sees.
+
+        Same store, recent-message window, invalidation set (asked on every run), secrets
+        and shared scopes as the context provider, and this runtime's state.
+        """
+        context = self.memory.settings.context
+        return create_observational_memory_commands(
+            store=self.agent.inner.session.store,
+            runtime=self.runtime,
+            secrets=self.memory.secrets,
+            keep_recent_entries=context.recent_messages,
+            recent_message_max_tokens=context.recent_message_max_tokens,
+            invalidated_ids=self.context_provider.invalidated,
+            shared_scopes=self.context_provider.shared_scopes,
+            on_scope_access=self.context_provider.on_scope_access,
+        )
+
+    async def current_strategy(self) -> ObservationalMemoryCompactionStrategy:
+        """The attached strategy with the invalidation set as it stands now.
+
+        The strategy is synchronous and pure, so the (possibly async) invalidation source
+        is read here, right before each compaction, not once at attach time.
+        """
+        invalid = await self.context_provider.invalidated()
+        return dataclasses.replace(self.strategy, invalidated_ids=invalid)
 
     async def drain(self) -> None:
         """Wait for background post-run work scheduled so far."""
@@ -398,7 +427,8 @@ class AttachedObservationalMemory:
             if not compacted:
                 kind = await self._gate()
                 if kind is not None:
-                    entry = await self.agent.inner.compact(self.strategy, trigger=kind)
+                    strategy = await self.current_strategy()
+                    entry = await self.agent.inner.compact(strategy, trigger=kind)
                     self.compactions.append(entry)
         except PrismMemoryError as exc:
             # Memory work never fails the user's call; the error is reported, not raised.
@@ -444,6 +474,37 @@ class AttachedObservationalMemory:
             self.memory.debug(event, data)
 
 
+class _InvalidationAwareStrategy:
+    """The attached strategy as the agent holds it, for compactions that bypass the proxy.
+
+    A strategy's ``compact`` is synchronous while the invalidation source may be async,
+    so a ``compaction_request`` hook reads the set right before each compaction and the
+    strategy folds with it; other attributes are the attached strategy's.
+    """
+
+    def __init__(
+        self,
+        strategy: ObservationalMemoryCompactionStrategy,
+        provider: ObservationalMemoryContextProvider,
+    ) -> None:
+        self.strategy = strategy
+        self._provider = provider
+        self._invalidated: frozenset[str] = frozenset()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.strategy, name)
+
+    async def refresh(self, request: CompactionRequest) -> CompactionRequest:
+        self._invalidated = await self._provider.invalidated()
+        return request
+
+    def compact(
+        self, entries: Sequence[SessionEntry], *, session_id: str, trigger: str = "manual"
+    ) -> SessionEntry:
+        current = dataclasses.replace(self.strategy, invalidated_ids=self._invalidated)
+        return current.compact(entries, session_id=session_id, trigger=trigger)
+
+
 class AttachedAgent:
     """The agent with memory attached: each call runs the memory pipeline after it."""
 
@@ -474,7 +535,10 @@ class AttachedAgent:
 
     async def compact(self, strategy: Any = None, *, trigger: str = "manual") -> SessionEntry:
         async with self._active():
-            entry = await self.inner.compact(strategy or self._attached.strategy, trigger=trigger)
+            chosen = strategy
+            if strategy is None or strategy is self._attached.strategy:
+                chosen = await self._attached.current_strategy()
+            entry = await self.inner.compact(chosen, trigger=trigger)
         self._attached.compactions.append(entry)
         await self._attached._after_run(compacted=True)
         return entry

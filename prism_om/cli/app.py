@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 
 from ..errors import InvalidInputError, PrismMemoryError, StoreRuleError
 from .common import DEFAULT_DB, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, CliUsageError
+from .tombstones import TOMBSTONE_COMMANDS, add_tombstone_scope
 
 __all__ = ["build_parser", "main"]
 
@@ -182,6 +183,10 @@ def build_parser() -> argparse.ArgumentParser:
     schema.add_argument(
         "--dialect", default="sqlite", metavar="NAME", help="sqlglot dialect (default: sqlite)"
     )
+
+    # Revocation outside the API: the read commands withhold what the tombstones revoke.
+    for name in TOMBSTONE_COMMANDS:
+        add_tombstone_scope(sub.choices[name])
     return parser
 
 

@@ -19,6 +19,7 @@ from ..workers import FlushResult, OfflineMemoryProvider, create_observational_m
 from .common import CliUsageError, open_cli_store, require_session
 from .output import console, error_console, heading, print_json, table
 from .reading import print_observations, print_reflections
+from .tombstones import cli_invalidated_ids
 
 __all__ = ["cmd_compact", "cmd_observe", "compaction_figures", "print_flush"]
 
@@ -201,7 +202,8 @@ async def cmd_compact(args: argparse.Namespace) -> None:
         await require_session(store, args.session)
         session = Session(store, args.session)
         strategy = create_observational_memory_compaction_strategy(
-            keep_recent_entries=args.recent_messages
+            keep_recent_entries=args.recent_messages,
+            invalidated_ids=await cli_invalidated_ids(store, args),
         )
         branch = await session.entries()
         entry = await session.append(

@@ -22,6 +22,7 @@ from ..observational_memory import (
 from ..stores import SessionStore
 from .common import CliUsageError, open_cli_store, require_session
 from .output import clip, console, heading, one_line, print_json, table
+from .tombstones import cli_invalidated_ids
 
 __all__ = [
     "cmd_page",
@@ -108,9 +109,11 @@ def print_reflections(records: Sequence[RecordedReflection], *, text_limit: int 
 
 def print_recall(found: MemoryRecall) -> None:
     out = console()
+    if found.reason == "revoked":
+        out.print(Text(f"[revoked] {found.id}  (withheld: it rests on revoked sources)"))
+        return
     if not found.found:
-        reason = "revoked: its sources were withdrawn" if found.reason == "revoked" else "unknown"
-        out.print(f"{found.id}: not found ({reason})")
+        out.print(f"{found.id}: not found (unknown)")
         return
     out.print(
         Text.assemble((f"{found.kind} {found.id}", "bold"), f"  recorded {found.recorded_at}")
@@ -160,7 +163,9 @@ def _wire_text(wire: Mapping[str, Any]) -> str:
 def print_page(page: BranchPage) -> None:
     rows = []
     for item in page.messages:
-        if page.detail == "summary":
+        if item.get("reason") == "revoked":
+            text = "[revoked]"
+        elif page.detail == "summary":
             text = one_line(str(item.get("text", ""))) + ("…" if item.get("truncated") else "")
         else:
             text = _wire_text({"message": item.get("message")})
@@ -229,7 +234,9 @@ async def cmd_status(args: argparse.Namespace) -> None:
     async with open_cli_store(args.db) as store:
         await require_session(store, args.session)
         command = create_memory_status_command(
-            store=store, keep_recent_entries=args.recent_messages
+            store=store,
+            keep_recent_entries=args.recent_messages,
+            invalidated_ids=await cli_invalidated_ids(store, args),
         )
         result = await command.run("", session_id=args.session)
     if args.json:
@@ -241,7 +248,11 @@ async def cmd_status(args: argparse.Namespace) -> None:
 async def cmd_view(args: argparse.Namespace) -> None:
     async with open_cli_store(args.db) as store:
         await require_session(store, args.session)
-        command = create_memory_view_command(store=store, keep_recent_entries=args.recent_messages)
+        command = create_memory_view_command(
+            store=store,
+            keep_recent_entries=args.recent_messages,
+            invalidated_ids=await cli_invalidated_ids(store, args),
+        )
         result = await command.run("full" if args.full else "", session_id=args.session)
     if args.json:
         print_json({**result.data, "text": result.text})
@@ -252,15 +263,20 @@ async def cmd_view(args: argparse.Namespace) -> None:
 async def cmd_recall(args: argparse.Namespace) -> None:
     async with open_cli_store(args.db) as store:
         await require_session(store, args.session)
-        found = await recall_observational_memory(store, args.id, session_id=args.session)
+        found = await recall_observational_memory(
+            store,
+            args.id,
+            session_id=args.session,
+            invalidated_ids=await cli_invalidated_ids(store, args),
+        )
     if args.json:
         print_json(found.to_json())
-    elif found.found:
+    elif found.found or found.reason == "revoked":
         print_recall(found)
-    if not found.found:
-        why = "withheld: its sources were revoked" if found.reason == "revoked" else "unknown"
+    # A revoked id is an answer (withheld, exit 0); an unknown one is bad input.
+    if not found.found and found.reason != "revoked":
         raise CliUsageError(
-            f"memory id {args.id!r} is {why} on the current branch of {args.session!r}"
+            f"memory id {args.id!r} is unknown on the current branch of {args.session!r}"
         )
 
 
@@ -274,6 +290,7 @@ async def cmd_page(args: argparse.Namespace) -> None:
             limit=args.limit,
             direction="backward" if args.backward else "forward",
             detail=args.detail,
+            invalidated_ids=await cli_invalidated_ids(store, args),
         )
     if args.json:
         print_json(page.to_json())

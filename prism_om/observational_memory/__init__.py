@@ -278,3 +278,26 @@ __all__ = [
     "validate_page_request",
     "with_work_scope",
 ]
+
+# Read-path withholding: one invalidation set, withheld alike by every read path.
+from .revocation import list_store_invalidated_ids, list_tombstone_scopes
+from .shared_scopes import SHARED_BLOCK_NAME, shared_scope_block
+from .withheld import (
+    REVOKED_MARKER,
+    InvalidationSource,
+    resolve_invalidation,
+    withheld_memory_ids,
+    withheld_page_message,
+)
+
+__all__ += [
+    "REVOKED_MARKER",
+    "SHARED_BLOCK_NAME",
+    "InvalidationSource",
+    "list_store_invalidated_ids",
+    "list_tombstone_scopes",
+    "resolve_invalidation",
+    "shared_scope_block",
+    "withheld_memory_ids",
+    "withheld_page_message",
+]

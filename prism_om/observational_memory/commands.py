@@ -12,30 +12,57 @@ store (indexed path: ``ledger()`` and ``recent_messages()`` only), and fail clos
      "observations": {"recorded": 5, "dropped": 1, "active": 4, "visible": 3},
      "reflections": {"recorded": 2, "visible": 2},
      "tokens": {"observationPool": 120, "renderedMemory": 180},
-     "runtime": {"inFlight": false, "lastError": null}}     # null without a runtime
+     "runtime": {"inFlight": false, "lastError": null},     # null without a runtime
+     "revoked": {"observationIds": [], "reflectionIds": []}}
 
 ``om:view`` data: ``{"mode": "visible"|"full", "reflectionIds": [...],
-"observationIds": [...]}``, or ``{"mode": null, "error": "usage"}`` with the text
+"observationIds": [...], "sharedReflectionIds": [...], "sharedObservationIds": [...],
+"revokedIds": [...]}``, or ``{"mode": null, "error": "usage"}`` with the text
 ``Usage: /om:view [full]`` for any other argument.
+
+Both commands see what the agent's context sees only when built with the same settings:
+``keep_recent_entries`` / ``recent_message_max_tokens`` (``context.recentMessages`` /
+``context.recentMessageMaxTokens``), the invalidation set, and for ``om:view`` the shared
+scopes. ``attached.commands()`` builds them that way. Invalidated memory is withheld as
+:mod:`.withheld` says and listed as ``[revoked] <id>`` lines (ids only), in status data
+under ``"revoked"``. ``om:view`` merges granted shared-scope memory (visible mode: the
+scopes in the current lineage, as the context block does; ``full``: every granted scope);
+``om:status`` counts stay session-local.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from ..errors import InvalidInputError
 from ..tokens import TokenEstimator, get_estimator
 from ._source import is_store
 from .context import MEMORY_BLOCK_NAME, ContextBlock, build_observational_memory_context_blocks
 from .ledger import ObservationalMemoryLedger, fold_observational_memory_ledger
+from .limits import validate_limit
 from .projection import active_memory
 from .recall_tool import BranchSource, GetEntries
 from .recent import DEFAULT_KEEP_RECENT_ENTRIES, check_keep_recent_entries
 from .redact import Redactor, redactor
 from .relevance import observation_pool_tokens
 from .render import render_observational_memory_details
+from .scope_map import WorkScopeMap, fold_work_scope_map
+from .shared_scopes import (
+    ScopeAccessEvent,
+    SharedScopeSpec,
+    resolve_shared_scopes,
+    shared_scope_block,
+)
 from .textcap import truncate_utf8
+from .withheld import (
+    REVOKED_MARKER,
+    InvalidationSource,
+    check_invalidation_source,
+    resolve_invalidation,
+    withheld_memory_ids,
+)
 
 if TYPE_CHECKING:
     from ..stores.base import SessionStore
@@ -60,6 +87,8 @@ VIEW_USAGE: Final = "Usage: /om:view [full]"
 _EMPTY_TEXT: Final = "No observational memory yet."
 # A runtime's last error is shown bounded, like a worker error (1 KiB default).
 _LAST_ERROR_MAX_BYTES: Final = 1024
+# Revoked ids listed in text output; the data carries them all.
+_REVOKED_LINES: Final = 50
 
 
 @dataclass(frozen=True)
@@ -76,6 +105,13 @@ class _MemoryView:
 
     ledger: ObservationalMemoryLedger
     block: ContextBlock | None
+    invalidated: frozenset[str] = frozenset()
+    scope_map: WorkScopeMap | None = None
+
+    @property
+    def revoked_ids(self) -> list[str]:
+        observations, reflections = withheld_memory_ids(self.ledger, self.invalidated)
+        return [*reflections, *observations]
 
     def _shown(self) -> tuple[str, ...]:
         return self.block.memory_ids if self.block is not None else ()
@@ -102,11 +138,17 @@ class _MemoryCommand:
         secrets: Iterable[str] | Redactor | None,
         keep_recent_entries: int,
         estimator: TokenEstimator | None,
+        recent_message_max_tokens: int | None = None,
+        invalidated_ids: InvalidationSource = None,
     ) -> None:
         self._source = source
         self._redactor = redactor(secrets)
         self._keep = check_keep_recent_entries(keep_recent_entries)
         self._estimator = estimator
+        if recent_message_max_tokens is not None:
+            validate_limit("recent_message_max_tokens", recent_message_max_tokens)
+        self._recent_max_tokens = recent_message_max_tokens
+        self._invalidated = check_invalidation_source(invalidated_ids)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
@@ -116,25 +158,34 @@ class _MemoryCommand:
         # The context builder itself decides what is visible (recent-message window,
         # work-scope projection, render cap), so a command never disagrees with what the
         # agent is shown.
+        invalid = await resolve_invalidation(self._invalidated)
         if is_store(branch):
             ledger = await branch.ledger(session_id)
+            scope_map = await branch.scope_map(session_id)
             blocks = await build_observational_memory_context_blocks(
                 branch,
                 session_id=session_id,
                 keep_recent_entries=self._keep,
+                recent_message_max_tokens=self._recent_max_tokens,
+                invalidated_ids=invalid,
                 secrets=self._redactor,
                 estimator=self._estimator,
+                scope_map=scope_map,
             )
         else:
             ledger = fold_observational_memory_ledger(branch)
+            scope_map = fold_work_scope_map(branch)
             blocks = build_observational_memory_context_blocks(
                 branch,
                 keep_recent_entries=self._keep,
+                recent_message_max_tokens=self._recent_max_tokens,
+                invalidated_ids=invalid,
                 secrets=self._redactor,
                 estimator=self._estimator,
+                scope_map=scope_map,
             )
         block = next((b for b in blocks if b.name == MEMORY_BLOCK_NAME), None)
-        return _MemoryView(ledger, block)
+        return _MemoryView(ledger, block, invalid, scope_map)
 
 
 class MemoryStatusCommand(_MemoryCommand):
@@ -153,7 +204,8 @@ class MemoryStatusCommand(_MemoryCommand):
         view = await self._read(session_id)
         est = self._estimator or get_estimator()
         ledger = view.ledger
-        active_obs, _ = active_memory(ledger)
+        active_obs, _ = active_memory(ledger, view.invalidated)
+        withheld_obs, withheld_refl = withheld_memory_ids(ledger, view.invalidated)
         data: dict[str, Any] = {
             "sessionId": session_id,
             "observations": {
@@ -173,6 +225,10 @@ class MemoryStatusCommand(_MemoryCommand):
                 "renderedMemory": view.block.tokens if view.block is not None else 0,
             },
             "runtime": self._runtime_state(),
+            "revoked": {
+                "observationIds": list(withheld_obs),
+                "reflectionIds": list(withheld_refl),
+            },
         }
         return CommandResult(_status_text(data), data)
 
@@ -205,7 +261,20 @@ def _status_text(data: dict[str, Any]) -> str:
             f"runtime: in flight {'yes' if runtime['inFlight'] else 'no'}, "
             f"last error {runtime['lastError'] or 'none'}"
         )
+    revoked = data["revoked"]
+    lines += _revoked_lines([*revoked["reflectionIds"], *revoked["observationIds"]])
     return "\n".join(lines)
+
+
+def _revoked_lines(ids: list[str]) -> list[str]:
+    """``[revoked] <id>`` per withheld memory id: where it was, never what it said."""
+    if not ids:
+        return []
+    lines = [f"withheld (revoked): {len(ids)}"]
+    lines += [f"{REVOKED_MARKER} {i}" for i in ids[:_REVOKED_LINES]]
+    if len(ids) > _REVOKED_LINES:
+        lines.append(f"… and {len(ids) - _REVOKED_LINES} more")
+    return lines
 
 
 class MemoryViewCommand(_MemoryCommand):
@@ -214,6 +283,44 @@ class MemoryViewCommand(_MemoryCommand):
     name = VIEW_COMMAND_NAME
     description = "Show the observational memory the agent sees; 'full' shows all active memory."
 
+    def __init__(
+        self,
+        source: BranchSource,
+        *,
+        shared_scopes: Mapping[str, SharedScopeSpec] | None = None,
+        on_scope_access: Callable[[ScopeAccessEvent], object] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(source, **kwargs)
+        if shared_scopes is not None and not isinstance(shared_scopes, Mapping):
+            raise InvalidInputError("shared_scopes must map scope ids to SharedScopeSpec")
+        self._shared = dict(shared_scopes or {})
+        self._on_access = on_scope_access
+
+    async def _shared_block(
+        self, session_id: str, view: _MemoryView, *, lineage_only: bool
+    ) -> tuple[ContextBlock | None, frozenset[str]]:
+        """The granted memory block and the reflection ids among its memory ids."""
+        if not self._shared or view.scope_map is None:
+            return None, frozenset()
+        resolved = await resolve_shared_scopes(
+            scopes=self._shared,
+            principal_id=session_id,
+            scope_map=view.scope_map,
+            on_access=self._on_access,
+        )
+        reflections = frozenset(
+            i for m in resolved.memory.values() for i in m.ledger.reflections_by_id
+        )
+        return shared_scope_block(
+            resolved.memory,
+            view.scope_map,
+            invalidated_ids=view.invalidated,
+            secrets=self._redactor,
+            estimator=self._estimator,
+            lineage_only=lineage_only,
+        ), reflections
+
     async def run(self, args: str = "", *, session_id: str) -> CommandResult:
         mode = args.strip() if isinstance(args, str) else None
         if mode not in ("", "full"):
@@ -221,7 +328,7 @@ class MemoryViewCommand(_MemoryCommand):
         view = await self._read(session_id)
         if mode == "full":
             # Every active recorded item: no recent-window, scope or visibility filter.
-            observations, reflections = active_memory(view.ledger)
+            observations, reflections = active_memory(view.ledger, view.invalidated)
             rendered = render_observational_memory_details(
                 [r.reflection for r in reflections],
                 [r.observation for r in observations],
@@ -234,12 +341,25 @@ class MemoryViewCommand(_MemoryCommand):
             text = view.block.text if view.block is not None else ""
             reflection_ids = view.visible_reflection_ids
             observation_ids = view.visible_observation_ids
+        shared, shared_refl = await self._shared_block(
+            session_id, view, lineage_only=mode != "full"
+        )
+        shared_ids = shared.memory_ids if shared is not None else ()
+        revoked = view.revoked_ids
         data = {
             "mode": "full" if mode else "visible",
             "reflectionIds": reflection_ids,
             "observationIds": observation_ids,
+            "sharedReflectionIds": [i for i in shared_ids if i in shared_refl],
+            "sharedObservationIds": [i for i in shared_ids if i not in shared_refl],
+            "revokedIds": revoked,
         }
-        return CommandResult(text or _EMPTY_TEXT, data)
+        parts = [text or _EMPTY_TEXT]
+        if shared is not None:
+            parts.append(f"Shared work scopes (granted to this session):\n{shared.text}")
+        if revoked:
+            parts.append("\n".join(_revoked_lines(revoked)))
+        return CommandResult("\n\n".join(parts), data)
 
 
 @dataclass(frozen=True)
@@ -261,11 +381,15 @@ def create_memory_status_command(
     secrets: Iterable[str] | Redactor | None = None,
     keep_recent_entries: int = DEFAULT_KEEP_RECENT_ENTRIES,
     estimator: TokenEstimator | None = None,
+    recent_message_max_tokens: int | None = None,
+    invalidated_ids: InvalidationSource = None,
 ) -> MemoryStatusCommand:
     """``om:status`` over a host callback or a store (exactly one).
 
     ``runtime`` is read loosely (``in_flight``, ``last_error`` attributes);
-    ``keep_recent_entries`` must match the context setting for "visible" to agree with it.
+    ``keep_recent_entries`` / ``recent_message_max_tokens`` must match the context
+    settings for "visible" to agree with it; ``invalidated_ids`` (a set, or a callable
+    asked on every run) is withheld as the context withholds it.
     """
     return MemoryStatusCommand(
         BranchSource(get_entries=get_entries, store=store),
@@ -273,6 +397,8 @@ def create_memory_status_command(
         secrets=secrets,
         keep_recent_entries=keep_recent_entries,
         estimator=estimator,
+        recent_message_max_tokens=recent_message_max_tokens,
+        invalidated_ids=invalidated_ids,
     )
 
 
@@ -283,13 +409,25 @@ def create_memory_view_command(
     secrets: Iterable[str] | Redactor | None = None,
     keep_recent_entries: int = DEFAULT_KEEP_RECENT_ENTRIES,
     estimator: TokenEstimator | None = None,
+    recent_message_max_tokens: int | None = None,
+    invalidated_ids: InvalidationSource = None,
+    shared_scopes: Mapping[str, SharedScopeSpec] | None = None,
+    on_scope_access: Callable[[ScopeAccessEvent], object] | None = None,
 ) -> MemoryViewCommand:
-    """``om:view`` over a host callback or a store (exactly one)."""
+    """``om:view`` over a host callback or a store (exactly one).
+
+    ``shared_scopes`` / ``on_scope_access`` are ``attach()``'s: granted memory is merged
+    into the view, re-resolved (grants re-read) on every run.
+    """
     return MemoryViewCommand(
         BranchSource(get_entries=get_entries, store=store),
         secrets=secrets,
         keep_recent_entries=keep_recent_entries,
         estimator=estimator,
+        recent_message_max_tokens=recent_message_max_tokens,
+        invalidated_ids=invalidated_ids,
+        shared_scopes=shared_scopes,
+        on_scope_access=on_scope_access,
     )
 
 
@@ -301,22 +439,24 @@ def create_observational_memory_commands(
     secrets: Iterable[str] | Redactor | None = None,
     keep_recent_entries: int = DEFAULT_KEEP_RECENT_ENTRIES,
     estimator: TokenEstimator | None = None,
+    recent_message_max_tokens: int | None = None,
+    invalidated_ids: InvalidationSource = None,
+    shared_scopes: Mapping[str, SharedScopeSpec] | None = None,
+    on_scope_access: Callable[[ScopeAccessEvent], object] | None = None,
 ) -> ObservationalMemoryCommands:
-    """Both commands over one source."""
+    """Both commands over one source, with one set of context options."""
+    common: dict[str, Any] = {
+        "get_entries": get_entries,
+        "store": store,
+        "secrets": secrets,
+        "keep_recent_entries": keep_recent_entries,
+        "estimator": estimator,
+        "recent_message_max_tokens": recent_message_max_tokens,
+        "invalidated_ids": invalidated_ids,
+    }
     return ObservationalMemoryCommands(
-        status=create_memory_status_command(
-            get_entries=get_entries,
-            store=store,
-            runtime=runtime,
-            secrets=secrets,
-            keep_recent_entries=keep_recent_entries,
-            estimator=estimator,
-        ),
+        status=create_memory_status_command(runtime=runtime, **common),
         view=create_memory_view_command(
-            get_entries=get_entries,
-            store=store,
-            secrets=secrets,
-            keep_recent_entries=keep_recent_entries,
-            estimator=estimator,
+            shared_scopes=shared_scopes, on_scope_access=on_scope_access, **common
         ),
     )

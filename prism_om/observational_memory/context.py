@@ -12,6 +12,9 @@ the work-scope projection instead of the whole pool: the current scope with its
 ancestors, under a Scope Outline, then Reflections, then Observations. ``scope_map``
 defaults to the branch's own map (folded from the entries, or ``store.scope_map``); a map
 with only the implicit root renders exactly as before.
+
+``invalidated_ids`` withholds on both blocks: revoked memory is not rendered, and a
+revoked message in the recent window shows ``[revoked]`` in place of its text.
 """
 
 from __future__ import annotations
@@ -115,7 +118,9 @@ def build_observational_memory_context_blocks(
     that reads the branch's ledger and its last ``keep_recent_entries`` messages only.
     """
     keep = check_keep_recent_entries(keep_recent_entries)
-    options = _BlockOptions(keep, recent_message_max_tokens, invalidated_ids, secrets, estimator)
+    # Read twice (recent window, projection): a one-shot iterator must not run dry.
+    invalid = frozenset(invalidated_ids or ())
+    options = _BlockOptions(keep, recent_message_max_tokens, invalid, secrets, estimator)
     if is_store(entries):
         sid = store_session(session_id, "build_observational_memory_context_blocks")
         return _blocks_from_store(entries, sid, leaf_id, options, passive, scope_map)
@@ -180,6 +185,7 @@ def context_blocks_from_parts(
         max_tokens=options.recent_message_max_tokens,
         estimator=est,
         secrets=red,
+        invalidated_ids=options.invalidated_ids,
     )
     projection = build_observational_memory_projection(
         ledger,

@@ -11,11 +11,16 @@ read; ``limit`` above 100 raises ``PageTooLargeError``; a cursor that is not an 
 the branch raises ``EntryNotFoundError``; a cursor that is not a user/assistant/tool
 message raises ``InvalidInputError``.
 
+Revoked messages (``invalidated_ids``) keep their place on the page, so paging and its
+cursors do not shift, but carry only ``id``, ``role``, ``timestamp`` and ``reason:
+"revoked"``: no text, no message.
+
 Result shape (``BranchPage.to_json()``)::
 
     {"cursor": "...", "direction": "forward", "detail": "summary", "limit": 20,
      "messages": [{"id", "role", "timestamp", "text", "truncated"}   # summary
-                  {"id", "role", "timestamp", "message": {...}}],   # full
+                  {"id", "role", "timestamp", "message": {...}}    # full
+                  {"id", "role", "timestamp", "reason": "revoked"}], # withheld
      "nextCursor": "..." | null, "hasMore": bool}
 """
 
@@ -32,6 +37,7 @@ from .branch_reads import page_around_cursor
 from .limits import PAGE_LIMIT_DEFAULT, resolve_page_limit
 from .records import ENTRY_ID_MAX_CHARS
 from .redact import Redactor, redactor
+from .withheld import withheld_page_message
 
 if TYPE_CHECKING:
     from ..stores.base import SessionStore
@@ -132,18 +138,23 @@ def build_branch_page(
     direction: PageDirection,
     detail: PageDetail,
     secrets: Iterable[str] | Redactor | None = None,
+    invalidated_ids: Iterable[str] | None = None,
 ) -> BranchPage:
     """A page from the messages a store or ``page_around_cursor`` chose (oldest first)."""
     next_cursor = None
     if more and chosen:
         next_cursor = chosen[-1].id if direction == "forward" else chosen[0].id
     red = redactor(secrets)
+    invalid = frozenset(invalidated_ids or ())
     return BranchPage(
         cursor=cursor,
         direction=direction,
         detail=detail,
         limit=limit,
-        messages=tuple(page_message(e, detail, red) for e in chosen),
+        messages=tuple(
+            withheld_page_message(e) if e.id in invalid else page_message(e, detail, red)
+            for e in chosen
+        ),
         next_cursor=next_cursor,
     )
 
@@ -158,6 +169,7 @@ def recall_observational_memory_branch_page(
     detail: PageDetail = "summary",
     secrets: Iterable[str] | Redactor | None = None,
     default_limit: int = PAGE_LIMIT_DEFAULT,
+    invalidated_ids: Iterable[str] | None = None,
 ) -> BranchPage: ...
 
 
@@ -173,6 +185,7 @@ def recall_observational_memory_branch_page(
     detail: PageDetail = "summary",
     secrets: Iterable[str] | Redactor | None = None,
     default_limit: int = PAGE_LIMIT_DEFAULT,
+    invalidated_ids: Iterable[str] | None = None,
 ) -> Awaitable[BranchPage]: ...
 
 
@@ -187,22 +200,32 @@ def recall_observational_memory_branch_page(
     detail: PageDetail = "summary",
     secrets: Iterable[str] | Redactor | None = None,
     default_limit: int = PAGE_LIMIT_DEFAULT,
+    invalidated_ids: Iterable[str] | None = None,
 ) -> BranchPage | Awaitable[BranchPage]:
     """Page eligible messages after (``forward``) or before (``backward``) ``cursor``.
 
     Given the branch's entries (root first): pure, O(n). Given a store and ``session_id``:
     an awaitable over ``store.page_messages()``, an indexed query on an indexed store.
+    ``invalidated_ids`` withholds the text of revoked messages (see the module docstring).
     """
     cursor, size, way, level = validate_page_request(
         cursor, limit, direction, detail, default_limit
     )
     red = redactor(secrets)
+    invalid = frozenset(invalidated_ids or ())
     if is_store(entries):
         sid = store_session(session_id, "recall_observational_memory_branch_page")
-        return _page_store(entries, sid, leaf_id, cursor, size, way, level, red)
+        return _page_store(entries, sid, leaf_id, cursor, size, way, level, red, invalid)
     chosen, more = page_around_cursor(entries, cursor, size, way)
     return build_branch_page(
-        chosen, more, cursor=cursor, limit=size, direction=way, detail=level, secrets=red
+        chosen,
+        more,
+        cursor=cursor,
+        limit=size,
+        direction=way,
+        detail=level,
+        secrets=red,
+        invalidated_ids=invalid,
     )
 
 
@@ -215,8 +238,16 @@ async def _page_store(
     direction: PageDirection,
     detail: PageDetail,
     red: Redactor,
+    invalid: frozenset[str],
 ) -> BranchPage:
     chosen, more = await store.page_messages(session_id, cursor, limit, direction, leaf_id)
     return build_branch_page(
-        chosen, more, cursor=cursor, limit=limit, direction=direction, detail=detail, secrets=red
+        chosen,
+        more,
+        cursor=cursor,
+        limit=limit,
+        direction=direction,
+        detail=detail,
+        secrets=red,
+        invalidated_ids=invalid,
     )

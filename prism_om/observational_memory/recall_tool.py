@@ -17,6 +17,11 @@ are raised before the host callback or the store is touched. A branch that belon
 another session -> ``SessionMismatchError``; a cursor off the branch ->
 ``EntryNotFoundError``; a non-message cursor -> ``InvalidInputError``. An unknown or
 revoked id is an answer, not an error: ``{"found": false, "reason": ...}``.
+
+``invalidated_ids`` (a set, or a callable asked on every call) withholds exactly as
+:mod:`.withheld` says: a revoked id answers ``reason: "revoked"``, a revoked message on a
+page carries no text. ``page_limit`` is the page size when a call gives no ``limit``
+(``retrieval.pageLimit``; the attached tool passes the settings' value).
 """
 
 from __future__ import annotations
@@ -30,10 +35,11 @@ from ..errors import AmbiguousInputError, InvalidInputError, SessionMismatchErro
 from ..ids import MEMORY_ID_PATTERN
 from ..providers.base import ToolDefinition
 from .ledger import ObservationalMemoryLedger
-from .limits import PAGE_LIMIT_HARD_CAP, resolve_page_limit
+from .limits import PAGE_LIMIT_DEFAULT, PAGE_LIMIT_HARD_CAP, resolve_page_limit
 from .page import recall_observational_memory_branch_page, validate_page_request
 from .recall import check_memory_id, recall_observational_memory
 from .redact import Redactor, redactor
+from .withheld import InvalidationSource, check_invalidation_source, resolve_invalidation
 
 if TYPE_CHECKING:
     from ..stores.base import SessionStore
@@ -171,12 +177,14 @@ class RecallMemoryTool:
         source: BranchSource,
         *,
         secrets: Iterable[str] | Redactor | None = None,
-        page_limit: int = 20,
+        page_limit: int = PAGE_LIMIT_DEFAULT,
         shared: GetSharedLedgers | None = None,
+        invalidated_ids: InvalidationSource = None,
     ) -> None:
         self._source = source
         self._redactor = redactor(secrets)
         self._page_limit = resolve_page_limit(page_limit, name="page_limit")
+        self._invalidated = check_invalidation_source(invalidated_ids)
         if shared is not None and not callable(shared):
             raise InvalidInputError("shared must be callable: (session_id) -> ledgers")
         self._shared = shared
@@ -231,6 +239,7 @@ class RecallMemoryTool:
                 direction=direction,
                 detail=detail,
                 secrets=self._redactor,
+                invalidated_ids=await resolve_invalidation(self._invalidated),
             )
         else:
             store = await self._source.check_store_session(session_id)
@@ -242,6 +251,7 @@ class RecallMemoryTool:
                 direction=direction,
                 detail=detail,
                 secrets=self._redactor,
+                invalidated_ids=await resolve_invalidation(self._invalidated),
             )
         return page.to_json()
 
@@ -251,7 +261,11 @@ class RecallMemoryTool:
             entries = await self._source.entries(session_id)
             extra = await self._shared_ledgers(session_id)
             result = recall_observational_memory(
-                entries, memory_id, secrets=self._redactor, extra_ledgers=extra
+                entries,
+                memory_id,
+                secrets=self._redactor,
+                extra_ledgers=extra,
+                invalidated_ids=await resolve_invalidation(self._invalidated),
             )
         else:
             store = await self._source.check_store_session(session_id)
@@ -262,6 +276,7 @@ class RecallMemoryTool:
                 session_id=session_id,
                 secrets=self._redactor,
                 extra_ledgers=extra,
+                invalidated_ids=await resolve_invalidation(self._invalidated),
             )
         return result.to_json()
 
@@ -283,17 +298,21 @@ def create_recall_memory_tool(
     get_entries: GetEntries | None = None,
     store: SessionStore | None = None,
     secrets: Iterable[str] | Redactor | None = None,
-    page_limit: int = 20,
+    page_limit: int = PAGE_LIMIT_DEFAULT,
     shared: GetSharedLedgers | None = None,
+    invalidated_ids: InvalidationSource = None,
 ) -> RecallMemoryTool:
     """The optional ``recall`` tool over a host callback or a store (exactly one).
 
     ``page_limit`` is the default page size (1-100). ``shared`` is the hook for granted
     shared scopes: ``(session_id) -> ledgers`` merged into exact-id recall only.
+    ``invalidated_ids`` is the invalidation set (or a callable returning it, asked on
+    every call) whose memory and messages the tool withholds.
     """
     return RecallMemoryTool(
         BranchSource(get_entries=get_entries, store=store),
         secrets=secrets,
         page_limit=page_limit,
         shared=shared,
+        invalidated_ids=invalidated_ids,
     )

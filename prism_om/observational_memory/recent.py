@@ -9,7 +9,9 @@ Rendering: each message as a header line (role, entry id, timestamp, and the too
 of a tool result) followed by its text, messages separated by a blank line. The window
 never exceeds 512 KiB (or a smaller ``max_bytes``): the oldest messages are dropped first,
 with a first line saying how many; a newest message that alone is too large is cut, with
-a marker. Text is redacted of ``secrets`` before it is measured.
+a marker. Text is redacted of ``secrets`` before it is measured. A revoked message
+(``invalidated_ids``) keeps its header line and shows ``[revoked]`` instead of its text,
+so the window's shape stays aligned with compaction's ``keepEntryIds``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from .limits import RECENT_WINDOW_MAX_BYTES, validate_limit
 from .redact import Redactor, redactor
 from .sources import is_eligible_observation_source_entry
 from .textcap import truncate_utf8, utf8_len
+from .withheld import REVOKED_MARKER
 
 if TYPE_CHECKING:
     from ..stores.base import SessionStore
@@ -60,10 +63,14 @@ class RecentMessageWindow:
     def entry_ids(self) -> tuple[str, ...]:
         return tuple(e.id for e in self.entries)
 
+    withheld_entry_ids: tuple[str, ...] = ()
+    """Messages shown as ``[revoked]``, without their text."""
+
     @property
     def complete_entry_ids(self) -> tuple[str, ...]:
         """Messages shown whole: the ones memory need not repeat."""
-        return tuple(e.id for e in self.entries if e.id != self.truncated_entry_id)
+        hidden = {self.truncated_entry_id, *self.withheld_entry_ids}
+        return tuple(e.id for e in self.entries if e.id not in hidden)
 
 
 def check_keep_recent_entries(value: object, name: str = "keep_recent_entries") -> int:
@@ -144,12 +151,12 @@ async def _select_from_store(
     return select_recent_message_entries(recent, keep, max_tokens=max_tokens, estimator=estimator)
 
 
-def _render_message(entry: SessionEntry, red: Redactor) -> str:
+def _render_message(entry: SessionEntry, red: Redactor, revoked: bool = False) -> str:
     assert entry.message is not None
     head = f"[{entry.message.role} {entry.id} {entry.timestamp}"
     if entry.message.tool_call_id:
         head += f" result of {entry.message.tool_call_id}"
-    return red.text(f"{head}]\n{entry_text(entry)}")
+    return red.text(f"{head}]\n{REVOKED_MARKER if revoked else entry_text(entry)}")
 
 
 def _omitted_line(count: int) -> str:
@@ -164,6 +171,7 @@ def recent_message_window(
     estimator: TokenEstimator | None = None,
     secrets: Iterable[str] | Redactor | None = None,
     max_bytes: int = RECENT_WINDOW_MAX_BYTES,
+    invalidated_ids: Iterable[str] | None = None,
 ) -> RecentMessageWindow:
     """Select and render the recent-message window within its byte cap."""
     validate_limit("max_bytes", max_bytes, hard_cap=RECENT_WINDOW_MAX_BYTES)
@@ -171,7 +179,8 @@ def recent_message_window(
         entries, keep_recent_entries, max_tokens=max_tokens, estimator=estimator
     )
     red = redactor(secrets)
-    blocks = [_render_message(e, red) for e in selected]
+    invalid = frozenset(invalidated_ids or ())
+    blocks = [_render_message(e, red, e.id in invalid) for e in selected]
     sizes = [utf8_len(b) for b in blocks]
     sep = utf8_len(_SEPARATOR)
 
@@ -208,6 +217,7 @@ def recent_message_window(
         text=text,
         omitted_entry_ids=tuple(e.id for e in dropped),
         truncated_entry_id=truncated_id,
+        withheld_entry_ids=tuple(e.id for e in shown if e.id in invalid),
     )
 
 
@@ -220,6 +230,7 @@ def render_recent_message_window(
     estimator: TokenEstimator | None = None,
     secrets: Iterable[str] | Redactor | None = None,
     max_bytes: int = RECENT_WINDOW_MAX_BYTES,
+    invalidated_ids: Iterable[str] | None = None,
 ) -> str: ...
 
 
@@ -247,6 +258,7 @@ def render_recent_message_window(
     estimator: TokenEstimator | None = None,
     secrets: Iterable[str] | Redactor | None = None,
     max_bytes: int = RECENT_WINDOW_MAX_BYTES,
+    invalidated_ids: Iterable[str] | None = None,
 ) -> str | Awaitable[str]:
     """The text of the recent-message window (see ``recent_message_window``)."""
     if is_store(entries):
@@ -262,6 +274,7 @@ def render_recent_message_window(
                 estimator=estimator,
                 secrets=secrets,
                 max_bytes=max_bytes,
+                invalidated_ids=invalidated_ids,
             )
 
         return from_store(entries)
@@ -272,4 +285,5 @@ def render_recent_message_window(
         estimator=estimator,
         secrets=secrets,
         max_bytes=max_bytes,
+        invalidated_ids=invalidated_ids,
     ).text

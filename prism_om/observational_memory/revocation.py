@@ -52,6 +52,8 @@ __all__ = [
     "create_deletion_propagator",
     "create_observational_memory_drop_handler",
     "list_invalidated_ids",
+    "list_store_invalidated_ids",
+    "list_tombstone_scopes",
     "tombstone_session_id",
 ]
 
@@ -187,6 +189,33 @@ async def list_invalidated_ids(store: SessionStore, scope: str) -> frozenset[str
             continue
         if data.get("reason") in WITHHOLDING_REASONS:
             withheld.update(i for i in data.get("ids", ()) if isinstance(i, str))
+    return frozenset(withheld)
+
+
+async def list_tombstone_scopes(store: SessionStore) -> list[str]:
+    """Every scope that has tombstones in ``store``, in order of creation."""
+    return [
+        sid[len(TOMBSTONE_SESSION_PREFIX) :]
+        for sid in await store.sessions()
+        if sid.startswith(TOMBSTONE_SESSION_PREFIX)
+    ]
+
+
+async def list_store_invalidated_ids(
+    store: SessionStore, scopes: Iterable[str] | None = None
+) -> frozenset[str]:
+    """The union of ``list_invalidated_ids`` over ``scopes``, or over every scope the
+    store holds tombstones for (the default of readers outside the API: the CLI, an MCP
+    server, an inspector, which withhold whatever any scope revoked).
+
+    A named scope is validated like any scope name; one with no tombstones adds nothing.
+    """
+    if isinstance(scopes, str | bytes):
+        raise InvalidInputError("scopes must be a collection of scope names, not one string")
+    chosen = await list_tombstone_scopes(store) if scopes is None else list(scopes)
+    withheld: set[str] = set()
+    for scope in dict.fromkeys(chosen):
+        withheld |= await list_invalidated_ids(store, scope)
     return frozenset(withheld)
 
 

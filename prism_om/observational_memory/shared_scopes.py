@@ -29,6 +29,10 @@ decision, granted or denied. Denial reasons:
 
 Granted decisions carry reason ``owner`` or ``granted``. The local compaction payload is
 built from the local ledger only, so foreign memory never enters it.
+
+``shared_scope_block`` renders granted memory as the ``shared-work-scopes`` context
+block; the attached context provider and ``om:view`` both use it, so the view shows what
+the agent is shown.
 """
 
 from __future__ import annotations
@@ -36,10 +40,12 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from ..entries import SessionEntry, validate_session_id
+from ..tokens import TokenEstimator, get_estimator
 from ._source import is_store
+from .context import ContextBlock
 from .ledger import (
     ObservationalMemoryLedger,
     RecordedObservation,
@@ -48,6 +54,8 @@ from .ledger import (
 )
 from .projection import active_memory
 from .records import Observation, Reflection
+from .redact import Redactor
+from .render import render_observational_memory
 from .scope_map import (
     ROOT_SCOPE_ID,
     WorkScopeMap,
@@ -63,9 +71,13 @@ __all__ = [
     "SharedScopeMemory",
     "SharedScopeSpec",
     "SharedScopes",
+    "SHARED_BLOCK_NAME",
     "merge_observational_memory_ledgers",
     "resolve_shared_scopes",
+    "shared_scope_block",
 ]
+
+SHARED_BLOCK_NAME: Final = "shared-work-scopes"
 
 AccessReason = Literal[
     "owner",
@@ -274,3 +286,41 @@ async def resolve_shared_scopes(
             memory[scope_id] = found
         await _notify(on_access, event)
     return SharedScopes(memory, tuple(events))
+
+
+def shared_scope_block(
+    memory: Mapping[str, SharedScopeMemory],
+    scope_map: WorkScopeMap,
+    *,
+    invalidated_ids: Iterable[str] = (),
+    secrets: Iterable[str] | Redactor | None = None,
+    estimator: TokenEstimator | None = None,
+    lineage_only: bool = True,
+) -> ContextBlock | None:
+    """The ``shared-work-scopes`` block of granted memory, or None when it is empty.
+
+    With ``lineage_only`` (what the agent is shown) only scopes in the reader's current
+    scope lineage count; without it, every granted scope. Invalidated memory is withheld
+    exactly as in the local memory block.
+    """
+    lineage = {scope_map.current, *scope_map.ancestors(scope_map.current)}
+    invalid = frozenset(invalidated_ids)
+    observations: list[Observation] = []
+    reflections: list[Reflection] = []
+    for scope_id, granted in memory.items():
+        if lineage_only and scope_id not in lineage:
+            continue
+        obs, refl = active_memory(granted.ledger, invalid)
+        observations.extend(r.observation for r in obs)
+        reflections.extend(r.reflection for r in refl)
+    if not observations and not reflections:
+        return None
+    text = render_observational_memory(reflections, observations, secrets=secrets)
+    est = estimator or get_estimator()
+    return ContextBlock(
+        name=SHARED_BLOCK_NAME,
+        text=text,
+        tokens=est.count(text),
+        entry_ids=(),
+        memory_ids=tuple(r.id for r in reflections) + tuple(o.id for o in observations),
+    )
