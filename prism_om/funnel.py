@@ -46,6 +46,14 @@ class FunnelStore:
         await self.inner.append_many(entries)
         await self._copy(entries)
 
+    async def append_at_leaf(
+        self, entries: Sequence[SessionEntry], **options: Any
+    ) -> list[SessionEntry]:
+        # Session.append* lands here: copy what was stored, with the parents it got.
+        stored = await self.inner.append_at_leaf(entries, **options)
+        await self._copy(stored)
+        return stored
+
     async def _copy(self, entries: Sequence[SessionEntry]) -> None:
         wanted = [
             e
