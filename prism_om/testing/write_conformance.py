@@ -10,6 +10,7 @@ subprocesses that open the store by its ``url``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import sys
 from collections.abc import Sequence
@@ -69,7 +70,7 @@ async def run_in_subprocess(url: str, session_id: str, count: int, tag: str) -> 
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await asyncio.wait_for(process.communicate(), _SUBPROCESS_TIMEOUT_S)
+    _, err = await asyncio.wait_for(process.communicate(), _SUBPROCESS_TIMEOUT_S)
     assert process.returncode == 0, err.decode(errors="replace")[-2000:]
 
 
@@ -121,10 +122,9 @@ class WriteConformance:
             cancelled: list[tuple[list[SessionEntry], int]] = []
             for n in range(200):
                 batch = _chain("c", f"b{n}", rng.randint(1, 4), "root")
-                if n % 2:
-                    task = asyncio.ensure_future(store.append_at_leaf(batch))
-                else:
-                    task = asyncio.ensure_future(store.append_many(batch))
+                task: asyncio.Future[object] = asyncio.ensure_future(
+                    store.append_at_leaf(batch) if n % 2 else store.append_many(batch)
+                )
                 await asyncio.sleep(rng.uniform(0, 0.002))
                 task.cancel()
                 try:
@@ -160,10 +160,8 @@ class WriteConformance:
             task = asyncio.ensure_future(store.set_leaf("s", "a-0"))
             await asyncio.sleep(delay)
             task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await task
-            except asyncio.CancelledError:
-                pass
             leaf = await store.leaf("s")
             assert leaf in ("a-0", "a-2")
             await asyncio.sleep(0.01)
@@ -203,16 +201,15 @@ class WriteConformance:
     async def test_gathered_appends_at_leaf_form_one_branch(self, store: SessionStore) -> None:
         # A new session: every writer races to be its root, and none may fail or fork.
         session = Session(store, "g")
-        written = await asyncio.gather(
-            *(session.append_message("user", f"m{n}") for n in range(20)),
-            *(store.append_at_leaf(_chain("g", f"b{n}", 3, None)) for n in range(10)),
-        )
+        singles = [session.append_message("user", f"m{n}") for n in range(20)]
+        batches = [store.append_at_leaf(_chain("g", f"b{n}", 3, None)) for n in range(10)]
+        _, written = await asyncio.gather(asyncio.gather(*singles), asyncio.gather(*batches))
         assert len(await store.leaves("g")) == 1
         branch = [e.id for e in await store.branch("g")]
         assert len(branch) == 20 + 30
         assert sorted(branch) == sorted(e.id for e in await store.list("g"))
-        for batch in written[20:]:
-            ids = [e.id for e in batch]  # type: ignore[union-attr]
+        for batch in written:
+            ids = [e.id for e in batch]
             start = branch.index(ids[0])
             assert branch[start : start + 3] == ids  # a batch stays contiguous
 
