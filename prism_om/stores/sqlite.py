@@ -381,7 +381,8 @@ class SqliteStore(BranchDerivedReads):
             rows = await _rows(conn, _LEAF_BY_SESSION_SQL, (session_id,))
             leaf = rows[0][0] if rows else None
             head = None
-            if leaf is not None:
+            # The head costs a read per fork on the branch: only a compare pays for it.
+            if leaf is not None and expected_memory_head is not ANY_MEMORY_HEAD:
                 _, segment_id, depth, path_tokens, encoding = rows[0]
                 position = LeafPosition(leaf, segment_id, depth, path_tokens, encoding)
                 head = await _memory_head_of(position, lambda sql, params: _rows(conn, sql, params))
