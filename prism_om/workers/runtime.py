@@ -123,7 +123,8 @@ class WorkerOutcome:
 
     ``status`` is ``"ran"``, ``"skipped"`` or ``"failed"``. Skip reasons:
     ``missing_provider``, ``missing_model``, ``missing_credential``, ``nothing_to_observe``,
-    ``nothing_to_reflect``, ``below_threshold``, ``host_scopes``, ``pool_within_limit``.
+    ``nothing_to_reflect``, ``below_threshold``, ``host_scopes``, ``pool_within_limit``,
+    ``stale_coverage`` (another worker recorded first; nothing of this run was stored).
     A failure's ``reason`` is the ``WorkerRunError`` reason (``provider_error``,
     ``tool_calls``, ...) or ``credential_error``.
     """
