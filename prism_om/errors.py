@@ -16,7 +16,8 @@ The hierarchy::
     │   ├── SessionMismatchError     the entry or parent belongs to another session
     │   ├── RootExistsError          a second root for one session
     │   ├── EntryNotFoundError       a leaf or cursor that is not in the session
-    │   └── MemoryRecordError        an om.* record that the branch does not support
+    │   ├── MemoryRecordError        an om.* record that the branch does not support
+    │   └── StaleCoverageError       a worker's records, after another worker recorded
     ├── BranchMismatchError          an append that did not land on the session's leaf
     ├── ScopeDeniedError             a shared scope read that was not granted
     ├── StoreError                   the storage underneath failed
@@ -48,6 +49,7 @@ __all__ = [
     "RemovedSettingError",
     "RootExistsError",
     "ScopeDeniedError",
+    "StaleCoverageError",
     "SessionMismatchError",
     "StoreBusyError",
     "StoreClosedError",
@@ -116,6 +118,11 @@ class EntryNotFoundError(StoreRuleError, LookupError):
 
 class MemoryRecordError(StoreRuleError):
     """An ``om.*`` record whose ids or sources the branch does not support."""
+
+
+class StaleCoverageError(StoreRuleError):
+    """``append_at_leaf(expected_memory_head=...)`` found a newer memory record: another
+    worker already recorded over this coverage, so nothing was stored."""
 
 
 class BranchMismatchError(PrismMemoryError):

@@ -4,8 +4,9 @@ The specification's opt-in pattern for delegation trees: a store wrapper that, a
 child session's eligible message lands, appends a copy with a NEW entry id onto the
 workspace (parent) session, so the parent's observational memory observes it and mints
 its own ids. ``om.*`` records and other bookkeeping are never copied (their source ids
-would dangle), copies are serialised so concurrent children never fork the workspace
-branch, and the workspace session resumes from the store's persisted leaf.
+would dangle), copies are appended at the workspace leaf inside the store's write lock so
+neither concurrent children nor the workspace's own writers fork its branch, and the
+workspace session resumes from the store's persisted leaf.
 """
 
 from __future__ import annotations
@@ -46,6 +47,14 @@ class FunnelStore:
         await self.inner.append_many(entries)
         await self._copy(entries)
 
+    async def append_at_leaf(
+        self, entries: Sequence[SessionEntry], **options: Any
+    ) -> list[SessionEntry]:
+        # Session.append* lands here: copy what was stored, with the parents it got.
+        stored = await self.inner.append_at_leaf(entries, **options)
+        await self._copy(stored)
+        return stored
+
     async def _copy(self, entries: Sequence[SessionEntry]) -> None:
         wanted = [
             e
@@ -55,19 +64,15 @@ class FunnelStore:
         if not wanted:
             return
         async with self._lock:
-            parent = await self.inner.leaf(self.workspace_session_id)
-            copies = []
-            for entry in wanted:
-                copy = entry.model_copy(
-                    update={
-                        "id": create_entry_id("w"),
-                        "session_id": self.workspace_session_id,
-                        "parent_id": parent,
-                    }
+            copies = [
+                entry.model_copy(
+                    update={"id": create_entry_id("w"), "session_id": self.workspace_session_id}
                 )
-                copies.append(copy)
-                parent = copy.id
-            await self.inner.append_many(copies)
+                for entry in wanted
+            ]
+            # Chained at the workspace leaf inside the store's write lock, so the
+            # workspace's own writers (other tasks, other processes) never fork it.
+            await self.inner.append_at_leaf(copies)
 
     async def __aenter__(self) -> FunnelStore:
         return self

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .entries import (
@@ -13,7 +14,7 @@ from .entries import (
     validate_session_id,
 )
 from .errors import SessionMismatchError
-from .stores.base import SessionStore
+from .stores.base import ANY_MEMORY_HEAD, AnyMemoryHead, SessionStore
 
 __all__ = ["Session"]
 
@@ -22,9 +23,13 @@ class Session:
     """A view of one session of a store.
 
     The current leaf is the store's persisted leaf, so two ``Session`` objects over the
-    same store and id agree, and a reopened store resumes where the session was. An entry
-    built here names the current leaf as its parent; two writers that both name the same
-    parent fork the tree rather than lose an entry.
+    same store and id agree, and a reopened store resumes where the session was. Every
+    ``append*`` here appends at the current leaf as the store resolves it inside its
+    write lock (``SessionStore.append_at_leaf``), so concurrent writers (two tasks, an
+    agent turn and background memory work, two processes) chain one after another
+    instead of forking or failing. An explicit ``parent_id=`` keeps the store's plain
+    rules instead: the entry goes under that parent, and a parent that already has a
+    child forks.
     """
 
     def __init__(self, store: SessionStore, session_id: str) -> None:
@@ -42,33 +47,50 @@ class Session:
         """The current branch, root first."""
         return await self.store.branch(self.id)
 
-    async def append(self, entry: SessionEntry) -> SessionEntry:
-        """Append a ready entry of this session; the store moves the leaf to it."""
+    async def append(
+        self,
+        entry: SessionEntry,
+        *,
+        expected_memory_head: str | AnyMemoryHead | None = ANY_MEMORY_HEAD,
+    ) -> SessionEntry:
+        """Append a ready entry of this session at the current leaf; returns it as stored.
+
+        The entry's own ``parent_id`` is replaced by the leaf resolved inside the store's
+        write lock (use ``store.append(entry)`` to keep it). ``expected_memory_head``: see
+        ``SessionStore.append_at_leaf``.
+        """
         if entry.session_id != self.id:
             raise SessionMismatchError(
                 f"entry {entry.id!r} belongs to session {entry.session_id!r}, not {self.id!r}"
             )
-        await self.store.append(entry)
-        return entry
+        stored = await self.store.append_at_leaf([entry], expected_memory_head=expected_memory_head)
+        return stored[0]
 
     async def append_message(
         self, role: Role, content: str | list[Any], **fields: Any
     ) -> SessionEntry:
-        """Append a message whose parent is the current leaf."""
-        entry = message_entry(self.id, role, content, parent_id=await self.leaf(), **fields)
-        return await self.append(entry)
+        """Append a message at the current leaf (or under an explicit ``parent_id``)."""
+        return await self._place(message_entry, role, content, **fields)
 
     async def append_custom(self, data: dict[str, Any], **fields: Any) -> SessionEntry:
         """Append a custom entry (``data`` carries its ``type`` marker) at the current leaf."""
-        entry = custom_entry(self.id, data, parent_id=await self.leaf(), **fields)
-        return await self.append(entry)
+        return await self._place(custom_entry, data, **fields)
 
     async def append_compaction(
         self, summary: str, data: dict[str, Any] | None = None, **fields: Any
     ) -> SessionEntry:
         """Append a compaction entry at the current leaf."""
-        entry = compaction_entry(self.id, summary, data, parent_id=await self.leaf(), **fields)
-        return await self.append(entry)
+        return await self._place(compaction_entry, summary, data, **fields)
+
+    async def _place(
+        self, build: Callable[..., SessionEntry], *args: Any, **fields: Any
+    ) -> SessionEntry:
+        if "parent_id" in fields:
+            entry = build(self.id, *args, **fields)
+            await self.store.append(entry)
+            return entry
+        # The parent is a placeholder: append_at_leaf puts the entry under the leaf.
+        return await self.append(build(self.id, *args, parent_id=None, **fields))
 
     async def checkout(self, entry_id: str) -> None:
         """Move the current leaf back to ``entry_id``; the next append forks from there."""

@@ -33,6 +33,7 @@ from ..observational_memory import (
 from ..providers import ScriptedProvider
 from ..session import Session
 from ..stores import SessionStore, open_store
+from ..stores.base import ANY_MEMORY_HEAD, AnyMemoryHead
 from ..tokens import get_estimator
 from ..workers import OFFLINE_MODEL, OfflineMemoryProvider
 from .common import CliUsageError, store_url
@@ -96,10 +97,15 @@ class _ReplaySession(Session):
         super().__init__(store, session_id)
         self.clock = clock
 
-    async def append(self, entry: SessionEntry) -> SessionEntry:
+    async def append(
+        self,
+        entry: SessionEntry,
+        *,
+        expected_memory_head: str | AnyMemoryHead | None = ANY_MEMORY_HEAD,
+    ) -> SessionEntry:
         if entry.kind != "custom":
             entry = entry.model_copy(update={"timestamp": self.clock.tick()})
-        return await super().append(entry)
+        return await super().append(entry, expected_memory_head=expected_memory_head)
 
 
 def _script(turns: list[dict[str, Any]]) -> tuple[ScriptedProvider, list[AgentTool]]:

@@ -138,14 +138,8 @@ class Agent:
                     yield event, None
             # Tools run only while rounds remain; the last round's calls are not executed.
             runnable = calls if _round < self.max_tool_rounds else []
-            assistant = await self.session.append(
-                message_entry(
-                    self.session.id,
-                    "assistant",
-                    "".join(text),
-                    parent_id=await self.session.leaf(),
-                    tool_calls=[_tool_call(c) for c in runnable] or None,
-                )
+            assistant = await self.session.append_message(
+                "assistant", "".join(text), tool_calls=[_tool_call(c) for c in runnable] or None
             )
             turn.append(assistant)
             yield None, assistant
@@ -155,15 +149,7 @@ class Agent:
                 result, _failed = await run_tool(
                     self._tools, call.name, call.arguments, self.session.id
                 )
-                tool_entry = await self.session.append(
-                    message_entry(
-                        self.session.id,
-                        "tool",
-                        result,
-                        parent_id=await self.session.leaf(),
-                        tool_call_id=call.id,
-                    )
-                )
+                tool_entry = await self.session.append_message("tool", result, tool_call_id=call.id)
                 turn.append(tool_entry)
                 yield None, tool_entry
 
@@ -202,10 +188,8 @@ class Agent:
             if request.session_id != self.session.id:
                 raise InvalidInputError("a compaction_request hook may not change the session")
         entry = chosen.compact(list(request.entries), session_id=self.session.id, trigger=trigger)
-        leaf = await self.session.leaf()
-        if entry.parent_id != leaf:
-            # A hook may have trimmed the tail it folds; the compaction still lands at the leaf.
-            entry = replace_parent(entry, leaf)
+        # A hook may have trimmed the tail it folds; the compaction still lands at the leaf,
+        # as resolved when it is appended.
         return await self.session.append(entry)
 
 

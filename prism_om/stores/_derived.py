@@ -25,6 +25,7 @@ from ..observational_memory.ledger import (
 )
 from ..observational_memory.scope_map import WorkScopeMap, fold_work_scope_map
 from ..tokens import get_estimator
+from .base import check_page_args
 
 if TYPE_CHECKING:
     pass
@@ -155,6 +156,7 @@ class BranchDerivedReads:
         leaf_id: str | None = None,
     ) -> tuple[builtins.list[SessionEntry], bool]:
         """Eligible messages after/before ``cursor`` on the branch (see page_around_cursor)."""
+        check_page_args(limit, direction)
         return page_around_cursor(await self.branch(session_id, leaf_id), cursor, limit, direction)
 
     async def entry_count(self: _HasBranch, session_id: str, leaf_id: str | None = None) -> int:

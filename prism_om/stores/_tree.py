@@ -18,7 +18,12 @@ from ..errors import (
     SessionMismatchError,
     UnknownParentError,
 )
-from ..observational_memory.records import OBSERVATIONS_RECORDED, REFLECTIONS_RECORDED
+from ..observational_memory.records import (
+    FOLDED_TYPE,
+    MEMORY_RECORD_TYPES,
+    OBSERVATIONS_RECORDED,
+    REFLECTIONS_RECORDED,
+)
 from ..observational_memory.sources import is_eligible_observation_source_entry
 from ..observational_memory.validation import (
     BranchFacts,
@@ -27,7 +32,7 @@ from ..observational_memory.validation import (
     validate_memory_record,
 )
 
-__all__ = ["TreeIndex"]
+__all__ = ["TreeIndex", "is_memory_record"]
 
 
 @dataclass
@@ -48,6 +53,9 @@ class TreeIndex:
         # memory id -> entries that recorded it (any branch); "recorded on this branch" is
         # then an ancestor test per recorder instead of a scan of the branch.
         self.recorders: dict[str, list[tuple[str, str]]] = {}
+        # entry id -> the newest memory record on the path to it (itself included), kept
+        # at append so a compare-and-append reads the head in O(1) at any branch length.
+        self.memory_heads: dict[str, str | None] = {}
 
     # -- writes ------------------------------------------------------------------------
 
@@ -104,9 +112,12 @@ class TreeIndex:
             if entry.parent_id is None:
                 tree.root = entry.id
                 self.depth[entry.id] = 0
+                inherited = None
             else:
                 self.children[entry.parent_id].append(entry.id)
                 self.depth[entry.id] = self.depth[entry.parent_id] + 1
+                inherited = self.memory_heads[entry.parent_id]
+            self.memory_heads[entry.id] = entry.id if is_memory_record(entry) else inherited
             tree.leaf = entry.id
 
     def resolve_leaf(self, session_id: str, entry_id: str) -> str:
@@ -153,6 +164,16 @@ class TreeIndex:
     def branch(self, session_id: str, leaf_id: str | None) -> list[SessionEntry]:
         return [self.entries[i] for i in self.path_ids(session_id, leaf_id)]
 
+    def memory_head(self, session_id: str, leaf_id: str | None) -> str | None:
+        """The newest memory record on the branch to the leaf (default: current), or None."""
+        if leaf_id is None:
+            leaf_id = self.leaf(session_id)
+            if leaf_id is None:
+                return None
+        else:
+            self.resolve_leaf(session_id, leaf_id)
+        return self.memory_heads[leaf_id]
+
     def is_on_branch(self, session_id: str, entry_id: str, leaf_id: str | None) -> bool:
         """Ancestor test by depth: walk up from the leaf only as far as the entry's depth."""
         if leaf_id is None:
@@ -173,6 +194,20 @@ class TreeIndex:
             assert parent is not None  # depth > 0 means a parent exists
             current = parent
         return current == entry_id
+
+
+def is_memory_record(entry: SessionEntry) -> bool:
+    """True for the entries that move a branch's memory head (see ``memory_head``).
+
+    The same entries the SQLite adapter gives a memory marker row: markers suffice, as
+    every stored ``om.*`` record passed validation.
+    """
+    if entry.kind == "message":
+        return False
+    if entry.kind == "compaction":
+        memory = entry.data.get("memory") if entry.data is not None else None
+        return isinstance(memory, dict) and memory.get("type") == FOLDED_TYPE
+    return entry.custom_type in MEMORY_RECORD_TYPES
 
 
 def recorded_memory_ids(entry: SessionEntry) -> list[tuple[str, str]]:

@@ -3,18 +3,44 @@
 from __future__ import annotations
 
 import builtins
+import enum
 from collections.abc import Iterable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Final, Literal, Protocol, Self, runtime_checkable
 
 from ..entries import SessionEntry, validate_session_id
-from ..errors import DuplicateEntryError, InvalidEntryError, SessionMismatchError
+from ..errors import (
+    DuplicateEntryError,
+    InvalidEntryError,
+    InvalidInputError,
+    SessionMismatchError,
+    StaleCoverageError,
+)
+from ..observational_memory.limits import resolve_page_limit
 
 if TYPE_CHECKING:
     from ..observational_memory.ledger import ObservationalMemoryLedger
     from ..observational_memory.scope_map import WorkScopeMap
 
-__all__ = ["SessionStore", "check_batch_shape"]
+__all__ = [
+    "ANY_MEMORY_HEAD",
+    "AnyMemoryHead",
+    "SessionStore",
+    "chain_at_leaf",
+    "check_batch_shape",
+    "check_memory_head",
+    "check_page_args",
+]
+
+
+class AnyMemoryHead(enum.Enum):
+    """The type of ``ANY_MEMORY_HEAD``."""
+
+    ANY = "any"
+
+
+ANY_MEMORY_HEAD: Final = AnyMemoryHead.ANY
+"""``append_at_leaf(expected_memory_head=...)`` default: append whatever the head is."""
 
 
 @runtime_checkable
@@ -29,7 +55,21 @@ class SessionStore(Protocol):
     * appending to an entry that already has a child starts a new branch;
     * a rejected append or batch writes nothing; a batch belongs to one session;
     * each session has a persisted current leaf: an append moves it to the new entry,
-      ``set_leaf`` moves it anywhere in the session (so the next append forks).
+      ``set_leaf`` moves it anywhere in the session (so the next append forks);
+    * ``append``/``append_many`` place entries under the parents they name (two writers
+      naming one parent fork the tree); ``append_at_leaf`` places a batch at the leaf it
+      resolves inside the store's write lock, so concurrent writers chain one after
+      another, in-process and across processes;
+    * ``page_messages`` checks ``limit`` (an int, 1 to 100) and ``direction`` before it
+      reads, with the errors of the public page functions.
+
+    Cancellation: a write call that has begun runs to its end, even when the calling
+    task is cancelled, and only then re-raises ``CancelledError``. "Its end" is the
+    write stored whole, or rejected with nothing stored: a cancelled ``append_many`` /
+    ``append_at_leaf`` batch is in the store entirely or not at all, and a cancelled
+    call never leaves a transaction, lock or half-written line behind for the next
+    writer (in this process or another). A call cancelled before it starts running
+    writes nothing. ``set_leaf`` follows the same rule.
     """
 
     url: str
@@ -39,6 +79,35 @@ class SessionStore(Protocol):
 
     async def append_many(self, entries: Sequence[SessionEntry]) -> None:
         """Append a batch of one session's entries, all or nothing."""
+
+    async def append_at_leaf(
+        self,
+        entries: Sequence[SessionEntry],
+        *,
+        expected_memory_head: str | AnyMemoryHead | None = ANY_MEMORY_HEAD,
+    ) -> builtins.list[SessionEntry]:
+        """Append a batch at the session's current leaf, as resolved inside the write lock.
+
+        The batch is a chain: its first entry goes under the leaf (it becomes the root of
+        a session with no entries yet), each later entry under the one before it; the
+        ``parent_id`` the entries carry is replaced. Returns the entries as stored, with
+        their parents. Every other rule of ``append_many`` holds.
+
+        With ``expected_memory_head`` (an entry id, or None for "no memory record yet"),
+        the batch is appended only while ``memory_head()`` at the resolved leaf still
+        equals it, checked inside the same write lock; else ``StaleCoverageError`` and
+        nothing is stored. A memory worker passes the head it read before it started, so
+        two workers over the same coverage cannot both record.
+        """
+
+    async def memory_head(self, session_id: str, leaf_id: str | None = None) -> str | None:
+        """Id of the newest memory record on the branch, or None when it has none.
+
+        Memory records are ``om.observations.recorded``, ``om.reflections.recorded``,
+        ``om.observations.dropped`` and compactions carrying ``om.folded`` memory; scope
+        records and plain compactions are not. Any new memory record moves the head, so
+        it stands for the branch's whole memory coverage.
+        """
 
     async def get(self, entry_id: str) -> SessionEntry | None:
         """The entry with this id, from any session, or None."""
@@ -117,7 +186,8 @@ class SessionStore(Protocol):
         """Up to ``limit`` user/assistant/tool messages after (or before) ``cursor``.
 
         Oldest first, with whether more lie beyond. ``EntryNotFoundError`` when the cursor
-        is off the branch; ``InvalidInputError`` when it is not an eligible message.
+        is off the branch; ``InvalidInputError`` when it is not an eligible message, or
+        for a bad ``limit`` or ``direction`` (``PageTooLargeError`` above 100).
         """
 
     async def entry_count(self, session_id: str, leaf_id: str | None = None) -> int:
@@ -172,3 +242,38 @@ def check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[SessionE
             raise DuplicateEntryError(f"entry id {entry.id!r} appears twice in the batch")
         seen.add(entry.id)
     return batch
+
+
+def chain_at_leaf(
+    entries: Sequence[SessionEntry], leaf_id: str | None
+) -> builtins.list[SessionEntry]:
+    """The batch re-parented as ``append_at_leaf`` stores it: a chain under ``leaf_id``."""
+    chained: builtins.list[SessionEntry] = []
+    parent = leaf_id
+    for entry in entries:
+        chained.append(
+            entry if entry.parent_id == parent else entry.model_copy(update={"parent_id": parent})
+        )
+        parent = entry.id
+    return chained
+
+
+def check_memory_head(
+    session_id: str, expected: str | AnyMemoryHead | None, actual: str | None
+) -> None:
+    """Raise ``StaleCoverageError`` when the branch's memory head moved past ``expected``."""
+    if expected is ANY_MEMORY_HEAD or expected == actual:
+        return
+    raise StaleCoverageError(
+        f"session {session_id!r}: memory coverage moved (head {actual!r}, expected "
+        f"{expected!r}); another worker recorded first, so this run's records were not stored"
+    )
+
+
+def check_page_args(limit: object, direction: object) -> None:
+    """The page checks of ``page_messages``: the same errors as the public page functions."""
+    if limit is None:
+        raise InvalidInputError("limit must be a positive integer, got None")
+    resolve_page_limit(limit)  # type: ignore[arg-type]  # it checks the type itself
+    if direction not in ("forward", "backward"):
+        raise InvalidInputError(f"direction must be 'forward' or 'backward', got {direction!r}")

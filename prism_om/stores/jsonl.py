@@ -89,8 +89,15 @@ from ..errors import (
     StoreRuleError,
 )
 from ._derived import BranchDerivedReads
+from ._shield import finish_then_cancel
 from ._tree import TreeIndex
-from .base import check_batch_shape
+from .base import (
+    ANY_MEMORY_HEAD,
+    AnyMemoryHead,
+    chain_at_leaf,
+    check_batch_shape,
+    check_memory_head,
+)
 
 __all__ = ["JsonlStore"]
 
@@ -291,7 +298,25 @@ class JsonlStore(BranchDerivedReads):
         batch = check_batch_shape(entries)
         self._ensure_open()
         if batch:
-            await self._run(self._append_sync, batch)
+            await finish_then_cancel(self._run(self._append_sync, batch))
+
+    async def append_at_leaf(
+        self,
+        entries: Sequence[SessionEntry],
+        *,
+        expected_memory_head: str | AnyMemoryHead | None = ANY_MEMORY_HEAD,
+    ) -> builtins.list[SessionEntry]:
+        batch = check_batch_shape(entries)
+        self._ensure_open()
+        if not batch:
+            return []
+        return await finish_then_cancel(
+            self._run(self._append_sync, batch, True, expected_memory_head)
+        )
+
+    async def memory_head(self, session_id: str, leaf_id: str | None = None) -> str | None:
+        sid = self._session_arg(session_id)
+        return await self._read(lambda index: index.memory_head(sid, leaf_id))
 
     async def get(self, entry_id: str) -> SessionEntry | None:
         return await self._read(lambda index: index.entries.get(entry_id))
@@ -316,7 +341,7 @@ class JsonlStore(BranchDerivedReads):
 
     async def set_leaf(self, session_id: str, entry_id: str) -> None:
         sid = self._session_arg(session_id)
-        await self._run(self._set_leaf_sync, sid, entry_id)
+        await finish_then_cancel(self._run(self._set_leaf_sync, sid, entry_id))
 
     async def is_on_branch(
         self, session_id: str, entry_id: str, leaf_id: str | None = None
@@ -558,13 +583,29 @@ class JsonlStore(BranchDerivedReads):
 
     # -- writing ---------------------------------------------------------------------------
 
-    def _append_sync(self, batch: Sequence[SessionEntry]) -> None:
+    def _append_sync(
+        self,
+        batch: Sequence[SessionEntry],
+        at_leaf: bool = False,
+        expected_head: str | AnyMemoryHead | None = ANY_MEMORY_HEAD,
+    ) -> builtins.list[SessionEntry]:
         sid = batch[0].session_id
         data_name, _ = _file_names(sid)
+        if at_leaf:
+            # Only the first entry's parent waits for the leaf; the rest chain within.
+            batch = chain_at_leaf(batch, batch[0].parent_id)
         # Serialise before taking the lock, so a big batch does not hold up other processes.
-        payload = b"".join(entry.to_json().encode() + b"\n" for entry in batch)
+        lines = [entry.to_json().encode() + b"\n" for entry in batch]
         with self._locked(exclusive=True):
             self._refresh_for_write(sid)
+            if at_leaf:
+                leaf = self._index.leaf(sid)
+                head = None if leaf is None else self._index.memory_heads[leaf]
+                check_memory_head(sid, expected_head, head)
+                if batch[0].parent_id != leaf:
+                    batch = chain_at_leaf(batch, leaf)
+                    lines[0] = batch[0].to_json().encode() + b"\n"
+            payload = b"".join(lines)
             self._index.check(batch)
             self._bump_counter()
             fd = self._open_for_append(sid, data_name)
@@ -584,6 +625,7 @@ class JsonlStore(BranchDerivedReads):
             state.loaded = committed
             state.lines += len(batch)
             self._seen = self._change_key()
+        return builtins.list(batch)
 
     def _set_leaf_sync(self, sid: str, entry_id: str) -> None:
         with self._locked(exclusive=True):

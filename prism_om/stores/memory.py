@@ -11,8 +11,15 @@ from typing import Self
 from ..entries import SessionEntry, validate_session_id
 from ..errors import StoreClosedError
 from ._derived import BranchDerivedReads
+from ._shield import finish_then_cancel
 from ._tree import TreeIndex
-from .base import check_batch_shape
+from .base import (
+    ANY_MEMORY_HEAD,
+    AnyMemoryHead,
+    chain_at_leaf,
+    check_batch_shape,
+    check_memory_head,
+)
 
 __all__ = ["MemoryStore"]
 
@@ -37,10 +44,45 @@ class MemoryStore(BranchDerivedReads):
 
     async def append_many(self, entries: Sequence[SessionEntry]) -> None:
         batch = check_batch_shape(entries)
+        self._open_index()
+        if batch:
+            await finish_then_cancel(self._append_locked(batch, None, ANY_MEMORY_HEAD))
+
+    async def append_at_leaf(
+        self,
+        entries: Sequence[SessionEntry],
+        *,
+        expected_memory_head: str | AnyMemoryHead | None = ANY_MEMORY_HEAD,
+    ) -> builtins.list[SessionEntry]:
+        batch = check_batch_shape(entries)
+        self._open_index()
+        if not batch:
+            return []
+        stored = await finish_then_cancel(
+            self._append_locked(batch, batch[0].session_id, expected_memory_head)
+        )
+        return stored
+
+    async def _append_locked(
+        self,
+        batch: builtins.list[SessionEntry],
+        at_leaf_of: str | None,
+        expected_head: str | AnyMemoryHead | None,
+    ) -> builtins.list[SessionEntry]:
         async with self._lock:
             index = self._open_index()
+            if at_leaf_of is not None:
+                leaf = index.leaf(at_leaf_of)
+                batch = chain_at_leaf(batch, leaf)
+                check_memory_head(
+                    at_leaf_of, expected_head, None if leaf is None else index.memory_heads[leaf]
+                )
             index.check(batch)
             index.apply(batch)
+            return batch
+
+    async def memory_head(self, session_id: str, leaf_id: str | None = None) -> str | None:
+        return self._open_index().memory_head(validate_session_id(session_id), leaf_id)
 
     async def get(self, entry_id: str) -> SessionEntry | None:
         return self._open_index().entries.get(entry_id)
@@ -62,6 +104,7 @@ class MemoryStore(BranchDerivedReads):
     async def set_leaf(self, session_id: str, entry_id: str) -> None:
         index = self._open_index()
         index.resolve_leaf(validate_session_id(session_id), entry_id)
+        # No await between the check and the move: nothing to cancel half-way.
         index.trees[session_id].leaf = entry_id
 
     async def is_on_branch(

@@ -69,14 +69,23 @@ from ..observational_memory.validation import (
 from ..tokens import TokenEstimator, get_estimator
 from ._derived import BranchDerivedReads
 from ._schema import APPLICATION_ID, SCHEMA_VERSION, Schema, load_schema
+from ._shield import finish_then_cancel
 from ._sqlite_memory import (
+    COMPACTION_MARKER,
     fold_rows,
     ledger_from_rows,
     ledger_queries,
     scope_records_query,
     write_fold_rows,
 )
-from .base import check_batch_shape
+from .base import (
+    ANY_MEMORY_HEAD,
+    AnyMemoryHead,
+    chain_at_leaf,
+    check_batch_shape,
+    check_memory_head,
+    check_page_args,
+)
 
 __all__ = [
     "AppendHook",
@@ -239,6 +248,10 @@ _MEMORY_SUBSET_AT_LEAF_SQL = _MEMORY_SUBSET_SQL.replace(
 _LAST_COMPACTION_SQL = """
 SELECT entry_id FROM om_markers WHERE segment_id = ? AND depth BETWEEN ? AND ?
   AND record_type IN ('om.folded', 'compaction') ORDER BY depth DESC LIMIT 1"""
+# The newest memory record of one piece: om_markers rows less plain compactions.
+_MEMORY_HEAD_SQL = f"""
+SELECT entry_id FROM om_markers WHERE segment_id = ? AND depth BETWEEN ? AND ?
+  AND record_type <> '{COMPACTION_MARKER}' ORDER BY depth DESC LIMIT 1"""
 _PAGE_FORWARD_SQL = f"""
 SELECT id, CAST(body AS BLOB) FROM entries
 WHERE segment_id = ? AND depth BETWEEN ? AND ?
@@ -349,6 +362,46 @@ class SqliteStore(BranchDerivedReads):
             await self._append_in(conn, batch, encoded)
 
         await self._write("append", work)
+
+    async def append_at_leaf(
+        self,
+        entries: Sequence[SessionEntry],
+        *,
+        expected_memory_head: str | AnyMemoryHead | None = ANY_MEMORY_HEAD,
+    ) -> builtins.list[SessionEntry]:
+        batch = check_batch_shape(entries)
+        self._open_writer()
+        if not batch:
+            return []
+        session_id = batch[0].session_id
+
+        async def work(conn: aiosqlite.Connection) -> builtins.list[SessionEntry]:
+            # The leaf is read inside the transaction, so no other writer (thread, task
+            # or process) can append between reading it and appending under it.
+            rows = await _rows(conn, _LEAF_BY_SESSION_SQL, (session_id,))
+            leaf = rows[0][0] if rows else None
+            head = None
+            # The head costs a read per fork on the branch: only a compare pays for it.
+            if leaf is not None and expected_memory_head is not ANY_MEMORY_HEAD:
+                _, segment_id, depth, path_tokens, encoding = rows[0]
+                position = LeafPosition(leaf, segment_id, depth, path_tokens, encoding)
+                head = await _memory_head_of(position, lambda sql, params: _rows(conn, sql, params))
+            check_memory_head(session_id, expected_memory_head, head)
+            chained = chain_at_leaf(batch, leaf)
+            if len(chained) >= ENCODE_IN_THREAD:
+                encoded = await asyncio.to_thread(_encode, chained, self._estimator)
+            else:
+                encoded = _encode(chained, self._estimator)
+            await self._append_in(conn, chained, encoded)
+            return chained
+
+        return await self._write("append", work)
+
+    async def memory_head(self, session_id: str, leaf_id: str | None = None) -> str | None:
+        position = await self._leaf_position(session_id, leaf_id)
+        if position is None:
+            return None
+        return await _memory_head_of(position, self._fetch)
 
     async def get(self, entry_id: str) -> SessionEntry | None:
         rows = await self._fetch(
@@ -634,6 +687,7 @@ class SqliteStore(BranchDerivedReads):
         leaf_id: str | None = None,
     ) -> tuple[builtins.list[SessionEntry], bool]:
         """Up to ``limit`` eligible messages after/before ``cursor``: indexed, O(page)."""
+        check_page_args(limit, direction)
         position = await self._leaf_position(session_id, leaf_id)
         rows = []
         if position is not None:
@@ -741,18 +795,31 @@ class SqliteStore(BranchDerivedReads):
         """Run ``work`` in one ``BEGIN IMMEDIATE`` transaction under the writer lock.
 
         A rule error (or any exception) from ``work`` rolls everything back. A busy file
-        retries the whole transaction, which is safe because nothing of it was kept.
+        retries the whole transaction, which is safe because nothing of it was kept. A
+        cancelled caller waits for the transaction to commit or roll back (see
+        ``SessionStore``): aiosqlite runs a statement to its end whatever happens to the
+        coroutine awaiting it, so abandoning one could leave the writer in a transaction
+        that holds the file's write lock.
         """
+        return await finish_then_cancel(self._write_locked(action, work))
+
+    async def _write_locked(
+        self, action: str, work: Callable[[aiosqlite.Connection], Awaitable[T]]
+    ) -> T:
         async with self._lock:
             writer = self._open_writer()
+            if writer.in_transaction:
+                # Only a failed ROLLBACK gets here; never build on what it left behind.
+                await _rollback_quietly(writer)
 
             async def attempt() -> T:
-                await writer.execute("BEGIN IMMEDIATE")
                 try:
+                    await writer.execute("BEGIN IMMEDIATE")
                     result = await work(writer)
                     await writer.execute("COMMIT")
                 except BaseException:
-                    await _rollback_quietly(writer)
+                    if writer.in_transaction:
+                        await _rollback_quietly(writer)
                     raise
                 return result
 
@@ -1101,6 +1168,18 @@ def _on_pieces(pieces: Iterable[tuple[int, int, int]], segment_id: int, depth: i
 
 async def _rows(conn: aiosqlite.Connection, sql: str, params: Params = ()) -> builtins.list[Any]:
     return builtins.list(await conn.execute_fetchall(sql, params))
+
+
+async def _memory_head_of(
+    position: LeafPosition, fetch: Callable[[str, Params], Awaitable[builtins.list[Any]]]
+) -> str | None:
+    """The newest memory record on the branch ending at ``position``: O(pieces) reads."""
+    pieces = _sorted_pieces(await fetch(_BRANCH_PIECES_SQL, position.params()))
+    for segment_id, lo, hi in reversed(pieces):
+        rows = await fetch(_MEMORY_HEAD_SQL, (segment_id, lo, hi))
+        if rows:
+            return str(rows[0][0])
+    return None
 
 
 async def _position_on(conn: aiosqlite.Connection, entry_id: str) -> LeafPosition:

@@ -26,6 +26,7 @@ from ..errors import (
 from ..stores.base import SessionStore
 from ..stores.memory import MemoryStore
 from .generate import LeafOp, Op, generate_ops, make_message
+from .write_conformance import WriteConformance
 
 __all__ = ["StoreConformance", "StoreOpener", "apply_ops", "snapshot"]
 
@@ -71,8 +72,10 @@ def _msg(sid: str, eid: str, parent: str | None, text: str = "hello") -> Session
     return make_message(sid, eid, parent, "user", text, 1)
 
 
-class StoreConformance:
-    """The shared suite. Every test opens a fresh store through ``store_opener``."""
+class StoreConformance(WriteConformance):
+    """The shared suite. Every test opens a fresh store through ``store_opener``.
+
+    ``WriteConformance`` adds the write path's concurrency and cancellation rules."""
 
     @pytest.fixture
     async def store(self, store_opener: StoreOpener) -> AsyncIterator[SessionStore]:

@@ -21,21 +21,36 @@ waits, so a host turn is never held up by memory work.
 Failures: a worker whose provider (or credential resolver) fails, or that breaks a limit,
 does not raise out of ``flush``: its outcome is ``failed``, ``last_error`` holds the
 redacted, bounded message, no record (so no coverage) is appended for that run, and the
-next flush retries. A memory append that did not land at the session's leaf raises
-``BranchMismatchError`` after restoring the previous leaf; that is a host wiring bug.
+next flush retries. A memory append that did not land on the session's current branch
+with the content the runtime gave raises ``BranchMismatchError`` (a host wiring bug); the
+leaf is restored only when the append moved it off the branch, never back over entries
+appended after the runtime's own.
+
+Concurrent workers (another runtime, another process): each worker run reads the
+session's memory head (``SessionStore.memory_head``) before it reads the memory it works
+on, and appends its record only while that head is unchanged, checked inside the store's
+write lock (``expected_memory_head``, passed to ``append_entry`` when it accepts that
+keyword, as ``Session.append`` does). A run that lost the race stores nothing and ends
+``skipped`` with reason ``stale_coverage``; the next flush works from the new memory.
 
 Building a runtime reads no store, resolves no credential and calls no provider.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from ..entries import SessionEntry, custom_entry
-from ..errors import BranchMismatchError, InvalidInputError, PrismMemoryError
+from ..errors import (
+    BranchMismatchError,
+    InvalidInputError,
+    PrismMemoryError,
+    StaleCoverageError,
+)
 from ..observational_memory.coverage import observations_uncovered_by_reflection
 from ..observational_memory.limits import MemoryWorkerLimits, resolve_memory_worker_limits
 from ..observational_memory.projection import active_memory
@@ -50,6 +65,7 @@ from ..observational_memory.settings import (
 )
 from ..providers.base import CredentialResolver, Provider, bound_error_text, sanitize_cache_key
 from ..session import Session
+from ..stores.base import ANY_MEMORY_HEAD, AnyMemoryHead, check_memory_head
 from ..tokens import TokenEstimator, get_estimator
 from ._common import WorkerCall
 from .dropper import drop_with_model, lowest_relevance_drop
@@ -68,8 +84,11 @@ __all__ = [
     "create_observational_memory_runtime",
 ]
 
-AppendEntry = Callable[[SessionEntry], Awaitable[Any]]
-"""``async (entry) -> None``: the host's append, bound to the session's store and branch."""
+AppendEntry = Callable[..., Awaitable[Any]]
+"""``async (entry) -> None``: the host's append, bound to the session's store and branch.
+
+One that also takes ``expected_memory_head=`` (as ``Session.append`` does) lets the
+store reject a worker record that another worker overtook, inside its write lock."""
 DebugSink = Callable[[str, dict[str, Any]], None]
 """``(event, data) -> None``: receives the runtime's events."""
 WorkerName = Literal["observer", "reflector", "dropper"]
@@ -104,7 +123,8 @@ class WorkerOutcome:
 
     ``status`` is ``"ran"``, ``"skipped"`` or ``"failed"``. Skip reasons:
     ``missing_provider``, ``missing_model``, ``missing_credential``, ``nothing_to_observe``,
-    ``nothing_to_reflect``, ``below_threshold``, ``host_scopes``, ``pool_within_limit``.
+    ``nothing_to_reflect``, ``below_threshold``, ``host_scopes``, ``pool_within_limit``,
+    ``stale_coverage`` (another worker recorded first; nothing of this run was stored).
     A failure's ``reason`` is the ``WorkerRunError`` reason (``provider_error``,
     ``tool_calls``, ...) or ``credential_error``.
     """
@@ -188,6 +208,7 @@ class ObservationalMemoryRuntime:
         self.settings = settings
         self.limits = limits
         self._append_entry = append_entry
+        self._append_takes_head = _takes_keyword(append_entry, "expected_memory_head")
         self._workers = dict(workers)
         self._session_model = session_model
         self._resolver = credential_resolver
@@ -300,6 +321,9 @@ class ObservationalMemoryRuntime:
         if spec.provider is None:
             return self._record(progress, WorkerOutcome("observer", "skipped", "missing_provider"))
         store, sid = self.session.store, self.session.id
+        # Read before the memory it stands for, so a record that lands in between makes
+        # this run stale rather than a duplicate.
+        head = await store.memory_head(sid)
         # The live ledger carries the coverage cursors; the full one is read only when a
         # worker runs and needs every id ever minted on the branch.
         live = await store.live_ledger(sid)
@@ -338,7 +362,15 @@ class ObservationalMemoryRuntime:
                 )
             if result.covers_up_to_id is None:
                 break
-            entry = await self._append(result.record(), progress)
+            try:
+                entry = await self._append(result.record(), progress, head)
+            except StaleCoverageError:
+                if runs:
+                    break
+                return self._record(
+                    progress, WorkerOutcome("observer", "skipped", "stale_coverage")
+                )
+            head = entry.id
             entry_ids.append(entry.id)
             ids.extend(o.id for o in result.observations)
             taken.update(o.id for o in result.observations)
@@ -361,6 +393,7 @@ class ObservationalMemoryRuntime:
         if spec.provider is None:
             return self._record(progress, WorkerOutcome("reflector", "skipped", "missing_provider"))
         store, sid = self.session.store, self.session.id
+        head = await store.memory_head(sid)
         # Active memory and coverage are the same in the live ledger, which a turn can
         # afford; dropped observations are never parsed.
         ledger = await store.live_ledger(sid)
@@ -388,7 +421,10 @@ class ObservationalMemoryRuntime:
                 progress,
                 WorkerOutcome("reflector", "failed", exc.reason, error=self._error(exc.message)),
             )
-        entry = await self._append(result.record(), progress)
+        try:
+            entry = await self._append(result.record(), progress, head)
+        except StaleCoverageError:
+            return self._record(progress, WorkerOutcome("reflector", "skipped", "stale_coverage"))
         return self._record(
             progress,
             WorkerOutcome(
@@ -423,6 +459,7 @@ class ObservationalMemoryRuntime:
         scopes = await store.scope_map(sid)
         if scopes.has_host_scopes:
             return self._record(progress, WorkerOutcome("dropper", "skipped", "host_scopes"))
+        head = await store.memory_head(sid)
         ledger = await store.live_ledger(sid)
         pool = [r.observation for r in active_memory(ledger)[0]]
         est = self._estimator()
@@ -463,12 +500,16 @@ class ObservationalMemoryRuntime:
                 extra = lowest_relevance_drop(remaining, target, est)
                 self._emit("om.dropper.topped_up", {"count": len(extra)})
                 ids.extend(extra)
-        entry = await self._append(
-            {"type": "om.observations.dropped", "observationIds": ids, "coversUpToId": leaf}
-            if leaf is not None
-            else {"type": "om.observations.dropped", "observationIds": ids},
-            progress,
-        )
+        try:
+            entry = await self._append(
+                {"type": "om.observations.dropped", "observationIds": ids, "coversUpToId": leaf}
+                if leaf is not None
+                else {"type": "om.observations.dropped", "observationIds": ids},
+                progress,
+                head,
+            )
+        except StaleCoverageError:
+            return self._record(progress, WorkerOutcome("dropper", "skipped", "stale_coverage"))
         return self._record(
             progress,
             WorkerOutcome("dropper", "ran", None, (entry.id,), tuple(ids), runs, turns, calls),
@@ -527,33 +568,57 @@ class ObservationalMemoryRuntime:
             )
         )
 
-    async def _append(self, data: dict[str, Any], progress: _Progress) -> SessionEntry:
-        """Append one memory record through the host callback and check where it landed."""
+    async def _append(
+        self,
+        data: dict[str, Any],
+        progress: _Progress,
+        head: str | AnyMemoryHead | None = ANY_MEMORY_HEAD,
+    ) -> SessionEntry:
+        """Append one memory record through the host callback and check where it landed.
+
+        ``head``: the memory head the record's worker started from; ``StaleCoverageError``
+        when another record landed since, and then nothing was stored.
+        """
         store, sid = self.session.store, self.session.id
         previous = await store.leaf(sid)
+        # The parent is where the leaf is now; the host's append may place it lower.
         entry = custom_entry(sid, data, parent_id=previous)
-        await self._append_entry(entry)
-        leaf = await store.leaf(sid)
+        if self._append_takes_head:
+            await self._append_entry(entry, expected_memory_head=head)
+        else:
+            # The host's append cannot compare inside its lock: narrow the race at least.
+            check_memory_head(sid, head, await store.memory_head(sid))
+            await self._append_entry(entry)
         stored = await store.get(entry.id)
-        if leaf != entry.id or stored is None or stored.to_wire() != entry.to_wire():
+        landed = (
+            stored is not None
+            and stored.session_id == sid
+            and _content(stored) == _content(entry)
+            and await store.is_on_branch(sid, entry.id)
+        )
+        if not landed:
             restored = False
-            if previous is not None and leaf != previous:
+            # Only a leaf moved off the branch comes back; a leaf below ``previous`` holds
+            # later entries (another writer's), which stay where they are.
+            if previous is not None and not await store.is_on_branch(sid, previous):
                 try:
                     await store.set_leaf(sid, previous)
                     restored = True
                 except PrismMemoryError:
                     restored = False
+            leaf = await store.leaf(sid)
             message = (
-                f"memory entry {entry.id!r} did not land at the leaf of session {sid!r} "
-                f"(leaf is {leaf!r}); append_entry must append to this session's store and "
-                "branch" + ("; the previous leaf was restored" if restored else "")
+                f"memory entry {entry.id!r} did not land on the current branch of session "
+                f"{sid!r} (leaf is {leaf!r}); append_entry must append to this session's "
+                "store and branch" + ("; the previous leaf was restored" if restored else "")
             )
             self._last_error = self._error(message)
             self._emit("om.append.mismatch", {"entryId": entry.id, "leaf": leaf})
             raise BranchMismatchError(message)
-        progress.entry_ids.append(entry.id)
-        self._emit("om.append", {"entryId": entry.id, "type": data["type"]})
-        return entry
+        assert stored is not None
+        progress.entry_ids.append(stored.id)
+        self._emit("om.append", {"entryId": stored.id, "type": data["type"]})
+        return stored
 
     def _error(self, text: str) -> str:
         return bound_error_text(self._redactor.text(text), (), self.limits.max_worker_error_bytes)
@@ -569,6 +634,25 @@ class ObservationalMemoryRuntime:
             self._debug_sink(event, data)
         elif self.settings.debug_log:
             _log.debug("%s %s", event, data)
+
+
+def _content(entry: SessionEntry) -> dict[str, Any]:
+    """An entry's wire form less its parent, which an at-leaf append may have chosen."""
+    wire = entry.to_wire()
+    wire.pop("parentId", None)
+    return wire
+
+
+def _takes_keyword(func: Callable[..., Any], name: str) -> bool:
+    try:
+        parameters = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(
+        p.kind is inspect.Parameter.VAR_KEYWORD
+        or (p.name == name and p.kind is not inspect.Parameter.POSITIONAL_ONLY)
+        for p in parameters
+    )
 
 
 def _provider(value: object, providers: Mapping[str, Provider], where: str) -> Provider | None:
