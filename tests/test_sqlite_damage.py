@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from prism_om.entries import SessionEntry, message_entry
-from prism_om.errors import CorruptStoreError
+from prism_om.errors import CorruptStoreError, StoreError
 from prism_om.observational_memory.records import OBSERVATIONS_RECORDED
 from prism_om.stores.sqlite import DAMAGED_SUFFIX, SqliteStore
 from prism_om.testing.om_factories import random_builder
@@ -138,3 +138,26 @@ def test_a_write_past_the_file_size_limit_names_the_limit_and_the_file(tmp_path:
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == int(count)
     conn.close()
+
+
+def test_a_full_disk_is_named_with_the_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    import resource
+
+    from prism_om.stores import sqlite as sqlite_module
+
+    class Full:
+        f_bavail, f_frsize = 3, 4096
+
+    monkeypatch.setattr(sqlite_module.os, "statvfs", lambda path: Full())
+    monkeypatch.setattr(
+        sqlite_module.resource,
+        "getrlimit",
+        lambda which: (resource.RLIM_INFINITY, resource.RLIM_INFINITY),
+    )
+    exc = sqlite3.OperationalError("database or disk is full")
+    exc.sqlite_errorcode = sqlite3.SQLITE_FULL  # type: ignore[attr-defined]
+    error = sqlite_module._translate("sqlite:/data/s.db", "append", exc)
+    assert type(error) is StoreError
+    assert "'/data/s.db'" in str(error) and "disk holding it is full (12288 bytes free)" in str(
+        error
+    )
