@@ -155,3 +155,16 @@ CREATE TABLE IF NOT EXISTS om_scope_records (
 CREATE INDEX IF NOT EXISTS om_scope_records_branch ON om_scope_records (segment_id, depth);
 
 CREATE INDEX IF NOT EXISTS om_drops_memory ON om_drops (memory_id);
+
+-- One row per session: what listing the sessions shows, so that listing them reads this
+-- small table, not every entry. The adapter adds each appended batch to it in the append
+-- transaction. leaves counts the session's segments (each segment's tail is exactly one
+-- entry without children); last_activity is the latest entry timestamp as fixed-width UTC
+-- ISO 8601 text, which sorts as the times it names.
+CREATE TABLE IF NOT EXISTS session_summary (
+    session_id TEXT PRIMARY KEY REFERENCES sessions (session_id),
+    entries INTEGER NOT NULL,
+    messages INTEGER NOT NULL,
+    leaves INTEGER NOT NULL,
+    last_activity TEXT
+);

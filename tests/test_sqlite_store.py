@@ -693,6 +693,7 @@ def test_schema_transpiles_to_postgres(caplog: pytest.LogCaptureFixture) -> None
         "om_drops",
         "om_markers",
         "om_scope_records",
+        "session_summary",
     )
     for table in tables:
         assert any(s.startswith(f"CREATE TABLE IF NOT EXISTS {table} (") for s in translated), table

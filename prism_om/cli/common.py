@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from ..errors import StoreNotFoundError
 from ..stores import SessionStore, open_store, parse_store_url
 
 __all__ = [
@@ -38,21 +39,38 @@ def store_url(value: str) -> str:
 
 
 @asynccontextmanager
-async def open_cli_store(db: str, *, create: bool = False) -> AsyncIterator[SessionStore]:
-    """Open the store ``--db`` names; unless ``create``, it must exist already.
+async def open_cli_store(
+    db: str, *, create: bool = False, write: bool = False
+) -> AsyncIterator[SessionStore]:
+    """Open the store ``--db`` names: read-only unless ``write`` (or ``create``).
 
-    Opening a SQLite file or a JSONL directory creates it, so a read with a mistyped path
-    would leave an empty store behind; reads refuse a missing one instead.
+    Only ``create`` may make a new store; without it the store must exist already, so a
+    mistyped path (or a stray empty file) never turns into an empty store. A command that
+    writes refuses ``memory:``, where nothing it wrote would outlive the command.
     """
     url = store_url(db)
     scheme, path = parse_store_url(url)
-    if not create and scheme != "memory" and not _exists(path):
+    writing = write or create
+    if writing and scheme == "memory":
         raise CliUsageError(
-            f"no store at {path!r} ({url}): run 'prism-om demo' or 'prism-om import FILE "
-            "--db ...' first, or pass --db"
+            f"--db {db!r} is an in-memory store: nothing written to it would last past this "
+            "command; pass a sqlite: file or a jsonl: directory"
         )
-    async with await open_store(url) as store:
+    if not create and scheme != "memory" and not _exists(path):
+        raise CliUsageError(_missing(path, url))
+    try:
+        opened = await open_store(url, read_only=not writing, create=create)
+    except StoreNotFoundError as exc:
+        raise CliUsageError(f"{exc}; {_missing(path, url)}") from exc
+    async with opened as store:
         yield store
+
+
+def _missing(path: str, url: str) -> str:
+    return (
+        f"no store at {path!r} ({url}): run 'prism-om demo' or 'prism-om import FILE "
+        "--db ...' first, or pass --db"
+    )
 
 
 def _exists(path: str) -> bool:

@@ -137,7 +137,10 @@ async def print_flush(result: FlushResult, session: Session) -> None:
 
 
 async def cmd_observe(args: argparse.Namespace) -> None:
-    async with open_cli_store(args.db) as store, _worker_provider(args) as (provider, model):
+    async with (
+        open_cli_store(args.db, write=True) as store,
+        _worker_provider(args) as (provider, model),
+    ):
         await require_session(store, args.session)
         session = Session(store, args.session)
         spinner, sink = _spinner(not args.json)
@@ -198,7 +201,7 @@ def print_compaction(figures: dict[str, Any]) -> None:
 
 
 async def cmd_compact(args: argparse.Namespace) -> None:
-    async with open_cli_store(args.db) as store:
+    async with open_cli_store(args.db, write=True) as store:
         await require_session(store, args.session)
         session = Session(store, args.session)
         strategy = create_observational_memory_compaction_strategy(

@@ -19,7 +19,8 @@ from ..observational_memory import (
     recall_observational_memory,
     recall_observational_memory_branch_page,
 )
-from ..stores import SessionStore
+from ..stores import SessionStore, SessionSummary
+from ..stores._summary import summarize_entries, utc_timestamp
 from .common import CliUsageError, open_cli_store, require_session
 from .output import clip, console, heading, one_line, print_json, table
 from .tombstones import cli_invalidated_ids
@@ -181,20 +182,31 @@ def print_page(page: BranchPage) -> None:
 
 
 async def session_rows(store: SessionStore) -> list[dict[str, Any]]:
-    rows = []
-    for sid in await store.sessions():
-        listed = await store.list(sid)
-        rows.append(
-            {
-                "session": sid,
-                "entries": len(listed),
-                "messages": sum(1 for e in listed if e.kind == "message"),
-                "leaves": len(await store.leaves(sid)),
-                "leaf": await store.leaf(sid),
-                "lastActivity": max((e.timestamp for e in listed), default=None),
-            }
-        )
-    return rows
+    """One row per session, from the store's kept summaries where it has them.
+
+    A store without ``session_summaries`` is summarised from every entry. Last activity
+    is compared as a time and shown in UTC, whatever format the timestamps were in.
+    """
+    summaries: Sequence[SessionSummary]
+    kept = getattr(store, "session_summaries", None)
+    if kept is not None:
+        summaries = await kept()
+    else:
+        summaries = [
+            summarize_entries(sid, await store.list(sid), len(await store.leaves(sid)))
+            for sid in await store.sessions()
+        ]
+    return [
+        {
+            "session": s.session_id,
+            "entries": s.entries,
+            "messages": s.messages,
+            "leaves": s.leaves,
+            "leaf": await store.leaf(s.session_id),
+            "lastActivity": utc_timestamp(s.last_activity),
+        }
+        for s in summaries
+    ]
 
 
 async def cmd_sessions(args: argparse.Namespace) -> None:

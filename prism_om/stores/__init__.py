@@ -6,10 +6,12 @@ absolute (``sqlite:///tmp/x.db`` and ``sqlite:/tmp/x.db`` both name ``/tmp/x.db`
 
 from __future__ import annotations
 
-from .base import SessionStore
+from typing import Any
+
+from .base import SessionStore, SessionSummary
 from .memory import MemoryStore
 
-__all__ = ["MemoryStore", "SessionStore", "open_store", "parse_store_url"]
+__all__ = ["MemoryStore", "SessionStore", "SessionSummary", "open_store", "parse_store_url"]
 
 
 def parse_store_url(url: str) -> tuple[str, str]:
@@ -28,15 +30,27 @@ def parse_store_url(url: str) -> tuple[str, str]:
     return scheme, rest
 
 
-async def open_store(url: str) -> SessionStore:
-    """Open the store a URL names; the caller closes it (or uses ``async with``)."""
+async def open_store(url: str, *, read_only: bool = False, create: bool = True) -> SessionStore:
+    """Open the store a URL names; the caller closes it (or uses ``async with``).
+
+    ``create=False`` refuses a store that does not exist yet (``StoreNotFoundError``)
+    instead of making an empty one; ``read_only=True`` never creates or changes anything,
+    and the store's writes raise ``ReadOnlyStoreError``. ``memory:`` ignores both.
+    """
     scheme, path = parse_store_url(url)
     if scheme == "memory":
         return MemoryStore(url)
+    # Only what differs from the defaults is passed on, so an adapter that has no such
+    # options yet still opens as before.
+    options: dict[str, Any] = {}
+    if read_only:
+        options["read_only"] = True
+    if not create:
+        options["create"] = False
     if scheme == "jsonl":
         from .jsonl import JsonlStore
 
-        return await JsonlStore.open(path)
+        return await JsonlStore.open(path, **options)
     from .sqlite import SqliteStore
 
-    return await SqliteStore.open(path)
+    return await SqliteStore.open(path, **options)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import enum
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, Literal, Protocol, Self, runtime_checkable
 
@@ -26,6 +27,7 @@ __all__ = [
     "ANY_MEMORY_HEAD",
     "AnyMemoryHead",
     "SessionStore",
+    "SessionSummary",
     "chain_at_leaf",
     "check_batch_shape",
     "check_memory_head",
@@ -277,3 +279,19 @@ def check_page_args(limit: object, direction: object) -> None:
     resolve_page_limit(limit)  # type: ignore[arg-type]  # it checks the type itself
     if direction not in ("forward", "backward"):
         raise InvalidInputError(f"direction must be 'forward' or 'backward', got {direction!r}")
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """What ``sessions`` lists for one session, kept by the store as it appends.
+
+    ``entries`` counts every entry of the session (all branches), ``messages`` its
+    message entries, ``leaves`` its entries without a child; ``last_activity`` is the
+    greatest entry timestamp, or None for a session without entries.
+    """
+
+    session_id: str
+    entries: int
+    messages: int
+    leaves: int
+    last_activity: str | None

@@ -234,6 +234,8 @@ class JsonlStore(BranchDerivedReads):
         *,
         fsync: bool = True,
         lock_timeout: float = 30.0,
+        read_only: bool = False,
+        create: bool = True,
     ) -> JsonlStore:
         """Open (creating if missing) the store in ``directory`` and read it."""
         return await asyncio.to_thread(cls._open_sync, os.fspath(directory), fsync, lock_timeout)

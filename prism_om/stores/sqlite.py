@@ -21,6 +21,21 @@ Appends check everything ``MemoryStore`` checks, in the same order and with the 
 errors, inside the write transaction: the tree rules, then ``om.*`` memory records with
 the shared validation of ``observational_memory.validation``, reading only the entries a
 record names and the memory records on its branch.
+
+Read-only opens (``read_only=True``) never create or change the file: the connection is
+opened ``mode=ro``. A file in WAL mode needs its shared-memory file (``-shm``) for that;
+where it cannot be created (a read-only directory) and no committed writes wait in the WAL,
+the file is opened ``immutable=1`` instead, and such a reader does not see writes other
+processes make while it is open.
+
+Damage: a write that meets a corruption error marks the store damaged, in the process and
+in a ``<file>-damaged`` note next to it, and every later write, in any process, refuses
+with ``CorruptStoreError`` until the file is repaired (``prism-om check``) and the note
+removed. Reads go on, so the readable sessions can be copied out.
+
+Schema versions: a file of an older ``user_version`` is migrated in place, in one
+transaction, when it is opened for writing (``MIGRATIONS``); a read-only open leaves it
+as it is and answers the reads the old shape allows. A newer version refuses to open.
 """
 
 from __future__ import annotations
@@ -30,11 +45,13 @@ import builtins
 import contextlib
 import os
 import random
+import resource
 import sqlite3
 import threading
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, NamedTuple, Self, TypeVar
 
@@ -49,11 +66,13 @@ from ..errors import (
     EntryNotFoundError,
     InvalidInputError,
     MemoryRecordError,
+    ReadOnlyStoreError,
     RootExistsError,
     SessionMismatchError,
     StoreBusyError,
     StoreClosedError,
     StoreError,
+    StoreNotFoundError,
     StoreRuleError,
     UnknownParentError,
 )
@@ -78,9 +97,11 @@ from ._sqlite_memory import (
     scope_records_query,
     write_fold_rows,
 )
+from ._summary import latest_timestamp, utc_timestamp
 from .base import (
     ANY_MEMORY_HEAD,
     AnyMemoryHead,
+    SessionSummary,
     chain_at_leaf,
     check_batch_shape,
     check_memory_head,
@@ -90,6 +111,8 @@ from .base import (
 __all__ = [
     "AppendHook",
     "BRANCH_PATH_CTE",
+    "DAMAGED_SUFFIX",
+    "MIGRATIONS",
     "LeafPosition",
     "PlacedEntry",
     "SqliteStore",
@@ -258,6 +281,35 @@ WHERE segment_id = ? AND depth BETWEEN ? AND ?
   AND kind = 'message' AND role IN ({", ".join("?" * len(_ELIGIBLE_ROLES))})
 ORDER BY depth LIMIT ?"""
 
+# Per-session summaries (schema.sql: session_summary). An appended batch adds its counts;
+# its latest timestamp replaces the stored one only when later (fixed-width UTC text).
+_ADD_TO_SUMMARY_SQL = """
+INSERT INTO session_summary (session_id, entries, messages, leaves, last_activity)
+VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (session_id) DO UPDATE SET
+    entries = session_summary.entries + excluded.entries,
+    messages = session_summary.messages + excluded.messages,
+    leaves = session_summary.leaves + excluded.leaves,
+    last_activity = CASE
+        WHEN excluded.last_activity > coalesce(session_summary.last_activity, '')
+        THEN excluded.last_activity ELSE session_summary.last_activity END"""
+_SUMMARIES_SQL = """
+SELECT s.session_id, m.entries, m.messages, m.leaves, m.last_activity, m.session_id
+FROM sessions s LEFT JOIN session_summary m ON m.session_id = s.session_id
+ORDER BY s.seq"""
+# The same, computed from the entries: how a migration backfills the table, and how a
+# read-only open of a store older than the table answers. prism_utc is utc_timestamp.
+_SUMMARIES_FROM_ENTRIES_SQL = """
+SELECT s.session_id AS session_id,
+       (SELECT count(*) FROM entries e WHERE e.session_id = s.session_id) AS entries,
+       (SELECT count(*) FROM entries e WHERE e.session_id = s.session_id
+                                         AND e.kind = 'message') AS messages,
+       (SELECT count(*) FROM segments g WHERE g.session_id = s.session_id) AS leaves,
+       (SELECT max(prism_utc(e.timestamp)) FROM entries e
+        WHERE e.session_id = s.session_id) AS last_activity,
+       s.session_id AS found
+FROM sessions s ORDER BY s.seq"""
+
 
 async def _write_memory_folds(conn: aiosqlite.Connection, placed: Sequence[PlacedEntry]) -> None:
     """The append hook that keeps the memory fold tables in step with the entries."""
@@ -311,12 +363,22 @@ class SqliteStore(BranchDerivedReads):
         writer: aiosqlite.Connection,
         reader: aiosqlite.Connection,
         estimator: TokenEstimator,
+        *,
+        read_only: bool = False,
+        schema_version: int = SCHEMA_VERSION,
     ) -> None:
         self.url = url
+        # A read-only store has one connection; its writer is never handed out.
         self._writer = writer
         self._reader = reader
         self._estimator = estimator
         self._closed = False
+        self._read_only = read_only
+        self._schema_version = schema_version
+        self._location = url.removeprefix("sqlite:")
+        # Why writes are refused, once a write met a damaged file (here or in another
+        # process, which left the note next to the file).
+        self._damaged: str | None = None if read_only else _read_damage_note(self._location)
         # Held across every write transaction: the writer connection has one transaction.
         self._lock = asyncio.Lock()
         self._append_hooks: builtins.list[AppendHook] = [_write_memory_folds]
@@ -328,15 +390,28 @@ class SqliteStore(BranchDerivedReads):
         *,
         busy_timeout_ms: int = 5000,
         synchronous: str = "NORMAL",
+        read_only: bool = False,
+        create: bool = True,
     ) -> SqliteStore:
-        """Open (creating if needed) the store file at ``path`` and check its schema."""
+        """Open the store file at ``path``, check its schema, migrate an older one.
+
+        ``create=False`` refuses (``StoreNotFoundError``) a missing or empty file instead
+        of making a store of it. ``read_only=True`` never creates, changes or migrates the
+        file, and its writes raise ``ReadOnlyStoreError`` (see the module docstring).
+        """
         location = os.fspath(path)
         mode = _check_open_args(location, busy_timeout_ms, synchronous)
         url = f"sqlite:{location}"
+        if (read_only or not create) and not await asyncio.to_thread(os.path.exists, location):
+            raise StoreNotFoundError(f"no store at {location!r} ({url}): the file does not exist")
+        if read_only:
+            reader, version = await _open_read_only(url, location, busy_timeout_ms)
+            return cls(url, reader, reader, get_estimator(), read_only=True, schema_version=version)
         schema = load_schema()
-        writer = await _connect(url, location, busy_timeout_ms)
+        # Without create, "rw" keeps SQLite itself from making the file after the check.
+        writer = await _connect(url, location, busy_timeout_ms, uri_mode=None if create else "rw")
         try:
-            await _prepare_file(url, writer, mode, schema)
+            await _prepare_file(url, writer, mode, schema, create=create)
             reader = await _connect(url, location, busy_timeout_ms, query_only=True)
         except BaseException:
             await _close_quietly(writer)
@@ -361,7 +436,7 @@ class SqliteStore(BranchDerivedReads):
         async def work(conn: aiosqlite.Connection) -> None:
             await self._append_in(conn, batch, encoded)
 
-        await self._write("append", work)
+        await self._writing("append", work)
 
     async def append_at_leaf(
         self,
@@ -395,7 +470,7 @@ class SqliteStore(BranchDerivedReads):
             await self._append_in(conn, chained, encoded)
             return chained
 
-        return await self._write("append", work)
+        return await self._writing("append", work)
 
     async def memory_head(self, session_id: str, leaf_id: str | None = None) -> str | None:
         position = await self._leaf_position(session_id, leaf_id)
@@ -457,7 +532,7 @@ class SqliteStore(BranchDerivedReads):
                 "UPDATE sessions SET leaf_id = ? WHERE session_id = ?", (entry_id, session_id)
             )
 
-        await self._write("set_leaf", work)
+        await self._writing("set_leaf", work)
 
     async def is_on_branch(
         self, session_id: str, entry_id: str, leaf_id: str | None = None
@@ -469,6 +544,26 @@ class SqliteStore(BranchDerivedReads):
 
     async def sessions(self) -> builtins.list[str]:
         return [row[0] for row in await self._fetch("SELECT session_id FROM sessions ORDER BY seq")]
+
+    async def session_summaries(self) -> builtins.list[SessionSummary]:
+        """Every session's summary, in order of creation, from the summary table.
+
+        Costs one row per session, whatever the sessions hold; a store opened read-only
+        before its migration computes them from the entries instead.
+        """
+        self._open_reader()
+        legacy = self._schema_version < 2
+        rows = await self._fetch(_SUMMARIES_FROM_ENTRIES_SQL if legacy else _SUMMARIES_SQL)
+        summaries = []
+        for session_id, entries, messages, leaves, last_activity, found in rows:
+            if found is None:
+                raise CorruptStoreError(
+                    f"session {session_id!r} in {self.url} has no row in session_summary"
+                )
+            summaries.append(
+                SessionSummary(session_id, int(entries), int(messages), int(leaves), last_activity)
+            )
+        return summaries
 
     async def close(self) -> None:
         if self._closed:
@@ -788,7 +883,11 @@ class SqliteStore(BranchDerivedReads):
     async def _fetch(self, sql: str, params: Params = ()) -> builtins.list[Any]:
         """All rows of one read on the reader connection, errors translated."""
         reader = self._open_reader()
-        rows = await _retrying(self.url, "read", lambda: reader.execute_fetchall(sql, params))
+        try:
+            rows = await _retrying(self.url, "read", lambda: reader.execute_fetchall(sql, params))
+        except CorruptStoreError as exc:
+            self._mark_damaged(exc)
+            raise
         return builtins.list(rows)
 
     async def _write(self, action: str, work: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
@@ -881,6 +980,17 @@ class SqliteStore(BranchDerivedReads):
             )
         if placer.segments:
             await conn.executemany(_INSERT_SEGMENT_SQL, placer.segments)
+        # Each new segment ends in a new leaf (its tail); continuing one moves its leaf.
+        await conn.execute(
+            _ADD_TO_SUMMARY_SQL,
+            (
+                session_id,
+                len(batch),
+                sum(1 for entry in batch if entry.kind == "message"),
+                len(placer.segments),
+                latest_timestamp(entry.timestamp for entry in batch),
+            ),
+        )
         try:
             await conn.executemany(_INSERT_ENTRY_SQL, rows)
         except sqlite3.IntegrityError:
@@ -972,7 +1082,41 @@ class SqliteStore(BranchDerivedReads):
     def _open_writer(self) -> aiosqlite.Connection:
         if self._closed:
             raise StoreClosedError(f"store {self.url!r} is closed")
+        if self._read_only:
+            raise ReadOnlyStoreError(
+                f"store {self.url!r} was opened read-only: open it without read_only to write"
+            )
+        if self._damaged is not None:
+            raise CorruptStoreError(
+                f"{self.url} is damaged ({self._damaged}); writes are refused so that "
+                f"nothing more lands in a broken file: run 'prism-om check --db "
+                f"{self._location}', then remove {self._location + DAMAGED_SUFFIX!r}"
+            )
         return self._writer
+
+    async def _writing(
+        self, action: str, work: Callable[[aiosqlite.Connection], Awaitable[T]]
+    ) -> T:
+        """``_write``, marking the store damaged when the write meets a damaged file."""
+        try:
+            return await self._write(action, work)
+        except CorruptStoreError as exc:
+            self._mark_damaged(exc)
+            raise
+
+    def _mark_damaged(self, exc: CorruptStoreError) -> None:
+        """Refuse later writes, here and (through the note) in other processes."""
+        if self._read_only or self._damaged is not None:
+            return
+        self._damaged = _first_line(exc)
+        note = self._location + DAMAGED_SUFFIX
+        # The note is best effort: where it cannot be written, this process still refuses.
+        with contextlib.suppress(OSError):
+            fd = os.open(note, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            try:
+                os.write(fd, f"{now_timestamp()} {self._damaged}\n".encode())
+            finally:
+                os.close(fd)
 
 
 # -- placing a batch in the tree ---------------------------------------------------------
@@ -1190,6 +1334,70 @@ async def _position_on(conn: aiosqlite.Connection, entry_id: str) -> LeafPositio
 
 # -- opening a file ---------------------------------------------------------------------
 
+# The note a write that met a damaged file leaves next to it: "<file>-damaged".
+DAMAGED_SUFFIX = "-damaged"
+# A read-only open retries immutable=1 after these (no -shm file could be made).
+_READ_ONLY_CODES = frozenset({sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN})
+
+
+def _read_damage_note(location: str) -> str | None:
+    """The reason in the file's damage note, or None when there is none."""
+    try:
+        with open(location + DAMAGED_SUFFIX, "rb") as note:
+            text = note.read(4096).decode("utf-8", "replace").strip()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        text = f"a damage note that cannot be read: {exc.strerror}"
+    return f"marked damaged by an earlier write: {text or 'no reason recorded'}"
+
+
+async def _open_read_only(url: str, location: str, busy_timeout_ms: int) -> tuple[Any, int]:
+    """The one connection of a read-only store, and the file's schema version."""
+    conn = await _connect(url, location, busy_timeout_ms, uri_mode="ro")
+    try:
+        try:
+            version, app_id = await _file_marks(conn)
+        except sqlite3.Error as exc:
+            if _primary_code(exc) not in _READ_ONLY_CODES:
+                raise _translate(url, "open", exc) from exc
+            await _close_quietly(conn)
+            conn = await _immutable_connection(url, location, busy_timeout_ms, exc)
+            version, app_id = await _retrying(url, "open", lambda: _file_marks(conn))
+        if version == 0:
+            (tables,) = await _retrying(
+                url, "open", lambda: _first_row(conn, "SELECT count(*) FROM sqlite_master")
+            )
+            if not tables:
+                raise StoreNotFoundError(
+                    f"no store at {location!r} ({url}): the file is empty, and a read "
+                    "does not make a store of it"
+                )
+            raise StoreError(
+                f"{url} is not a prism_om store: it holds tables but no schema version"
+            )
+        _check_marks(url, version, app_id)
+    except BaseException:
+        await _close_quietly(conn)
+        raise
+    return conn, version
+
+
+async def _immutable_connection(
+    url: str, location: str, busy_timeout_ms: int, cause: sqlite3.Error
+) -> aiosqlite.Connection:
+    """A read-only connection that needs no ``-shm`` file: it ignores the WAL, so it is
+    only taken when the WAL holds no committed writes."""
+    wal = location + "-wal"
+    with contextlib.suppress(OSError):
+        if await asyncio.to_thread(os.path.getsize, wal) > 0:
+            raise StoreError(
+                f"{url}: committed writes still wait in {wal!r}, and a read-only "
+                f"open cannot read them ({cause}): open the store once with write access "
+                "in that directory, or copy the files somewhere writable"
+            ) from cause
+    return await _connect(url, location, busy_timeout_ms, uri_mode="ro&immutable=1")
+
 
 def _check_open_args(location: str, busy_timeout_ms: int, synchronous: str) -> str:
     """Validate ``open``'s arguments; return the ``synchronous`` mode to set."""
@@ -1212,14 +1420,24 @@ def _check_open_args(location: str, busy_timeout_ms: int, synchronous: str) -> s
 
 
 async def _connect(
-    url: str, location: str, busy_timeout_ms: int, *, query_only: bool = False
+    url: str,
+    location: str,
+    busy_timeout_ms: int,
+    *,
+    query_only: bool = False,
+    uri_mode: str | None = None,
 ) -> aiosqlite.Connection:
-    """One connection in autocommit mode: transactions are begun explicitly."""
+    """One connection in autocommit mode: transactions are begun explicitly.
+
+    ``uri_mode`` opens the file as a URI with ``mode=<uri_mode>`` (``ro``, ``rw``, ...),
+    which SQLite honours by never creating the file.
+    """
+    target = location if uri_mode is None else _file_uri(location, uri_mode)
     try:
         # aiosqlite leaves its worker thread to finish stopping after a failed connect,
         # which can outlive the event loop; a plain probe reports an unopenable path first.
-        await asyncio.to_thread(_probe, location)
-        pending = aiosqlite.connect(location, isolation_level=None)
+        await asyncio.to_thread(_probe, target, uri_mode is not None)
+        pending = aiosqlite.connect(target, isolation_level=None, uri=uri_mode is not None)
         # A store the caller forgot to close must not keep the interpreter from exiting:
         # aiosqlite's worker thread is not a daemon. Killing it at exit is as safe as a
         # crash, which WAL survives.
@@ -1234,6 +1452,8 @@ async def _connect(
         await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         if query_only:
             await conn.execute("PRAGMA query_only = ON")
+        # Migrations and read-only opens of an old file compare timestamps as times.
+        await conn.create_function("prism_utc", 1, utc_timestamp, deterministic=True)
     except BaseException as exc:
         await _close_quietly(conn)
         if isinstance(exc, sqlite3.Error):
@@ -1242,12 +1462,31 @@ async def _connect(
     return conn
 
 
-def _probe(location: str) -> None:
-    sqlite3.connect(location).close()
+def _probe(target: str, uri: bool) -> None:
+    sqlite3.connect(target, uri=uri).close()
 
 
-async def _prepare_file(url: str, conn: aiosqlite.Connection, mode: str, schema: Schema) -> None:
-    """Switch to WAL, set ``synchronous``, and apply or check the schema."""
+def _file_uri(location: str, mode: str) -> str:
+    # as_uri percent-encodes, so a path holding '?' or '#' stays a path.
+    return f"{Path(location).absolute().as_uri()}?mode={mode}"
+
+
+async def _prepare_file(
+    url: str, conn: aiosqlite.Connection, mode: str, schema: Schema, *, create: bool = True
+) -> None:
+    """Switch to WAL, set ``synchronous``, and apply, migrate or check the schema."""
+    if not create:
+        # An empty file reads as a database of version 0; without create it stays empty.
+        version, _ = await _retrying(url, "open", lambda: _file_marks(conn))
+        (tables,) = await _retrying(
+            url, "open", lambda: _first_row(conn, "SELECT count(*) FROM sqlite_master")
+        )
+        if version == 0 and not tables:
+            location = url.removeprefix("sqlite:")
+            raise StoreNotFoundError(
+                f"no store at {location!r} ({url}): the file is empty, and this open may "
+                "not create a store"
+            )
 
     async def set_wal() -> None:
         rows = builtins.list(await conn.execute_fetchall("PRAGMA journal_mode = WAL"))
@@ -1261,6 +1500,8 @@ async def _prepare_file(url: str, conn: aiosqlite.Connection, mode: str, schema:
         await _retrying(url, "open", lambda: _apply_schema(url, conn, schema))
     else:
         _check_marks(url, version, app_id)
+        if version < SCHEMA_VERSION:
+            await _retrying(url, "migrate", lambda: _migrate(url, conn, schema))
 
 
 async def _file_marks(conn: aiosqlite.Connection) -> tuple[int, int]:
@@ -1288,7 +1529,9 @@ def _check_marks(url: str, version: int, app_id: int) -> None:
             f"{url} has schema version {version}, newer than version {SCHEMA_VERSION} that "
             "this prism_om supports: upgrade prism-om to open it"
         )
-    if version < SCHEMA_VERSION:
+    if version < SCHEMA_VERSION and any(
+        v not in MIGRATIONS for v in range(version, SCHEMA_VERSION)
+    ):
         raise StoreError(
             f"{url} has schema version {version}, and no migration to version "
             f"{SCHEMA_VERSION} exists"
@@ -1319,6 +1562,42 @@ async def _apply_schema(url: str, conn: aiosqlite.Connection, schema: Schema) ->
         raise
 
 
+async def _backfill_session_summary(conn: aiosqlite.Connection) -> None:
+    """Version 1 to 2: the session_summary table, filled from the entries."""
+    columns = "session_id, entries, messages, leaves, last_activity"
+    await conn.execute(
+        f"INSERT INTO session_summary ({columns}) "
+        f"SELECT {columns} FROM ({_SUMMARIES_FROM_ENTRIES_SQL})"
+    )
+
+
+# Migration steps, keyed by the version they start from. Each runs inside the one
+# transaction of _migrate, after every CREATE ... IF NOT EXISTS of schema.sql has made the
+# new tables and indexes; it fills them from the entries.
+MIGRATIONS: dict[int, Callable[[aiosqlite.Connection], Awaitable[None]]] = {
+    1: _backfill_session_summary,
+}
+
+
+async def _migrate(url: str, conn: aiosqlite.Connection, schema: Schema) -> None:
+    """Bring an older file to ``SCHEMA_VERSION`` in one transaction: all steps or none."""
+    await conn.execute("BEGIN IMMEDIATE")
+    try:
+        # Another process may have migrated the file while this one waited for the lock.
+        version, app_id = await _file_marks(conn)
+        _check_marks(url, version, app_id)
+        if version < SCHEMA_VERSION:
+            for statement in schema.statements:
+                await conn.execute(statement)
+            for step in range(version, SCHEMA_VERSION):
+                await MIGRATIONS[step](conn)
+            await conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        await conn.execute("COMMIT")
+    except BaseException:
+        await _rollback_quietly(conn)
+        raise
+
+
 # -- sqlite3 errors at the boundary -----------------------------------------------------
 
 _BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
@@ -1342,7 +1621,44 @@ def _translate(url: str, action: str, exc: sqlite3.Error) -> StoreError:
         return StoreBusyError(f"{action} on {url}: the file stayed locked by another writer")
     if _primary_code(exc) in _CORRUPT_CODES or any(w in text.lower() for w in _CORRUPT_WORDS):
         return CorruptStoreError(f"{action} on {url}: the file is unreadable ({text})")
+    if _primary_code(exc) == sqlite3.SQLITE_FULL or _extended_code(exc) in _WRITE_FAILED_CODES:
+        return StoreError(f"{action} on {url} failed: {_write_failure(url, text)}")
     return StoreError(f"{action} on {url} failed: {text}")
+
+
+# SQLite reports a short write (EFBIG past ``ulimit -f``, ENOSPC) as "disk I/O error" or
+# "database or disk is full", without errno: say which limits could be the cause.
+_WRITE_FAILED_CODES = frozenset(
+    {
+        sqlite3.SQLITE_IOERR_WRITE,
+        sqlite3.SQLITE_IOERR_FSYNC,
+        sqlite3.SQLITE_IOERR_TRUNCATE,
+        sqlite3.SQLITE_IOERR_SHMSIZE,
+    }
+)
+
+
+def _extended_code(exc: sqlite3.Error) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code if isinstance(code, int) else None
+
+
+def _write_failure(url: str, text: str) -> str:
+    location = url.removeprefix("sqlite:")
+    files = f"{location!r} (or its -wal/-journal file)"
+    causes = []
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    if soft != resource.RLIM_INFINITY:
+        causes.append(f"the file size limit of this process (ulimit -f: {soft} bytes) was reached")
+    with contextlib.suppress(OSError):
+        stat = os.statvfs(os.path.dirname(os.path.abspath(location)))
+        free = stat.f_bavail * stat.f_frsize
+        # A few pages' worth left counts as full: SQLite grows files a page at a time.
+        if free < 1 << 20:
+            causes.append(f"the disk holding it is full ({free} bytes free)")
+    if not causes:
+        return f"could not write {files}: {text}"
+    return f"could not write {files}: {' or '.join(causes)} ({text})"
 
 
 async def _retrying(url: str, action: str, operation: Callable[[], Awaitable[T]]) -> T:

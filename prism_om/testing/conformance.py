@@ -9,7 +9,7 @@ the reference every behaviour is compared with.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
@@ -23,7 +23,8 @@ from ..errors import (
     StoreClosedError,
     UnknownParentError,
 )
-from ..stores.base import SessionStore
+from ..stores._summary import summarize_entries, utc_timestamp
+from ..stores.base import SessionStore, SessionSummary
 from ..stores.memory import MemoryStore
 from .generate import LeafOp, Op, generate_ops, make_message
 from .write_conformance import WriteConformance
@@ -288,3 +289,47 @@ class StoreConformance(WriteConformance):
         for n in range(50):
             if n != 7:
                 assert len(await store.list(f"task{n}")) == 10
+
+    # -- per-session summaries (issue 13 item 17), on adapters that keep them ------------
+
+    @staticmethod
+    async def _summaries_or_skip(store: SessionStore) -> list[SessionSummary]:
+        kept = getattr(store, "session_summaries", None)
+        if kept is None:
+            pytest.skip(f"{type(store).__name__} keeps no session summaries")
+        summaries: list[SessionSummary] = await kept()
+        return summaries
+
+    @staticmethod
+    async def _summaries_from_entries(store: SessionStore) -> list[SessionSummary]:
+        return [
+            summarize_entries(sid, await store.list(sid), len(await store.leaves(sid)))
+            for sid in await store.sessions()
+        ]
+
+    async def test_session_summaries_follow_the_entries(self, store_opener: StoreOpener) -> None:
+        ops = generate_ops(7, sessions=3, entries_per_session=40, forks=5)
+        async with await store_opener.open() as store:
+            await self._summaries_or_skip(store)
+            await apply_ops(store, ops[: len(ops) // 2])
+            with pytest.raises(UnknownParentError):
+                await store.append_many([_msg("fresh", "bad-root", None), _msg("fresh", "x", "?")])
+        async with await store_opener.open() as store:
+            await apply_ops(store, ops[len(ops) // 2 :])
+            got = [
+                replace(s, last_activity=utc_timestamp(s.last_activity))
+                for s in await self._summaries_or_skip(store)
+            ]
+            assert got == await self._summaries_from_entries(store)
+            assert sum(s.leaves for s in got) > len(got)  # the forks are counted
+
+    async def test_session_summaries_compare_times_not_strings(self, store: SessionStore) -> None:
+        await self._summaries_or_skip(store)
+        stamps = ["2026-03-22T09:30:00.000Z", "20260318 101010", "2026-03-22T11:00:00+02:00"]
+        parent = None
+        for n, stamp in enumerate(stamps):
+            entry = _msg("times", f"t{n}", parent).model_copy(update={"timestamp": stamp})
+            await store.append(entry)
+            parent = entry.id
+        (summary,) = await self._summaries_or_skip(store)
+        assert utc_timestamp(summary.last_activity) == "2026-03-22T09:30:00.000Z"
