@@ -24,7 +24,10 @@ What the branch must confirm:
 =====================  ===================================================================
 
 Errors are ``MemoryRecordError`` naming the entry, the field and the offending id; the
-first failing requirement in record order is reported.
+first failing requirement in record order is reported. Before any branch question, an
+observation citing more than ``MAX_SOURCES_PER_OBSERVATION`` sources or a reflection over
+more than ``MAX_OBSERVATIONS_PER_REFLECTION`` observations is refused with
+``MemoryRecordTooLargeError`` (see :mod:`.limits`), so validating one record stays bounded.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from ..entries import SessionEntry
-from ..errors import MemoryRecordError
+from ..errors import MemoryRecordError, MemoryRecordTooLargeError
+from .limits import MAX_OBSERVATIONS_PER_REFLECTION, MAX_SOURCES_PER_OBSERVATION
 from .parse import parse_memory_record
 from .records import (
     FOLDED_TYPE,
@@ -128,6 +132,16 @@ def memory_record_needs(entry: SessionEntry) -> MemoryRecordNeeds | None:
     if record is None:
         return None
     if isinstance(record, ObservationsRecorded):
+        for i, obs in enumerate(record.observations):
+            _check_count(
+                entry,
+                OBSERVATIONS_RECORDED,
+                f"data.observations[{i}].sourceEntryIds",
+                obs.id,
+                len(obs.source_entry_ids),
+                MAX_SOURCES_PER_OBSERVATION,
+                "MAX_SOURCES_PER_OBSERVATION",
+            )
         return MemoryRecordNeeds(
             OBSERVATIONS_RECORDED,
             sources=tuple(
@@ -142,6 +156,16 @@ def memory_record_needs(entry: SessionEntry) -> MemoryRecordNeeds | None:
             ),
         )
     if isinstance(record, ReflectionsRecorded):
+        for i, refl in enumerate(record.reflections):
+            _check_count(
+                entry,
+                REFLECTIONS_RECORDED,
+                f"data.reflections[{i}].observationIds",
+                refl.id,
+                len(refl.observation_ids),
+                MAX_OBSERVATIONS_PER_REFLECTION,
+                "MAX_OBSERVATIONS_PER_REFLECTION",
+            )
         return MemoryRecordNeeds(
             REFLECTIONS_RECORDED,
             covered_entries=_cover(record.covers_up_to_id),
@@ -174,6 +198,22 @@ def memory_record_needs(entry: SessionEntry) -> MemoryRecordNeeds | None:
             for i, obs_id in enumerate(record.dropped_observation_ids)
         ),
     )
+
+
+def _check_count(
+    entry: SessionEntry,
+    record_type: str,
+    field: str,
+    memory_id: str,
+    count: int,
+    cap: int,
+    cap_name: str,
+) -> None:
+    if count > cap:
+        raise MemoryRecordTooLargeError(
+            f"entry {entry.id!r} ({record_type}): {field} of {memory_id!r} lists {count} ids, "
+            f"above the hard cap of {cap} ({cap_name}); split it into several records"
+        )
 
 
 def _cover(covers_up_to_id: str | None) -> tuple[IdRequirement, ...]:

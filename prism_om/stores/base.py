@@ -7,8 +7,9 @@ from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal, Protocol, Self, runtime_checkable
 
-from ..entries import SessionEntry, validate_session_id
+from ..entries import SessionEntry, check_entry_size, validate_session_id
 from ..errors import DuplicateEntryError, InvalidEntryError, SessionMismatchError
+from ..observational_memory.limits import MAX_ENTRY_BYTES
 
 if TYPE_CHECKING:
     from ..observational_memory.ledger import ObservationalMemoryLedger
@@ -148,7 +149,8 @@ class SessionStore(Protocol):
 
 
 def check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[SessionEntry]:
-    """Checks that need no store: entry types, one session, no id twice in the batch."""
+    """Checks that need no store: entry types, one session, no id twice in the batch, and
+    each entry's serialised size within ``MAX_ENTRY_BYTES`` (``EntryTooLargeError``)."""
     batch = builtins.list(entries)
     if not batch:
         return batch
@@ -171,4 +173,7 @@ def check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[SessionE
         if entry.id in seen:
             raise DuplicateEntryError(f"entry id {entry.id!r} appears twice in the batch")
         seen.add(entry.id)
+        # Before any store work: an oversized entry would otherwise cost its tokenisation
+        # and a huge write before being refused (or worse, accepted).
+        check_entry_size(entry, MAX_ENTRY_BYTES)
     return batch
