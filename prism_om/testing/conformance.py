@@ -25,6 +25,7 @@ from ..errors import (
 )
 from ..stores.base import SessionStore
 from ..stores.memory import MemoryStore
+from .conformance_bounds import BoundsConformance
 from .generate import LeafOp, Op, generate_ops, make_message
 
 __all__ = ["StoreConformance", "StoreOpener", "apply_ops", "snapshot"]
@@ -71,8 +72,11 @@ def _msg(sid: str, eid: str, parent: str | None, text: str = "hello") -> Session
     return make_message(sid, eid, parent, "user", text, 1)
 
 
-class StoreConformance:
-    """The shared suite. Every test opens a fresh store through ``store_opener``."""
+class StoreConformance(BoundsConformance):
+    """The shared suite. Every test opens a fresh store through ``store_opener``.
+
+    The hard-bound tests (entry size, record caps) come from ``BoundsConformance``.
+    """
 
     @pytest.fixture
     async def store(self, store_opener: StoreOpener) -> AsyncIterator[SessionStore]:
