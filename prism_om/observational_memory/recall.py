@@ -88,12 +88,14 @@ def check_memory_id(memory_id: object) -> str:
     return memory_id
 
 
-def check_sources_window(offset: object, limit: object) -> tuple[int, int]:
+def check_sources_window(
+    offset: object, limit: object, *, offset_name: str = "sources_offset"
+) -> tuple[int, int]:
     """``(offset, limit)`` of a recall's source slice (``None`` limit: the default)."""
     if limit is None:
         limit = RECALL_SOURCES_DEFAULT_LIMIT
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise InvalidInputError(f"sources_offset must be an integer >= 0, got {offset!r}")
+        raise InvalidInputError(f"{offset_name} must be an integer >= 0, got {offset!r}")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
         raise InvalidInputError(f"sources_limit must be a positive integer, got {limit!r}")
     if limit > RECALL_SOURCES_HARD_CAP:

@@ -227,7 +227,9 @@ class RecallMemoryTool:
                 raise AmbiguousInputError(
                     f"{', '.join(extras)} only apply to cursor paging, not to id recall"
                 )
-            offset, _ = check_sources_window(given.get(_SOURCES_OFFSET, 0), None)
+            offset, _ = check_sources_window(
+                given.get(_SOURCES_OFFSET, 0), None, offset_name=_SOURCES_OFFSET
+            )
             return await self._recall(check_memory_id(given["id"]), session_id, offset)
         if _SOURCES_OFFSET in given:
             raise AmbiguousInputError(f"{_SOURCES_OFFSET} only applies to id recall, not paging")
