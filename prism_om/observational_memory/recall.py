@@ -77,13 +77,13 @@ RecallReason = Literal["unknown", "revoked"]
 def check_memory_id(memory_id: object) -> str:
     """``memory_id`` when it is a 12-hex memory id, else ``InvalidIdError``."""
     if not is_memory_id(memory_id):
-        shown = memory_id if isinstance(memory_id, str) and len(memory_id) <= 64 else None
-        raise InvalidIdError(
-            f"invalid memory id {shown!r}: expected 12 lowercase hex characters"
-            if shown is not None
-            else f"invalid memory id ({type(memory_id).__name__}): expected 12 lowercase hex "
-            "characters"
-        )
+        if not isinstance(memory_id, str):
+            shown = f"({type(memory_id).__name__})"
+        elif len(memory_id) <= 64:
+            shown = repr(memory_id)
+        else:  # a start and a length, not a megabyte of error message
+            shown = f"{memory_id[:40]!r}... ({len(memory_id):,} characters)"
+        raise InvalidIdError(f"invalid memory id {shown}: expected 12 lowercase hex characters")
     assert isinstance(memory_id, str)
     return memory_id
 
