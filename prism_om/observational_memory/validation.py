@@ -24,10 +24,13 @@ What the branch must confirm:
 =====================  ===================================================================
 
 Errors are ``MemoryRecordError`` naming the entry, the field and the offending id; the
-first failing requirement in record order is reported. Before any branch question, an
-observation citing more than ``MAX_SOURCES_PER_OBSERVATION`` sources or a reflection over
-more than ``MAX_OBSERVATIONS_PER_REFLECTION`` observations is refused with
+first failing requirement in record order is reported.
+
+``check_memory_record_caps(entry)`` runs first, on every append (``check_batch_shape``):
+an observation citing more than ``MAX_SOURCES_PER_OBSERVATION`` sources or a reflection
+over more than ``MAX_OBSERVATIONS_PER_REFLECTION`` observations is refused with
 ``MemoryRecordTooLargeError`` (see :mod:`.limits`), so validating one record stays bounded.
+It is an append rule, not a wire rule: records stored before the caps existed still load.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ __all__ = [
     "IdRequirement",
     "MemoryRecordNeeds",
     "branch_facts_from_entries",
+    "check_memory_record_caps",
     "memory_record_needs",
     "validate_memory_record",
     "validate_memory_record_on_branch",
@@ -132,16 +136,6 @@ def memory_record_needs(entry: SessionEntry) -> MemoryRecordNeeds | None:
     if record is None:
         return None
     if isinstance(record, ObservationsRecorded):
-        for i, obs in enumerate(record.observations):
-            _check_count(
-                entry,
-                OBSERVATIONS_RECORDED,
-                f"data.observations[{i}].sourceEntryIds",
-                obs.id,
-                len(obs.source_entry_ids),
-                MAX_SOURCES_PER_OBSERVATION,
-                "MAX_SOURCES_PER_OBSERVATION",
-            )
         return MemoryRecordNeeds(
             OBSERVATIONS_RECORDED,
             sources=tuple(
@@ -156,16 +150,6 @@ def memory_record_needs(entry: SessionEntry) -> MemoryRecordNeeds | None:
             ),
         )
     if isinstance(record, ReflectionsRecorded):
-        for i, refl in enumerate(record.reflections):
-            _check_count(
-                entry,
-                REFLECTIONS_RECORDED,
-                f"data.reflections[{i}].observationIds",
-                refl.id,
-                len(refl.observation_ids),
-                MAX_OBSERVATIONS_PER_REFLECTION,
-                "MAX_OBSERVATIONS_PER_REFLECTION",
-            )
         return MemoryRecordNeeds(
             REFLECTIONS_RECORDED,
             covered_entries=_cover(record.covers_up_to_id),
@@ -200,20 +184,43 @@ def memory_record_needs(entry: SessionEntry) -> MemoryRecordNeeds | None:
     )
 
 
-def _check_count(
-    entry: SessionEntry,
-    record_type: str,
-    field: str,
-    memory_id: str,
-    count: int,
-    cap: int,
-    cap_name: str,
-) -> None:
-    if count > cap:
-        raise MemoryRecordTooLargeError(
-            f"entry {entry.id!r} ({record_type}): {field} of {memory_id!r} lists {count} ids, "
-            f"above the hard cap of {cap} ({cap_name}); split it into several records"
-        )
+_CAPPED_LISTS: dict[str, tuple[str, str, int, str]] = {
+    OBSERVATIONS_RECORDED: (
+        "observations",
+        "sourceEntryIds",
+        MAX_SOURCES_PER_OBSERVATION,
+        "MAX_SOURCES_PER_OBSERVATION",
+    ),
+    REFLECTIONS_RECORDED: (
+        "reflections",
+        "observationIds",
+        MAX_OBSERVATIONS_PER_REFLECTION,
+        "MAX_OBSERVATIONS_PER_REFLECTION",
+    ),
+}
+
+
+def check_memory_record_caps(entry: SessionEntry) -> None:
+    """Raise ``MemoryRecordTooLargeError`` when a record cites more ids than its cap.
+
+    Reads the raw payload (a few ``len`` calls), so it is cheap enough for every append;
+    the record's shape is checked later by ``memory_record_needs``.
+    """
+    capped = _CAPPED_LISTS.get(entry.custom_type or "")
+    if capped is None or entry.data is None:
+        return
+    key, field, cap, cap_name = capped
+    items = entry.data.get(key)
+    if not isinstance(items, list):
+        return
+    for i, item in enumerate(items):
+        ids = item.get(field) if isinstance(item, dict) else None
+        if isinstance(ids, list) and len(ids) > cap:
+            raise MemoryRecordTooLargeError(
+                f"entry {entry.id!r} ({entry.custom_type}): data.{key}[{i}].{field} of "
+                f"{item.get('id')!r} lists {len(ids)} ids, above the hard cap of {cap} "
+                f"({cap_name})"
+            )
 
 
 def _cover(covers_up_to_id: str | None) -> tuple[IdRequirement, ...]:

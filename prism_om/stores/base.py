@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, Self, runtime_checkable
 from ..entries import SessionEntry, check_entry_size, validate_session_id
 from ..errors import DuplicateEntryError, InvalidEntryError, SessionMismatchError
 from ..observational_memory.limits import MAX_ENTRY_BYTES
+from ..observational_memory.validation import check_memory_record_caps
 
 if TYPE_CHECKING:
     from ..observational_memory.ledger import ObservationalMemoryLedger
@@ -150,7 +151,9 @@ class SessionStore(Protocol):
 
 def check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[SessionEntry]:
     """Checks that need no store: entry types, one session, no id twice in the batch, and
-    each entry's serialised size within ``MAX_ENTRY_BYTES`` (``EntryTooLargeError``)."""
+    each entry's serialised size within ``MAX_ENTRY_BYTES`` (``EntryTooLargeError``), and
+    the per-record id caps (``MemoryRecordTooLargeError``). These are append rules: a
+    store loading what it holds does not re-apply them."""
     batch = builtins.list(entries)
     if not batch:
         return batch
@@ -176,4 +179,5 @@ def check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[SessionE
         # Before any store work: an oversized entry would otherwise cost its tokenisation
         # and a huge write before being refused (or worse, accepted).
         check_entry_size(entry, MAX_ENTRY_BYTES)
+        check_memory_record_caps(entry)
     return batch
