@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from pathlib import Path
 
 import pytest
 
 from prism_om.cli.app import main
-from prism_om.entries import message_entry
+from prism_om.entries import custom_entry, message_entry
 from prism_om.importers.api import check_transcript_file
 from prism_om.importers.errors import ImportFormatError
 from prism_om.stores import open_store
@@ -117,3 +118,48 @@ def test_the_import_api_refuses_non_regular_files(tmp_path: Path) -> None:
     link = tmp_path / "link.jsonl"
     link.symlink_to(regular)
     assert check_transcript_file(link) == link
+
+
+def test_recall_pages_sources_on_the_command_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "wide.db"
+
+    async def build() -> None:
+        async with await open_store(f"sqlite:{path}") as store:
+            chain = [
+                message_entry(
+                    "s1",
+                    "user",
+                    f"note {i}",
+                    parent_id=f"m{i - 1}" if i else None,
+                    entry_id=f"m{i}",
+                )
+                for i in range(150)
+            ]
+            record = custom_entry(
+                "s1",
+                {
+                    "type": "om.observations.recorded",
+                    "observations": [
+                        {
+                            "id": "aaaaaaaaaaaa",
+                            "text": "wide",
+                            "sourceEntryIds": [e.id for e in chain],
+                            "observedAt": chain[-1].timestamp,
+                        }
+                    ],
+                },
+                parent_id="m149",
+            )
+            await store.append_many([*chain, record])
+
+    asyncio.run(build())
+    argv = ["recall", "--db", str(path), "--session", "s1", "aaaaaaaaaaaa"]
+    assert main(argv) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "exact source entries 1-100 of 150; --sources-offset 100 for the next ones" in out
+    assert main([*argv, "--json", "--sources-offset", "100"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert [s["id"] for s in result["sources"]] == [f"m{i}" for i in range(100, 150)]
+    assert result["sourcesTotal"] == 150 and result["nextSourcesOffset"] is None

@@ -180,6 +180,13 @@ def build_parser() -> argparse.ArgumentParser:
         "recall", "an observation or reflection with its exact sources", store, session, as_json
     )
     recall.add_argument("id", type=memory_id_argument, metavar="ID", help="a 12-hex memory id")
+    recall.add_argument(
+        "--sources-offset",
+        type=count_argument(0, MAX_SAFE_INTEGER),
+        default=0,
+        metavar="N",
+        help="skip the first N cited sources (a recall shows at most 100 at a time)",
+    )
 
     page = add("page", "a page of raw messages around a cursor entry", store, session, as_json)
     page.add_argument(
