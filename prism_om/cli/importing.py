@@ -3,26 +3,20 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..importers import import_conversation
-from .common import CliUsageError, open_cli_store
+from ..importers.api import check_transcript_file
+from .common import open_cli_store
 from .output import console, error_console, print_json
 
 __all__ = ["cmd_import"]
 
 
-def _input_file(name: str) -> Path:
-    path = Path(name)
-    if not path.is_file():
-        raise CliUsageError(f"{name}: no such file")
-    return path
-
-
 async def cmd_import(args: argparse.Namespace) -> None:
-    path = _input_file(args.file)
+    # Before the store is opened (or created): a bad FILE leaves nothing behind.
+    path = check_transcript_file(args.file)
     err = error_console()
     # A bar only where someone watches it; it disappears once the import is done.
     bar = Progress(

@@ -126,7 +126,20 @@ def print_recall(found: MemoryRecall) -> None:
         out.print("supporting observations:")
         for o in found.supporting_observations:
             out.print(Text(f"  {o.get('id')}  {clip(str(o.get('text', '')), 100)}"))
-    out.print(f"exact source entries ({len(found.sources)}):")
+    shown = len(found.sources) + len(found.missing_source_entry_ids)
+    if found.sources_offset == 0 and found.next_sources_offset is None:
+        out.print(f"exact source entries ({len(found.sources)}):")
+    else:
+        first = found.sources_offset + 1 if shown else found.sources_offset
+        more = (
+            f"; --sources-offset {found.next_sources_offset} for the next ones"
+            if found.next_sources_offset is not None
+            else ""
+        )
+        out.print(
+            f"exact source entries {first}-{found.sources_offset + shown} of "
+            f"{found.sources_total}{more}:"
+        )
     rows = []
     for source in found.sources:
         message = source.get("message") or {}
@@ -280,6 +293,7 @@ async def cmd_recall(args: argparse.Namespace) -> None:
             args.id,
             session_id=args.session,
             invalidated_ids=await cli_invalidated_ids(store, args),
+            sources_offset=args.sources_offset,
         )
     if args.json:
         print_json(found.to_json())

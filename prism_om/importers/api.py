@@ -11,7 +11,9 @@ is refused with ``SessionExistsError``: an import never adds to an existing sess
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import stat
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +22,7 @@ from ..entries import SessionEntry, validate_session_id
 from ..stores.base import SessionStore
 from .build import EntryFactory, Progress
 from .detect import Format, detect_format, normalise_format
-from .errors import SessionExistsError
+from .errors import ImportFormatError, SessionExistsError
 from .native import parse_native
 from .openai_chat import parse_openai
 from .pi_session import parse_pi, pi_version
@@ -29,6 +31,7 @@ from .source import Source, read_source
 __all__ = [
     "ImportPlan",
     "ImportResult",
+    "check_transcript_file",
     "default_session_id",
     "import_conversation",
     "parse_conversation",
@@ -151,7 +154,7 @@ def parse_conversation(
     most about 100 times. Malformed input raises ``ImportFormatError`` naming the file,
     the line (JSON lines) or index (JSON array) and the reason. Nothing is written.
     """
-    file = Path(path)
+    file = check_transcript_file(path)
     return parse_conversation_bytes(
         file.read_bytes(),
         name=str(path),
@@ -176,7 +179,7 @@ async def import_conversation(
     explicit ``session_id`` (``SessionExistsError``) or a store rule broken by a concurrent
     writer leaves the store as it was. ``progress`` runs on the event loop's thread.
     """
-    file = Path(path)
+    file = check_transcript_file(path)
     data = await asyncio.to_thread(file.read_bytes)
     existing = set(await store.sessions())
     plan = parse_conversation_bytes(
@@ -196,3 +199,33 @@ async def import_conversation(
         entry_count=len(plan.entries),
         leaf_id=plan.leaf_id,
     )
+
+
+_NOT_REGULAR = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def check_transcript_file(path: str | Path) -> Path:
+    """``path`` when it names an existing regular file (symlinks followed).
+
+    Anything else raises ``ImportFormatError`` saying what it is: reading ``/dev/zero`` or
+    a pipe would never end, and "no such file" for a directory would be untrue.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise ImportFormatError(str(path), "no such file") from None
+    except OSError as exc:
+        raise ImportFormatError(str(path), f"cannot read it: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        what = next(
+            (kind for test, kind in _NOT_REGULAR if test(mode)),
+            "something other than a regular file",
+        )
+        raise ImportFormatError(str(path), f"is {what}, not a transcript file")
+    return Path(path)

@@ -35,6 +35,11 @@ from .ledger import (
     fold_observational_memory_ledger,
 )
 from .limits import (
+    MAX_ENTRY_BYTES,
+    MAX_OBSERVATIONS_PER_REFLECTION,
+    MAX_SOURCES_PER_OBSERVATION,
+    RECALL_SOURCES_DEFAULT_LIMIT,
+    RECALL_SOURCES_HARD_CAP,
     MemoryWorkerLimits,
     resolve_memory_worker_limits,
     resolve_page_limit,
@@ -151,6 +156,11 @@ from .validation import (
 from .work_memory import WorkMemoryProjection, project_work_memory, render_scope_outline
 
 __all__ = [
+    "MAX_ENTRY_BYTES",
+    "MAX_OBSERVATIONS_PER_REFLECTION",
+    "MAX_SOURCES_PER_OBSERVATION",
+    "RECALL_SOURCES_DEFAULT_LIMIT",
+    "RECALL_SOURCES_HARD_CAP",
     "COMPACTION_STRATEGY_NAME",
     "DEFAULT_KEEP_RECENT_ENTRIES",
     "DEFAULT_OBSERVATIONS_POOL_MAX_TOKENS",

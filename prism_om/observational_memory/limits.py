@@ -18,6 +18,26 @@ limit (runtime name)               default       hard cap
 Direct worker calls (``run_observer()`` and the others) take the same limits under shorter
 names (``max_turns``, ``max_tool_calls``, ...); :func:`resolve_memory_worker_limits` accepts
 either form.
+
+Hard limits on what a store accepts and what recall returns, so that no single entry or
+record makes an append, a validation or a recall unbounded (the same on every adapter):
+
+=====================================  =========  ============================================
+constant                               value      enforced by
+=====================================  =========  ============================================
+``MAX_ENTRY_BYTES``                    8 MiB      every append: an entry's serialised wire JSON
+                                                  (UTF-8); ``EntryTooLargeError``
+``MAX_SOURCES_PER_OBSERVATION``        4,096      every append of ``om.observations.recorded``:
+                                                  ``sourceEntryIds`` per observation;
+                                                  ``MemoryRecordTooLargeError``
+``MAX_OBSERVATIONS_PER_REFLECTION``    4,096      every append of ``om.reflections.recorded``:
+                                                  ``observationIds`` per reflection;
+                                                  ``MemoryRecordTooLargeError``
+``RECALL_SOURCES_DEFAULT_LIMIT``       100        recall: sources returned per call
+                                                  (``sourcesTotal``; ``sources_offset`` reads
+                                                  the rest)
+``RECALL_SOURCES_HARD_CAP``            1,000      recall: the largest ``sources_limit``
+=====================================  =========  ============================================
 """
 
 from __future__ import annotations
@@ -30,6 +50,11 @@ from typing import Final
 from ..errors import AmbiguousInputError, InvalidInputError, LimitExceededError, PageTooLargeError
 
 __all__ = [
+    "MAX_ENTRY_BYTES",
+    "MAX_OBSERVATIONS_PER_REFLECTION",
+    "MAX_SOURCES_PER_OBSERVATION",
+    "RECALL_SOURCES_DEFAULT_LIMIT",
+    "RECALL_SOURCES_HARD_CAP",
     "DEFAULT_MAX_WORKER_ARGUMENT_BYTES",
     "DEFAULT_MAX_WORKER_ERROR_BYTES",
     "DEFAULT_MAX_WORKER_MESSAGE_BYTES",
@@ -88,6 +113,13 @@ FOLDED_PAYLOAD_MAX_BYTES: Final = 512 * KIB
 RECENT_WINDOW_MAX_BYTES: Final = 512 * KIB
 PAGE_LIMIT_DEFAULT: Final = 20
 PAGE_LIMIT_HARD_CAP: Final = 100
+
+# Store and recall bounds (see the module docstring's second table).
+MAX_ENTRY_BYTES: Final = 8 * MIB
+MAX_SOURCES_PER_OBSERVATION: Final = 4096
+MAX_OBSERVATIONS_PER_REFLECTION: Final = 4096
+RECALL_SOURCES_DEFAULT_LIMIT: Final = 100
+RECALL_SOURCES_HARD_CAP: Final = 1000
 
 WORKER_LIMIT_DEFAULTS: Final[Mapping[str, int]] = MappingProxyType(
     {

@@ -94,9 +94,15 @@ def validate_page_request(
 ) -> tuple[str, int, PageDirection, PageDetail]:
     """Check a page request before any entry is read; returns it with the limit resolved."""
     if not isinstance(cursor, str) or not cursor or len(cursor) > ENTRY_ID_MAX_CHARS:
-        shown = cursor if isinstance(cursor, str) and len(cursor) <= 64 else type(cursor).__name__
+        shown = (
+            type(cursor).__name__
+            if not isinstance(cursor, str)
+            else repr(cursor)
+            if len(cursor) <= 64
+            else f"{cursor[:40]!r}... ({len(cursor):,} characters)"
+        )
         raise InvalidIdError(
-            f"cursor must be an entry id (1-{ENTRY_ID_MAX_CHARS} characters), got {shown!r}"
+            f"cursor must be an entry id (1-{ENTRY_ID_MAX_CHARS} characters), got {shown}"
         )
     if direction not in ("forward", "backward"):
         raise InvalidInputError(f"direction must be 'forward' or 'backward', got {direction!r}")

@@ -28,6 +28,14 @@ Result shapes (``MemoryRecall.to_json()``)::
 
 Every string (text, fields, source entries) is redacted of ``secrets``. Sources come in
 the order the memory cites them, each once.
+
+Sources are paged, so one recall stays bounded however many entries a memory cites: a
+call returns the cited ids ``[sources_offset, sources_offset + sources_limit)`` (default
+limit ``RECALL_SOURCES_DEFAULT_LIMIT`` = 100, at most ``RECALL_SOURCES_HARD_CAP``) as
+``sources`` (found) and ``missingSourceEntryIds`` (not found), with
+``"sourcesTotal"`` (distinct cited ids), ``"sourcesOffset"`` and ``"nextSourcesOffset"``
+(the offset of the next slice, ``null`` once the last one is returned). Only the slice's
+entries are read from a store.
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ..entries import SessionEntry
-from ..errors import InvalidIdError
+from ..errors import InvalidIdError, InvalidInputError, PageTooLargeError
 from ..ids import is_memory_id
 from ._source import is_store, store_session
 from .ledger import (
@@ -46,6 +54,7 @@ from .ledger import (
     RecordedReflection,
     fold_observational_memory_ledger,
 )
+from .limits import RECALL_SOURCES_DEFAULT_LIMIT, RECALL_SOURCES_HARD_CAP
 from .projection import invalidated_observation_ids
 from .redact import Redactor, redactor
 
@@ -57,6 +66,7 @@ __all__ = [
     "MemoryRecall",
     "RecallReason",
     "check_memory_id",
+    "check_sources_window",
     "recall_observational_memory",
 ]
 
@@ -67,15 +77,32 @@ RecallReason = Literal["unknown", "revoked"]
 def check_memory_id(memory_id: object) -> str:
     """``memory_id`` when it is a 12-hex memory id, else ``InvalidIdError``."""
     if not is_memory_id(memory_id):
-        shown = memory_id if isinstance(memory_id, str) and len(memory_id) <= 64 else None
-        raise InvalidIdError(
-            f"invalid memory id {shown!r}: expected 12 lowercase hex characters"
-            if shown is not None
-            else f"invalid memory id ({type(memory_id).__name__}): expected 12 lowercase hex "
-            "characters"
-        )
+        if not isinstance(memory_id, str):
+            shown = f"({type(memory_id).__name__})"
+        elif len(memory_id) <= 64:
+            shown = repr(memory_id)
+        else:  # a start and a length, not a megabyte of error message
+            shown = f"{memory_id[:40]!r}... ({len(memory_id):,} characters)"
+        raise InvalidIdError(f"invalid memory id {shown}: expected 12 lowercase hex characters")
     assert isinstance(memory_id, str)
     return memory_id
+
+
+def check_sources_window(
+    offset: object, limit: object, *, offset_name: str = "sources_offset"
+) -> tuple[int, int]:
+    """``(offset, limit)`` of a recall's source slice (``None`` limit: the default)."""
+    if limit is None:
+        limit = RECALL_SOURCES_DEFAULT_LIMIT
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise InvalidInputError(f"{offset_name} must be an integer >= 0, got {offset!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
+        raise InvalidInputError(f"sources_limit must be a positive integer, got {limit!r}")
+    if limit > RECALL_SOURCES_HARD_CAP:
+        raise PageTooLargeError(
+            f"sources_limit = {limit} exceeds its hard cap of {RECALL_SOURCES_HARD_CAP}"
+        )
+    return offset, limit
 
 
 @dataclass(frozen=True)
@@ -94,8 +121,13 @@ class MemoryRecall:
     recorded_entry_id: str | None = None
     recorded_at: str | None = None
     sources: tuple[Mapping[str, Any], ...] = ()
-    """Source entries as wire dicts (redacted), in citation order."""
+    """Source entries as wire dicts (redacted), in citation order: this call's slice."""
     missing_source_entry_ids: tuple[str, ...] = ()
+    sources_total: int = 0
+    """Distinct source ids the memory cites (found or missing), over every slice."""
+    sources_offset: int = 0
+    next_sources_offset: int | None = None
+    """Where the next slice of sources starts; None when this slice is the last."""
     supporting_observations: tuple[Mapping[str, Any], ...] = ()
     dropped_supporting_observation_ids: tuple[str, ...] = ()
     missing_supporting_observation_ids: tuple[str, ...] = ()
@@ -120,6 +152,9 @@ class MemoryRecall:
             out["missingSupportingObservationIds"] = list(self.missing_supporting_observation_ids)
         out["sources"] = [dict(s) for s in self.sources]
         out["missingSourceEntryIds"] = list(self.missing_source_entry_ids)
+        out["sourcesTotal"] = self.sources_total
+        out["sourcesOffset"] = self.sources_offset
+        out["nextSourcesOffset"] = self.next_sources_offset
         out.update(self.extra)
         return out
 
@@ -132,6 +167,8 @@ def recall_observational_memory(
     invalidated_ids: Iterable[str] | None = None,
     secrets: Iterable[str] | Redactor | None = None,
     extra_ledgers: Sequence[ObservationalMemoryLedger] | None = None,
+    sources_offset: int = 0,
+    sources_limit: int | None = None,
 ) -> MemoryRecall: ...
 
 
@@ -145,6 +182,8 @@ def recall_observational_memory(
     invalidated_ids: Iterable[str] | None = None,
     secrets: Iterable[str] | Redactor | None = None,
     extra_ledgers: Sequence[ObservationalMemoryLedger] | None = None,
+    sources_offset: int = 0,
+    sources_limit: int | None = None,
 ) -> Awaitable[MemoryRecall]: ...
 
 
@@ -157,6 +196,8 @@ def recall_observational_memory(
     invalidated_ids: Iterable[str] | None = None,
     secrets: Iterable[str] | Redactor | None = None,
     extra_ledgers: Sequence[ObservationalMemoryLedger] | None = None,
+    sources_offset: int = 0,
+    sources_limit: int | None = None,
 ) -> MemoryRecall | Awaitable[MemoryRecall]:
     """Recall one memory id with its exact source entries.
 
@@ -168,18 +209,22 @@ def recall_observational_memory(
     this branch resolve; the branch's own ledger wins on an id both hold. Their sources
     resolve on the store path (by id); on the list path only from ``entries``, and are
     otherwise listed in ``missingSourceEntryIds``.
+
+    ``sources_offset`` / ``sources_limit`` choose the slice of cited sources returned
+    (default: the first ``RECALL_SOURCES_DEFAULT_LIMIT``); see the module docstring.
     """
     # Checked before anything is read: a malformed id never costs a lookup.
     memory_id = check_memory_id(memory_id)
+    window = check_sources_window(sources_offset, sources_limit)
     invalid = frozenset(invalidated_ids or ())
     red = redactor(secrets)
     extras = tuple(extra_ledgers or ())
     if is_store(entries):
         sid = store_session(session_id, "recall_observational_memory")
-        return _recall_store(entries, sid, leaf_id, memory_id, invalid, red, extras)
+        return _recall_store(entries, sid, leaf_id, memory_id, invalid, red, extras, window)
     by_id = {e.id: e for e in entries}
     ledger = fold_observational_memory_ledger(entries)
-    return _recall(ledger, extras, memory_id, invalid, red, by_id.get)
+    return _recall(ledger, extras, memory_id, invalid, red, by_id.get, window)
 
 
 async def _recall_store(
@@ -190,6 +235,7 @@ async def _recall_store(
     invalid: frozenset[str],
     red: Redactor,
     extras: tuple[ObservationalMemoryLedger, ...],
+    window: tuple[int, int],
 ) -> MemoryRecall:
     # Only the rows of this id (and, for a reflection, its supports) are read.
     ledger = await store.memory_subset(session_id, [memory_id], leaf_id)
@@ -199,9 +245,9 @@ async def _recall_store(
     # Two passes: the pure resolver names the sources it needs, the store fetches them by
     # id (append-time validation put every local source on this branch), then it resolves.
     wanted: list[str] = []
-    _recall(ledger, extras, memory_id, invalid, red, lambda s: wanted.append(s))
+    _recall(ledger, extras, memory_id, invalid, red, lambda s: wanted.append(s), window)
     fetched = await store.get_many(wanted) if wanted else {}
-    return _recall(ledger, extras, memory_id, invalid, red, fetched.get)
+    return _recall(ledger, extras, memory_id, invalid, red, fetched.get, window)
 
 
 def _recall(
@@ -211,15 +257,16 @@ def _recall(
     invalid: frozenset[str],
     red: Redactor,
     lookup: Callable[[str], SessionEntry | None],
+    window: tuple[int, int],
 ) -> MemoryRecall:
     ledgers = (ledger, *extras)
     observation = _first(memory_id, (lg.observations_by_id for lg in ledgers))
     if observation is not None:
         owner = next(lg for lg in ledgers if memory_id in lg.observations_by_id)
-        return _recall_observation(observation, owner, invalid, red, lookup)
+        return _recall_observation(observation, owner, invalid, red, lookup, window)
     reflection = _first(memory_id, (lg.reflections_by_id for lg in ledgers))
     if reflection is not None:
-        return _recall_reflection(reflection, ledgers, invalid, red, lookup)
+        return _recall_reflection(reflection, ledgers, invalid, red, lookup, window)
     return MemoryRecall(id=memory_id, kind=None, found=False, reason="unknown")
 
 
@@ -236,11 +283,12 @@ def _recall_observation(
     invalid: frozenset[str],
     red: Redactor,
     lookup: Callable[[str], SessionEntry | None],
+    window: tuple[int, int],
 ) -> MemoryRecall:
     obs = recorded.observation
     if invalidated_observation_ids([obs], invalid):
         return MemoryRecall(id=obs.id, kind="observation", found=False, reason="revoked")
-    sources, missing = _sources(obs.source_entry_ids, red, lookup)
+    page = _sources(obs.source_entry_ids, red, lookup, window)
     return MemoryRecall(
         id=obs.id,
         kind="observation",
@@ -250,8 +298,7 @@ def _recall_observation(
         dropped=obs.id in owner.dropped_ids,
         recorded_entry_id=recorded.recorded_entry_id,
         recorded_at=recorded.recorded_at,
-        sources=sources,
-        missing_source_entry_ids=missing,
+        **page,
     )
 
 
@@ -261,6 +308,7 @@ def _recall_reflection(
     invalid: frozenset[str],
     red: Redactor,
     lookup: Callable[[str], SessionEntry | None],
+    window: tuple[int, int],
 ) -> MemoryRecall:
     refl = recorded.reflection
     supports: list[tuple[RecordedObservation, bool]] = []
@@ -277,7 +325,7 @@ def _recall_reflection(
     # Dropped supports still contribute their raw sources: dropping prunes the pool, it
     # does not retract the evidence.
     cited = [s for r, _ in supports for s in r.observation.source_entry_ids]
-    sources, missing_sources = _sources(cited, red, lookup)
+    page = _sources(cited, red, lookup, window)
     return MemoryRecall(
         id=refl.id,
         kind="reflection",
@@ -286,8 +334,7 @@ def _recall_reflection(
         item=red.value(refl.model_dump(by_alias=True, mode="json")),
         recorded_entry_id=recorded.recorded_entry_id,
         recorded_at=recorded.recorded_at,
-        sources=sources,
-        missing_source_entry_ids=missing_sources,
+        **page,
         supporting_observations=tuple(
             {**red.value(r.observation.model_dump(by_alias=True, mode="json")), "dropped": d}
             for r, d in supports
@@ -298,14 +345,27 @@ def _recall_reflection(
 
 
 def _sources(
-    source_ids: Collection[str], red: Redactor, lookup: Callable[[str], SessionEntry | None]
-) -> tuple[tuple[Mapping[str, Any], ...], tuple[str, ...]]:
+    source_ids: Collection[str],
+    red: Redactor,
+    lookup: Callable[[str], SessionEntry | None],
+    window: tuple[int, int],
+) -> dict[str, Any]:
+    """The ``MemoryRecall`` fields of one slice of the cited sources (looked up: the slice)."""
+    offset, limit = window
+    distinct = list(dict.fromkeys(source_ids))
     found: list[Mapping[str, Any]] = []
     missing: list[str] = []
-    for source_id in dict.fromkeys(source_ids):
+    for source_id in distinct[offset : offset + limit]:
         entry = lookup(source_id)
         if entry is None:
             missing.append(source_id)
         else:
             found.append(red.value(entry.to_wire()))
-    return tuple(found), tuple(missing)
+    end = offset + limit
+    return {
+        "sources": tuple(found),
+        "missing_source_entry_ids": tuple(missing),
+        "sources_total": len(distinct),
+        "sources_offset": offset,
+        "next_sources_offset": end if end < len(distinct) else None,
+    }

@@ -4,9 +4,12 @@ The tool reads one session's current branch from the host, either a ``get_entrie
 callback (``(session_id) -> list[SessionEntry]``, sync or async) or a store (the indexed
 path: ``ledger()``, ``get()`` and ``page_messages()``, never the whole branch).
 
-Arguments are ``{"id": "<12 hex>"}`` or ``{"cursor": "<entry id>", "limit"?: 1..100,
-"direction"?: "forward"|"backward", "detail"?: "summary"|"full"}``. A key whose value is
-``null`` counts as absent (models often send optional keys as null).
+Arguments are ``{"id": "<12 hex>", "sourcesOffset"?: >= 0}`` or ``{"cursor": "<entry
+id>", "limit"?: 1..100, "direction"?: "forward"|"backward", "detail"?: "summary"|"full"}``.
+A key whose value is ``null`` counts as absent (models often send optional keys as null).
+An id recall returns at most ``RECALL_SOURCES_DEFAULT_LIMIT`` (100) sources, with
+``sourcesTotal`` and ``nextSourcesOffset``; calling again with ``sourcesOffset`` set to
+that value reads the next slice.
 
 Failures are typed errors **raised** by ``handler`` (all ``PrismMemoryError``
 subclasses), never a result object, so a host's tool dispatch reports them as a failed
@@ -37,7 +40,7 @@ from ..providers.base import ToolDefinition
 from .ledger import ObservationalMemoryLedger
 from .limits import PAGE_LIMIT_DEFAULT, PAGE_LIMIT_HARD_CAP, resolve_page_limit
 from .page import recall_observational_memory_branch_page, validate_page_request
-from .recall import check_memory_id, recall_observational_memory
+from .recall import check_memory_id, check_sources_window, recall_observational_memory
 from .redact import Redactor, redactor
 from .withheld import InvalidationSource, check_invalidation_source, resolve_invalidation
 
@@ -68,13 +71,16 @@ GetSharedLedgers: TypeAlias = Callable[
 resolve (branch paging stays on the current branch)."""
 
 _PAGE_KEYS: Final = ("limit", "direction", "detail")
-_KEYS: Final = frozenset({"id", "cursor", *_PAGE_KEYS})
+_SOURCES_OFFSET: Final = "sourcesOffset"
+_KEYS: Final = frozenset({"id", "cursor", _SOURCES_OFFSET, *_PAGE_KEYS})
 
 _DESCRIPTION: Final = (
     "Recall exact source evidence for an observational-memory id (the 12-character ids "
     "shown in brackets), or page the raw user/assistant/tool messages of the current "
     "branch around a cursor entry id. Pass either {id} or {cursor, limit?, direction?, "
-    "detail?}, never both. Exact lookup only: it does not search by topic."
+    "detail?}, never both. Exact lookup only: it does not search by topic. An id recall "
+    "returns up to 100 sources; when nextSourcesOffset is not null, call again with "
+    "sourcesOffset set to it for the rest."
 )
 
 
@@ -87,6 +93,12 @@ def _parameters() -> dict[str, Any]:
                 "type": "string",
                 "pattern": MEMORY_ID_PATTERN.pattern,
                 "description": "An observation or reflection id to recall with its sources.",
+            },
+            _SOURCES_OFFSET: {
+                "type": "integer",
+                "minimum": 0,
+                "description": "Id recall only: skip this many sources (nextSourcesOffset "
+                "of the previous call).",
             },
             "cursor": {
                 "type": "string",
@@ -207,7 +219,8 @@ class RecallMemoryTool:
         if unknown:
             shown = ", ".join(repr(k)[:40] for k in unknown[:5])
             raise InvalidInputError(
-                f"unknown recall argument(s) {shown}; allowed: id, cursor, limit, direction, detail"
+                f"unknown recall argument(s) {shown}; allowed: id, sourcesOffset, cursor, "
+                "limit, direction, detail"
             )
         session_id = validate_session_id(session_id)
         given = {k: v for k, v in args.items() if v is not None}
@@ -222,7 +235,12 @@ class RecallMemoryTool:
                 raise AmbiguousInputError(
                     f"{', '.join(extras)} only apply to cursor paging, not to id recall"
                 )
-            return await self._recall(check_memory_id(given["id"]), session_id)
+            offset, _ = check_sources_window(
+                given.get(_SOURCES_OFFSET, 0), None, offset_name=_SOURCES_OFFSET
+            )
+            return await self._recall(check_memory_id(given["id"]), session_id, offset)
+        if _SOURCES_OFFSET in given:
+            raise AmbiguousInputError(f"{_SOURCES_OFFSET} only applies to id recall, not paging")
         cursor, limit, direction, detail = validate_page_request(
             given["cursor"],
             given.get("limit"),
@@ -255,7 +273,9 @@ class RecallMemoryTool:
             )
         return page.to_json()
 
-    async def _recall(self, memory_id: str, session_id: str) -> dict[str, Any]:
+    async def _recall(
+        self, memory_id: str, session_id: str, sources_offset: int = 0
+    ) -> dict[str, Any]:
         extra: list[ObservationalMemoryLedger] = []
         if self._source.store is None:
             entries = await self._source.entries(session_id)
@@ -266,6 +286,7 @@ class RecallMemoryTool:
                 secrets=self._redactor,
                 extra_ledgers=extra,
                 invalidated_ids=await resolve_invalidation(self._invalidated),
+                sources_offset=sources_offset,
             )
         else:
             store = await self._source.check_store_session(session_id)
@@ -277,6 +298,7 @@ class RecallMemoryTool:
                 secrets=self._redactor,
                 extra_ledgers=extra,
                 invalidated_ids=await resolve_invalidation(self._invalidated),
+                sources_offset=sources_offset,
             )
         return result.to_json()
 

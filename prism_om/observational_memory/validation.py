@@ -25,6 +25,12 @@ What the branch must confirm:
 
 Errors are ``MemoryRecordError`` naming the entry, the field and the offending id; the
 first failing requirement in record order is reported.
+
+``check_memory_record_caps(entry)`` runs first, on every append (``check_batch_shape``):
+an observation citing more than ``MAX_SOURCES_PER_OBSERVATION`` sources or a reflection
+over more than ``MAX_OBSERVATIONS_PER_REFLECTION`` observations is refused with
+``MemoryRecordTooLargeError`` (see :mod:`.limits`), so validating one record stays bounded.
+It is an append rule, not a wire rule: records stored before the caps existed still load.
 """
 
 from __future__ import annotations
@@ -34,7 +40,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from ..entries import SessionEntry
-from ..errors import MemoryRecordError
+from ..errors import MemoryRecordError, MemoryRecordTooLargeError
+from .limits import MAX_OBSERVATIONS_PER_REFLECTION, MAX_SOURCES_PER_OBSERVATION
 from .parse import parse_memory_record
 from .records import (
     FOLDED_TYPE,
@@ -53,6 +60,7 @@ __all__ = [
     "IdRequirement",
     "MemoryRecordNeeds",
     "branch_facts_from_entries",
+    "check_memory_record_caps",
     "memory_record_needs",
     "validate_memory_record",
     "validate_memory_record_on_branch",
@@ -174,6 +182,45 @@ def memory_record_needs(entry: SessionEntry) -> MemoryRecordNeeds | None:
             for i, obs_id in enumerate(record.dropped_observation_ids)
         ),
     )
+
+
+_CAPPED_LISTS: dict[str, tuple[str, str, int, str]] = {
+    OBSERVATIONS_RECORDED: (
+        "observations",
+        "sourceEntryIds",
+        MAX_SOURCES_PER_OBSERVATION,
+        "MAX_SOURCES_PER_OBSERVATION",
+    ),
+    REFLECTIONS_RECORDED: (
+        "reflections",
+        "observationIds",
+        MAX_OBSERVATIONS_PER_REFLECTION,
+        "MAX_OBSERVATIONS_PER_REFLECTION",
+    ),
+}
+
+
+def check_memory_record_caps(entry: SessionEntry) -> None:
+    """Raise ``MemoryRecordTooLargeError`` when a record cites more ids than its cap.
+
+    Reads the raw payload (a few ``len`` calls), so it is cheap enough for every append;
+    the record's shape is checked later by ``memory_record_needs``.
+    """
+    capped = _CAPPED_LISTS.get(entry.custom_type or "")
+    if capped is None or entry.data is None:
+        return
+    key, field, cap, cap_name = capped
+    items = entry.data.get(key)
+    if not isinstance(items, list):
+        return
+    for i, item in enumerate(items):
+        ids = item.get(field) if isinstance(item, dict) else None
+        if isinstance(ids, list) and len(ids) > cap:
+            raise MemoryRecordTooLargeError(
+                f"entry {entry.id!r} ({entry.custom_type}): data.{key}[{i}].{field} of "
+                f"{item.get('id')!r} lists {len(ids)} ids, above the hard cap of {cap} "
+                f"({cap_name})"
+            )
 
 
 def _cover(covers_up_to_id: str | None) -> tuple[IdRequirement, ...]:

@@ -3,11 +3,19 @@
 The memory adapter is this index alone; the JSONL adapter keeps one in step with its
 files. Validation happens in ``check`` before ``apply`` touches anything, so a rejected
 batch leaves the index exactly as it was.
+
+Branch membership uses the segment shape of python-design.md ("The store architecture"),
+as the SQLite adapter does: every entry has a ``depth`` and a ``segment`` (a maximal chain
+of first children); a fork starts a new segment that remembers its parent segment and the
+depth it starts at. The path from the root to a tip is then one piece per fork, and "is X
+on this path" is X's segment looked up among those pieces: O(1) per id once the pieces
+down to X's depth are known, instead of a walk of parent links per id.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import ChainMap
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..entries import SessionEntry
@@ -32,7 +40,7 @@ from ..observational_memory.validation import (
     validate_memory_record,
 )
 
-__all__ = ["TreeIndex", "is_memory_record"]
+__all__ = ["PathMembership", "TreeIndex", "is_memory_record"]
 
 
 @dataclass
@@ -49,6 +57,10 @@ class TreeIndex:
         self.entries: dict[str, SessionEntry] = {}
         self.children: dict[str, list[str]] = {}
         self.depth: dict[str, int] = {}
+        self.segment: dict[str, int] = {}
+        # Per segment id (a list index): the segment it forked from and its first depth.
+        self.segment_parent: list[int | None] = []
+        self.segment_start: list[int] = []
         self.trees: dict[str, _SessionTree] = {}
         # memory id -> entries that recorded it (any branch); "recorded on this branch" is
         # then an ancestor test per recorder instead of a scan of the branch.
@@ -91,12 +103,11 @@ class TreeIndex:
                         f"entry {entry.id!r} of session {session_id!r} names parent "
                         f"{entry.parent_id!r} of session {parent.session_id!r}"
                     )
-            view.add_depth(entry)
             needs = memory_record_needs(entry)
             if needs is not None:
                 validate_memory_record(entry, needs, view.facts(entry.parent_id, needs))
             pending[entry.id] = entry
-            view.note_recorder(entry)
+            view.add(entry)
 
     def apply(self, batch: Sequence[SessionEntry]) -> None:
         """Add an already checked batch and move the session's leaf to its last entry."""
@@ -105,20 +116,33 @@ class TreeIndex:
             if tree is None:
                 tree = self.trees[entry.session_id] = _SessionTree()
             self.entries[entry.id] = entry
-            self.children[entry.id] = []
             for memory_id, kind in recorded_memory_ids(entry):
                 self.recorders.setdefault(memory_id, []).append((entry.id, kind))
             tree.order.append(entry.id)
             if entry.parent_id is None:
                 tree.root = entry.id
                 self.depth[entry.id] = 0
+                self.segment[entry.id] = self._new_segment(None, 0)
                 inherited = None
             else:
-                self.children[entry.parent_id].append(entry.id)
-                self.depth[entry.id] = self.depth[entry.parent_id] + 1
+                depth = self.depth[entry.parent_id] + 1
+                siblings = self.children[entry.parent_id]
+                self.segment[entry.id] = (
+                    self._new_segment(self.segment[entry.parent_id], depth)
+                    if siblings
+                    else self.segment[entry.parent_id]
+                )
+                siblings.append(entry.id)
+                self.depth[entry.id] = depth
                 inherited = self.memory_heads[entry.parent_id]
+            self.children[entry.id] = []
             self.memory_heads[entry.id] = entry.id if is_memory_record(entry) else inherited
             tree.leaf = entry.id
+
+    def _new_segment(self, parent: int | None, start: int) -> int:
+        self.segment_parent.append(parent)
+        self.segment_start.append(start)
+        return len(self.segment_start) - 1
 
     def resolve_leaf(self, session_id: str, entry_id: str) -> str:
         """Check that ``entry_id`` is an entry of the session and return it."""
@@ -174,8 +198,22 @@ class TreeIndex:
             self.resolve_leaf(session_id, leaf_id)
         return self.memory_heads[leaf_id]
 
+    def path_membership(self, session_id: str, leaf_id: str | None) -> PathMembership:
+        """Membership test for the path from the root to the leaf (default: current leaf)."""
+        if leaf_id is None:
+            leaf_id = self.leaf(session_id)
+        else:
+            self.resolve_leaf(session_id, leaf_id)
+        return PathMembership(
+            self.segment,
+            self.depth,
+            self.segment_parent.__getitem__,
+            self.segment_start.__getitem__,
+            leaf_id,
+        )
+
     def is_on_branch(self, session_id: str, entry_id: str, leaf_id: str | None) -> bool:
-        """Ancestor test by depth: walk up from the leaf only as far as the entry's depth."""
+        """Whether the entry lies on the path to the leaf (default: the current leaf)."""
         if leaf_id is None:
             leaf_id = self.leaf(session_id)
             if leaf_id is None:
@@ -185,15 +223,61 @@ class TreeIndex:
         target = self.entries.get(entry_id)
         if target is None or target.session_id != session_id:
             return False
-        want = self.depth[entry_id]
-        current = leaf_id
-        if self.depth[current] < want:
+        return self.path_membership(session_id, leaf_id).contains(entry_id)
+
+
+class PathMembership:
+    """Answers "is this entry on the path from the root to ``tip``?" for many entries.
+
+    The path's pieces (segment -> deepest depth of that segment on the path) are walked
+    lazily from the tip towards the root, only as deep as the shallowest entry asked
+    about, so a record citing recent messages costs a few steps and one citing ``n``
+    entries anywhere costs O(n + forks on the path), never O(n x depth).
+    """
+
+    __slots__ = (
+        "_depth",
+        "_low",
+        "_next_hi",
+        "_next_segment",
+        "_parent",
+        "_pieces",
+        "_segment",
+        "_start",
+    )
+
+    def __init__(
+        self,
+        segment: Mapping[str, int],
+        depth: Mapping[str, int],
+        segment_parent: Callable[[int], int | None],
+        segment_start: Callable[[int], int],
+        tip: str | None,
+    ) -> None:
+        self._segment = segment
+        self._depth = depth
+        self._parent = segment_parent
+        self._start = segment_start
+        self._pieces: dict[int, int] = {}
+        self._next_segment: int | None = None if tip is None else segment[tip]
+        self._next_hi = -1 if tip is None else depth[tip]
+        # Every depth >= _low of the path is covered by the pieces walked so far.
+        self._low = self._next_hi + 1
+
+    def contains(self, entry_id: str) -> bool:
+        segment = self._segment.get(entry_id)
+        if segment is None:
             return False
-        while self.depth[current] > want:
-            parent = self.entries[current].parent_id
-            assert parent is not None  # depth > 0 means a parent exists
-            current = parent
-        return current == entry_id
+        depth = self._depth[entry_id]
+        while depth < self._low and self._next_segment is not None:
+            current = self._next_segment
+            start = self._start(current)
+            self._pieces[current] = self._next_hi
+            self._low = start
+            self._next_hi = start - 1
+            self._next_segment = self._parent(current)
+        hi = self._pieces.get(segment)
+        return hi is not None and depth <= hi
 
 
 def is_memory_record(entry: SessionEntry) -> bool:
@@ -229,51 +313,86 @@ def recorded_memory_ids(entry: SessionEntry) -> list[tuple[str, str]]:
 class _PendingView:
     """The index plus the checked part of a batch, for branch questions during ``check``.
 
-    Ancestor tests walk parent links only from the parent down to the candidate's depth,
-    so validating a record that cites recent messages costs a few steps, not the branch.
+    Pending entries get their depth and segment here exactly as ``apply`` will give them,
+    so branch membership covers the batch's own earlier entries too. They are placed only
+    when a memory record asks a branch question: a batch of plain messages (and every line
+    of a JSONL file being loaded) pays nothing for it.
     """
 
     def __init__(self, index: TreeIndex, pending: dict[str, SessionEntry]) -> None:
         self.index = index
         self.pending = pending
-        self.depth: dict[str, int] = {}
+        self.depth = ChainMap[str, int]({}, index.depth)
+        self.segment = ChainMap[str, int]({}, index.segment)
+        self.with_child: set[str] = set()
+        self.new_segments: list[tuple[int | None, int]] = []
         self.recorders: dict[str, list[tuple[str, str]]] = {}
+        self.unplaced: list[SessionEntry] = []
 
-    def add_depth(self, entry: SessionEntry) -> None:
-        parent = entry.parent_id
-        self.depth[entry.id] = 0 if parent is None else self.depth_of(parent) + 1
-
-    def note_recorder(self, entry: SessionEntry) -> None:
+    def add(self, entry: SessionEntry) -> None:
+        """Note a checked entry of the batch (already in ``pending``)."""
+        self.unplaced.append(entry)
         for memory_id, kind in recorded_memory_ids(entry):
             self.recorders.setdefault(memory_id, []).append((entry.id, kind))
+
+    def _place_pending(self) -> None:
+        for entry in self.unplaced:
+            self._place(entry)
+        self.unplaced.clear()
+
+    def _place(self, entry: SessionEntry) -> None:
+        parent = entry.parent_id
+        if parent is None:
+            depth, segment = 0, self._new_segment(None, 0)
+        else:
+            depth = self.depth[parent] + 1
+            if parent in self.with_child or self.index.children.get(parent):
+                segment = self._new_segment(self.segment[parent], depth)
+            else:
+                segment = self.segment[parent]
+            self.with_child.add(parent)
+        self.depth[entry.id] = depth
+        self.segment[entry.id] = segment
+
+    def _new_segment(self, parent: int | None, start: int) -> int:
+        self.new_segments.append((parent, start))
+        return len(self.index.segment_start) + len(self.new_segments) - 1
+
+    def _segment_parent(self, segment: int) -> int | None:
+        known = len(self.index.segment_parent)
+        return (
+            self.index.segment_parent[segment]
+            if segment < known
+            else (self.new_segments[segment - known][0])
+        )
+
+    def _segment_start(self, segment: int) -> int:
+        known = len(self.index.segment_start)
+        return (
+            self.index.segment_start[segment]
+            if segment < known
+            else (self.new_segments[segment - known][1])
+        )
 
     def entry(self, entry_id: str) -> SessionEntry | None:
         return self.pending.get(entry_id) or self.index.entries.get(entry_id)
 
-    def depth_of(self, entry_id: str) -> int:
-        found = self.depth.get(entry_id)
-        return self.index.depth[entry_id] if found is None else found
-
-    def is_ancestor(self, candidate: str, tip: str | None) -> bool:
-        """True when ``candidate`` is ``tip`` or one of its ancestors."""
-        if tip is None or self.entry(candidate) is None:
-            return False
-        want = self.depth_of(candidate)
-        current: str | None = tip
-        while current is not None and self.depth_of(current) > want:
-            node = self.entry(current)
-            current = node.parent_id if node is not None else None
-        return current == candidate
+    def membership(self, tip: str | None) -> PathMembership:
+        return PathMembership(
+            self.segment, self.depth, self._segment_parent, self._segment_start, tip
+        )
 
     def facts(self, parent_id: str | None, needs: MemoryRecordNeeds) -> BranchFacts:
+        self._place_pending()
+        on_branch = self.membership(parent_id).contains
         eligible = {
             s
             for s in needs.source_entry_ids
             if (e := self.entry(s)) is not None
             and is_eligible_observation_source_entry(e)
-            and self.is_ancestor(s, parent_id)
+            and on_branch(s)
         }
-        covered = {c for c in needs.covered_entry_ids if self.is_ancestor(c, parent_id)}
+        covered = {c for c in needs.covered_entry_ids if on_branch(c)}
         observations: set[str] = set()
         reflections: set[str] = set()
         for memory_id in needs.memory_ids_to_look_up:
@@ -282,7 +401,7 @@ class _PendingView:
                 *self.recorders.get(memory_id, ()),
             ]
             for recorder, kind in found:
-                if self.is_ancestor(recorder, parent_id):
+                if on_branch(recorder):
                     (observations if kind == "observation" else reflections).add(memory_id)
         return BranchFacts(
             eligible_source_ids=frozenset(eligible),

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, Literal, Protocol, Self, runtime_checkable
 
-from ..entries import SessionEntry, validate_session_id
+from ..entries import SessionEntry, check_entry_size, validate_session_id
 from ..errors import (
     DuplicateEntryError,
     InvalidEntryError,
@@ -17,7 +17,8 @@ from ..errors import (
     SessionMismatchError,
     StaleCoverageError,
 )
-from ..observational_memory.limits import resolve_page_limit
+from ..observational_memory.limits import MAX_ENTRY_BYTES, resolve_page_limit
+from ..observational_memory.validation import check_memory_record_caps
 
 if TYPE_CHECKING:
     from ..observational_memory.ledger import ObservationalMemoryLedger
@@ -220,7 +221,10 @@ class SessionStore(Protocol):
 
 
 def check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[SessionEntry]:
-    """Checks that need no store: entry types, one session, no id twice in the batch."""
+    """Checks that need no store: entry types, one session, no id twice in the batch, and
+    each entry's serialised size within ``MAX_ENTRY_BYTES`` (``EntryTooLargeError``), and
+    the per-record id caps (``MemoryRecordTooLargeError``). These are append rules: a
+    store loading what it holds does not re-apply them."""
     batch = builtins.list(entries)
     if not batch:
         return batch
@@ -243,6 +247,10 @@ def check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[SessionE
         if entry.id in seen:
             raise DuplicateEntryError(f"entry id {entry.id!r} appears twice in the batch")
         seen.add(entry.id)
+        # Before any store work: an oversized entry would otherwise cost its tokenisation
+        # and a huge write before being refused (or worse, accepted).
+        check_entry_size(entry, MAX_ENTRY_BYTES)
+        check_memory_record_caps(entry)
     return batch
 
 

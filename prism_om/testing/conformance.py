@@ -26,6 +26,7 @@ from ..errors import (
 from ..stores._summary import summarize_entries, utc_timestamp
 from ..stores.base import SessionStore, SessionSummary
 from ..stores.memory import MemoryStore
+from .conformance_bounds import BoundsConformance
 from .generate import LeafOp, Op, generate_ops, make_message
 from .write_conformance import WriteConformance
 
@@ -73,10 +74,12 @@ def _msg(sid: str, eid: str, parent: str | None, text: str = "hello") -> Session
     return make_message(sid, eid, parent, "user", text, 1)
 
 
-class StoreConformance(WriteConformance):
+class StoreConformance(WriteConformance, BoundsConformance):
     """The shared suite. Every test opens a fresh store through ``store_opener``.
 
-    ``WriteConformance`` adds the write path's concurrency and cancellation rules."""
+    ``WriteConformance`` adds the write path's concurrency and cancellation rules; the
+    hard-bound tests (entry size, record caps) come from ``BoundsConformance``.
+    """
 
     @pytest.fixture
     async def store(self, store_opener: StoreOpener) -> AsyncIterator[SessionStore]:

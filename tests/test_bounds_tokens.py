@@ -1,0 +1,75 @@
+"""Chunked token counting: linear and bounded on pathological text (issue 13, item 15)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import prism_om.tokens as tokens
+from prism_om.tokens import TOKEN_CHUNK_CHARS, TokenEstimator, get_estimator
+
+ESTIMATOR = get_estimator()
+pytestmark = pytest.mark.skipif(
+    ESTIMATOR.name == tokens.HEURISTIC_ENCODING, reason="no tiktoken encoding loadable"
+)
+
+# Words never contain whitespace; every other separator is one plain space, so a safe
+# cut point (a single space between two non-space characters) occurs every few words.
+WORDS = st.text(
+    st.characters(blacklist_categories=("Cs", "Zs", "Zl", "Zp", "Cc")), min_size=1, max_size=8
+)
+SEPARATORS = st.sampled_from([" ", "  ", "\n", "\n\n", ", ", ". ", "\t", " - "])
+
+
+@st.composite
+def ordinary_text(draw: st.DrawFn) -> str:
+    words = draw(st.lists(WORDS, min_size=1, max_size=120))
+    parts: list[str] = []
+    for i, word in enumerate(words):
+        parts.append(word)
+        parts.append(" " if i % 2 == 0 else draw(SEPARATORS))
+    return "".join(parts)
+
+
+def whole_count(text: str) -> int:
+    return len(ESTIMATOR._encode(text))
+
+
+@settings(max_examples=150, deadline=None)
+@given(ordinary_text())
+def test_chunked_count_equals_the_whole_text_count(text: str) -> None:
+    # Tiny chunks, so that ordinary text is cut many times.
+    chunked = sum(whole_count(chunk) for chunk in tokens._token_chunks(text, 40))
+    assert chunked == whole_count(text)
+    assert "".join(tokens._token_chunks(text, 40)) == text
+
+
+def test_long_prose_counts_as_before() -> None:
+    text = " ".join(f"word{i % 97}, and more text; (n={i})" for i in range(20_000))
+    assert len(text) > 20 * TOKEN_CHUNK_CHARS
+    assert ESTIMATOR.count(text) == whole_count(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["a" * 300_000, "ab1" * 100_000, ("x" * 20_000 + " ") * 15, "\u4e00" * 200_000],
+    ids=["one-letter-run", "mixed-run", "long-words", "cjk-run"],
+)
+def test_pathological_text_is_encoded_in_bounded_chunks(text: str) -> None:
+    """Each encoder call sees at most TOKEN_CHUNK_CHARS characters, and every character
+    is encoded once: the work is linear however long the run without spaces."""
+    seen: list[int] = []
+
+    def encode(chunk: str) -> Any:
+        seen.append(len(chunk))
+        return ESTIMATOR._encode(chunk)
+
+    counting = TokenEstimator(ESTIMATOR.name, encode)
+    count = counting.count(text)
+    assert max(seen) <= TOKEN_CHUNK_CHARS
+    assert sum(seen) == len(text)
+    # Blind cuts may move a token boundary: at most a token or so per cut.
+    assert abs(count - whole_count(text)) <= len(seen)
