@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from .debug import COMPACTION_TRIGGER_ERROR
 from .entries import SessionEntry
 from .errors import AmbiguousInputError, InvalidInputError, PrismMemoryError
 from .host.agent import Agent
@@ -71,7 +72,6 @@ __all__ = [
     "create_observational_memory",
 ]
 
-COMPACTION_TRIGGER_ERROR: Final = "observational-memory:compaction-trigger-error"
 SHARED_BLOCK_NAME: Final = "shared-work-scopes"
 TRIGGER_TYPES: Final = frozenset({"tokens", "input_ratio", "entries", "never"})
 
@@ -440,8 +440,8 @@ class AttachedObservationalMemory:
         return total - await session.store.entry_count(session.id, compaction.id)
 
     def _emit(self, event: str, data: dict[str, Any]) -> None:
-        if self.memory.debug is not None:
-            self.memory.debug(event, data)
+        # The runtime's emitter redacts, gates and records errors as last_error.
+        self.runtime.emit_debug_event(event, data)
 
 
 class AttachedAgent:

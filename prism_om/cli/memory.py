@@ -147,6 +147,7 @@ async def cmd_observe(args: argparse.Namespace) -> None:
             observation=worker,
             reflection=worker,
             dropper={"policy": "lowest-relevance"},
+            settings={"debug_log": True},  # the spinner follows trace events
             debug=sink,
         )
         with spinner:
