@@ -229,7 +229,7 @@ async def test_a_full_attached_session_emits_nothing_secret() -> None:
     agent = Agent(Session(MemoryStore(), "s1"), echo_provider())
     attached = memory(events, True, trigger={"type": "entries", "count": 6}).attach(agent)
     for turn in range(8):
-        await attached.agent.run(f"Turn {turn}: remember the token {SECRET} for the 14 June launch.")
+        await attached.agent.run(f"Turn {turn}: keep the token {SECRET} for the 14 June launch.")
     names = {e for e, _ in events}
     assert {"om.flush.start", "om.flush.done", "om.append", "om.worker.completed"} <= names
     assert attached.compactions
