@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal, Protocol, Self, runtime_checkable
 
-from ..entries import SessionEntry, validate_session_id
+from ..entries import SessionEntry, find_lone_surrogate, validate_session_id
 from ..errors import DuplicateEntryError, InvalidEntryError, SessionMismatchError
 
 if TYPE_CHECKING:
@@ -171,4 +171,12 @@ def check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[SessionE
         if entry.id in seen:
             raise DuplicateEntryError(f"entry id {entry.id!r} appears twice in the batch")
         seen.add(entry.id)
+        # An entry copied with model_copy(update=...) skipped validation; no adapter may
+        # store text that SQLite and JSONL could not even write.
+        where = find_lone_surrogate(entry)
+        if where is not None:
+            raise InvalidEntryError(
+                f"entry {entry.id!r}: field {where!r} holds a lone surrogate (half of a "
+                "UTF-16 pair); entry text must be valid Unicode"
+            )
     return batch
