@@ -288,6 +288,8 @@ class ObservationalMemory:
             recent_message_max_tokens=self.settings.context.recent_message_max_tokens,
             secrets=self.secrets,
         )
+        if agent.debug is None and self.debug is not None:
+            agent.debug = runtime.emit_debug_event  # redacted and gated like memory's events
         agent.context_providers.append(provider)
         if agent.compaction_strategy is None:
             agent.compaction_strategy = strategy

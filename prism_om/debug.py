@@ -31,6 +31,7 @@ __all__ = [
     "DEBUG_EVENTS",
     "ERROR_EVENTS",
     "POST_RUN_ERROR",
+    "PROVIDER_TEXT_SANITIZED",
     "TRACE_EVENTS",
     "DebugEmitter",
     "DebugSink",
@@ -42,6 +43,7 @@ DebugSink = Callable[[str, dict[str, Any]], None]
 
 COMPACTION_TRIGGER_ERROR: Final = "observational-memory:compaction-trigger-error"
 POST_RUN_ERROR: Final = "observational-memory:post-run-error"
+PROVIDER_TEXT_SANITIZED: Final = "prism:provider-text-sanitized"
 
 ERROR_EVENTS: Final = frozenset(
     {
@@ -61,6 +63,7 @@ TRACE_EVENTS: Final = frozenset(
         "om.scope.bound",
         "om.dropper.topped_up",
         "om.append",
+        PROVIDER_TEXT_SANITIZED,
     }
 )
 DEBUG_EVENTS: Final = ERROR_EVENTS | TRACE_EVENTS

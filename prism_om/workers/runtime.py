@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from ..debug import DebugEmitter, DebugSink
+from ..debug import PROVIDER_TEXT_SANITIZED, DebugEmitter, DebugSink
 from ..entries import SessionEntry, custom_entry
 from ..errors import BranchMismatchError, InvalidInputError, PrismMemoryError
 from ..observational_memory.coverage import observations_uncovered_by_reflection
@@ -525,6 +525,9 @@ class ObservationalMemoryRuntime:
                 redactor=redactor,
                 request=request,
                 instructions=spec.settings.instructions,
+                on_sanitized=lambda replaced: self._emit(
+                    PROVIDER_TEXT_SANITIZED, {"worker": spec.name, "replacedCharacters": replaced}
+                ),
             )
         )
 
