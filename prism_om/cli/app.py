@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 
 from ..errors import InvalidInputError, PrismMemoryError, StoreRuleError
 from .common import DEFAULT_DB, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, CliUsageError
+from .secrets import SECRETS_ENV, add_secret_option
 
 __all__ = ["build_parser", "main"]
 
@@ -27,6 +28,12 @@ Errors print one line, 'prism-om: error: ...', on stderr; --debug adds the trace
 
 --db takes a store URL (sqlite:FILE, jsonl:DIR) or a bare path, meaning a SQLite file;
 the default is {DEFAULT_DB} in the current directory, the file 'prism-om demo' writes.
+
+secrets: status, view, recall, page, observe and compact replace every exact secret
+value with [REDACTED] in what they print (and observe/compact in what they record).
+Give them in ${SECRETS_ENV}, one per line (a secret may hold commas or spaces), or
+with --secret VALUE, repeatable. Text shown for a person has control characters
+escaped (\\x1b, \\u202e); --json output is plain JSON.
 """
 
 
@@ -86,6 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     as_json.add_argument("--json", action="store_true", help="print machine-readable JSON")
     session = _Parser(add_help=False)
     session.add_argument("--session", required=True, metavar="ID", help="session id")
+    redact = _Parser(add_help=False)
+    add_secret_option(redact)
     recent = _Parser(add_help=False)
     recent.add_argument(
         "--recent-messages",
@@ -124,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     imp.add_argument("--session", metavar="NAME", help="name of the new session")
 
-    observe = add("observe", "run the observer and reflector once", store, session, as_json)
+    observe = add("observe", "run the observer and reflector once", store, session, as_json, redact)
     observe.add_argument("--force", action="store_true", help="ignore the token thresholds")
     observe.add_argument(
         "--provider",
@@ -149,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
         session,
         recent,
         as_json,
+        redact,
     )
     add(
         "status",
@@ -157,16 +167,26 @@ def build_parser() -> argparse.ArgumentParser:
         session,
         recent,
         as_json,
+        redact,
     )
-    view = add("view", "the memory the agent sees (om:view)", store, session, recent, as_json)
+    view = add(
+        "view", "the memory the agent sees (om:view)", store, session, recent, as_json, redact
+    )
     view.add_argument("--full", action="store_true", help="all active memory, not only visible")
 
     recall = add(
-        "recall", "an observation or reflection with its exact sources", store, session, as_json
+        "recall",
+        "an observation or reflection with its exact sources",
+        store,
+        session,
+        as_json,
+        redact,
     )
     recall.add_argument("id", metavar="ID", help="a 12-hex memory id")
 
-    page = add("page", "a page of raw messages around a cursor entry", store, session, as_json)
+    page = add(
+        "page", "a page of raw messages around a cursor entry", store, session, as_json, redact
+    )
     page.add_argument("--cursor", required=True, metavar="ID", help="an entry id on the branch")
     page.add_argument("--backward", action="store_true", help="page before the cursor")
     page.add_argument(
@@ -217,6 +237,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         sys.stdout.flush()
-        sys.stderr.write(f"prism-om: error: {' '.join(_describe(exc).split())}\n")
+        from .output import printable  # a message may quote untrusted text
+
+        sys.stderr.write(f"prism-om: error: {printable(' '.join(_describe(exc).split()))}\n")
         return _exit_code(exc)
     return EXIT_OK
