@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from prism_om.entries import message_entry
 from prism_om.observational_memory import REDACTION_MARKER, Redactor, render_recent_message_window
@@ -145,3 +147,44 @@ async def test_no_persisted_observation_holds_an_escaped_secret() -> None:
         if entry.custom_type is not None:
             assert_clean(entry.to_json())
             assert_clean(json.dumps(entry.to_wire(), ensure_ascii=False))
+
+
+# -- the one-pass replacement equals the obvious definition -------------------------------
+
+
+def reference_redact(text: str, secrets: list[str]) -> str:
+    """Every occurrence of every secret (overlaps included), runs of overlapping
+    occurrences merged, each run replaced by one marker."""
+    spans = []
+    for secret in {s for s in secrets if s}:
+        start = text.find(secret)
+        while start != -1:
+            spans.append((start, start + len(secret)))
+            start = text.find(secret, start + 1)
+    spans.sort()
+    merged: list[list[int]] = []
+    for start, end in spans:
+        if merged and start < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    out, done = [], 0
+    for start, end in merged:
+        out += [text[done:start], REDACTION_MARKER]
+        done = end
+    return "".join([*out, text[done:]])
+
+
+@given(
+    text=st.text(alphabet="abc-", max_size=40),
+    secrets=st.lists(st.text(alphabet="abc-", min_size=1, max_size=5), max_size=4),
+)
+@settings(max_examples=300, deadline=None)
+def test_redaction_matches_the_reference_and_leaves_no_secret(
+    text: str, secrets: list[str]
+) -> None:
+    out = Redactor(secrets).text(text)
+    assert out == reference_redact(text, secrets)
+    for secret in secrets:
+        # Only a marker may still spell a secret (e.g. "-" or "a" inside "[REDACTED]").
+        assert secret not in out.replace(REDACTION_MARKER, "\0")

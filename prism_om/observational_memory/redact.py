@@ -30,7 +30,7 @@ _T = TypeVar("_T")
 class Redactor:
     """Replaces a fixed set of exact secret values; build once, apply to many strings."""
 
-    __slots__ = ("_pattern", "_starts", "secrets")
+    __slots__ = ("_pattern", "secrets")
 
     def __init__(self, secrets: Iterable[str] | None = None) -> None:
         if isinstance(secrets, str | bytes):
@@ -48,35 +48,35 @@ class Redactor:
         # matches, so the longest secret starting there wins.
         alternation = "|".join(re.escape(f) for f in sorted(forms, key=lambda f: (-len(f), f)))
         self._pattern = re.compile(alternation) if forms else None
-        # A lookahead matches at every position, so overlapping occurrences are all seen.
-        self._starts = re.compile(f"(?=({alternation}))") if forms else None
 
     def __bool__(self) -> bool:
         return self._pattern is not None
 
     def text(self, value: str) -> str:
         """``value`` with every secret replaced by the marker."""
-        if self._pattern is None or self._starts is None or not value:
+        pattern = self._pattern
+        if pattern is None or not value:
             return value
-        first = self._pattern.search(value)
-        if first is None:
+        match = pattern.search(value)
+        if match is None:
             return value
         pieces: list[str] = []
         done = 0  # everything before this index is already emitted
-        span_start, span_end = -1, -1
-        for match in self._starts.finditer(value, first.start()):
-            start, end = match.start(), match.end(1)
-            if start < span_end:  # overlaps the current run: extend it
-                span_end = max(span_end, end)
+        span_start, span_end = match.start(), match.end()
+        while True:
+            # Searching again one character on finds any occurrence that starts inside
+            # the current run (the leftmost first, the longest at its position).
+            match = pattern.search(value, match.start() + 1)
+            if match is not None and match.start() < span_end:
+                span_end = max(span_end, match.end())
                 continue
-            if span_end > 0:
-                pieces.append(value[done:span_start])
-                pieces.append(REDACTION_MARKER)
-                done = span_end
-            span_start, span_end = start, end
-        pieces.append(value[done:span_start])
-        pieces.append(REDACTION_MARKER)
-        pieces.append(value[span_end:])
+            pieces.append(value[done:span_start])
+            pieces.append(REDACTION_MARKER)
+            done = span_end
+            if match is None:
+                break
+            span_start, span_end = match.start(), match.end()
+        pieces.append(value[done:])
         return "".join(pieces)
 
     def value(self, value: _T) -> _T:
