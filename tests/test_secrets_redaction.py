@@ -188,3 +188,13 @@ def test_redaction_matches_the_reference_and_leaves_no_secret(
     for secret in secrets:
         # Only a marker may still spell a secret (e.g. "-" or "a" inside "[REDACTED]").
         assert secret not in out.replace(REDACTION_MARKER, "\0")
+
+
+def test_provider_errors_use_the_same_redaction() -> None:
+    from prism_om.providers.base import ProviderError
+
+    body = json.dumps({"error": f"key user-sk-live-ABCDEFGH1234 rejected; echo {SECRET}"})
+    error = ProviderError(body, secrets=["user-sk", "sk-live-ABCDEFGH1234", SECRET, None])
+    assert "live" not in str(error) and "ABCDEFGH" not in str(error)
+    assert_clean(str(error))
+    assert str(error).count("[redacted]") == 2

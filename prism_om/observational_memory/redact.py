@@ -30,9 +30,12 @@ _T = TypeVar("_T")
 class Redactor:
     """Replaces a fixed set of exact secret values; build once, apply to many strings."""
 
-    __slots__ = ("_pattern", "secrets")
+    __slots__ = ("_pattern", "marker", "secrets")
 
-    def __init__(self, secrets: Iterable[str] | None = None) -> None:
+    def __init__(
+        self, secrets: Iterable[str] | None = None, *, marker: str = REDACTION_MARKER
+    ) -> None:
+        self.marker = marker
         if isinstance(secrets, str | bytes):
             # Iterating one string would redact each of its characters.
             raise InvalidInputError("secrets must be a collection of strings, not one string")
@@ -71,7 +74,7 @@ class Redactor:
                 span_end = max(span_end, match.end())
                 continue
             pieces.append(value[done:span_start])
-            pieces.append(REDACTION_MARKER)
+            pieces.append(self.marker)
             done = span_end
             if match is None:
                 break
