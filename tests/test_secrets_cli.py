@@ -263,3 +263,29 @@ def test_page_escapes_control_characters_on_a_terminal(store_db: tuple[Path, str
     assert done.returncode == 0, done.stderr
     assert "\x1b[" in done.stdout  # rich did style it as a terminal
     assert_escaped(done.stdout)
+
+
+@pytest.mark.parametrize("given", [True, False])
+def test_compact_redacts_the_summary_it_records(
+    store_db: tuple[Path, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    given: bool,
+) -> None:
+    import shutil
+
+    monkeypatch.delenv(SECRETS_ENV, raising=False)
+    db = tmp_path / "copy.db"
+    shutil.copy(store_db[0], db)  # its memory was recorded without secrets
+    extra = ["--secret", QUOTED, "--secret", COMMA] if given else []
+    run(capsys, "compact", "--db", str(db), "--session", "s1", *extra)
+
+    async def summary() -> str:
+        async with await open_store(f"sqlite:{db}") as store:
+            compaction = await store.last_compaction("s1")
+            assert compaction is not None
+            return compaction.to_json()
+
+    text = asyncio.run(summary())
+    assert bool(leaked(text)) is not given
