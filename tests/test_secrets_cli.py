@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from prism_om.cli.app import main
-from prism_om.cli.secrets import SECRETS_ENV, cli_secrets
+from prism_om.cli.redaction import SECRETS_ENV, cli_secrets
 from prism_om.entries import message_entry
 from prism_om.session import Session
 from prism_om.stores import open_store

@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 
 from ..errors import InvalidInputError, PrismMemoryError, StoreRuleError
 from .common import DEFAULT_DB, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, CliUsageError
-from .secrets import SECRETS_ENV, add_secret_option
+from .redaction import SECRETS_ENV, add_secret_option
 
 __all__ = ["build_parser", "main"]
 

@@ -19,7 +19,7 @@ from ..workers import FlushResult, OfflineMemoryProvider, create_observational_m
 from .common import CliUsageError, open_cli_store, require_session
 from .output import console, error_console, heading, print_json, table
 from .reading import print_observations, print_reflections
-from .secrets import cli_redactor
+from .redaction import cli_redactor
 
 __all__ = ["cmd_compact", "cmd_observe", "compaction_figures", "print_flush"]
 

@@ -23,7 +23,7 @@ from ..observational_memory import (
 from ..stores import SessionStore
 from .common import CliUsageError, open_cli_store, require_session
 from .output import clip, console, heading, one_line, print_json, table
-from .secrets import cli_redactor
+from .redaction import cli_redactor
 
 __all__ = [
     "cmd_page",
