@@ -85,9 +85,9 @@ def memory_id(db: Path, capsys: pytest.CaptureFixture[str]) -> str:
 def test_the_environment_format_is_one_secret_per_line(monkeypatch: pytest.MonkeyPatch) -> None:
     import argparse
 
-    monkeypatch.setenv(SECRETS_ENV, f"{COMMA}\r\n\n{QUOTED}\n")
-    args = argparse.Namespace(secret=["cli-one"])
-    assert cli_secrets(args) == ["cli-one", COMMA, QUOTED]
+    monkeypatch.setenv(SECRETS_ENV, f"{COMMA}\r\n\n  \n {QUOTED}\n")
+    args = argparse.Namespace(secret=["cli-one", "", " "])
+    assert cli_secrets(args) == ["cli-one", COMMA, f" {QUOTED}"]
     monkeypatch.delenv(SECRETS_ENV)
     assert cli_secrets(argparse.Namespace()) == []
 

@@ -1,9 +1,10 @@
 """``--secret`` and ``PRISM_SECRETS``: the exact values a printing command redacts.
 
 ``PRISM_SECRETS`` holds one secret per line (newlines separate them because a secret may
-contain a comma, a space or a quote; a trailing carriage return is dropped, empty lines
-are ignored). ``--secret VALUE`` adds one more and may be repeated. Prefer the variable:
-a command line is visible to other users of the machine while the command runs.
+contain a comma, a space or a quote; a trailing carriage return is dropped, blank lines
+are ignored, other spaces are part of the secret). ``--secret VALUE`` adds one more and
+may be repeated. Prefer the variable: a command line is visible to other users of the
+machine while the command runs.
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ def add_secret_option(parser: argparse.ArgumentParser) -> None:
 
 def cli_secrets(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> list[str]:
     """The secrets of one command: ``--secret`` values, then ``PRISM_SECRETS`` lines."""
-    given = [s for s in getattr(args, "secret", None) or () if s]
+    given = [s for s in getattr(args, "secret", None) or () if s.strip()]
     raw = (environ if environ is not None else os.environ).get(SECRETS_ENV, "")
     lines = [line.removesuffix("\r") for line in raw.split("\n")]
-    return given + [line for line in lines if line]
+    # A blank line would match every run of spaces: almost certainly not a secret.
+    return given + [line for line in lines if line.strip()]
 
 
 def cli_redactor(args: argparse.Namespace) -> Redactor:
