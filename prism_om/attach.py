@@ -28,6 +28,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from .debug import COMPACTION_TRIGGER_ERROR
 from .entries import SessionEntry
 from .errors import AmbiguousInputError, InvalidInputError, PrismMemoryError
 from .host.agent import Agent, CompactionRequest
@@ -74,7 +75,6 @@ __all__ = [
     "create_observational_memory",
 ]
 
-COMPACTION_TRIGGER_ERROR: Final = "observational-memory:compaction-trigger-error"
 TRIGGER_TYPES: Final = frozenset({"tokens", "input_ratio", "entries", "never"})
 
 ShouldCompact = Callable[["CompactionContext"], bool | Awaitable[bool]]
@@ -284,6 +284,8 @@ class ObservationalMemory:
             recent_message_max_tokens=self.settings.context.recent_message_max_tokens,
             secrets=self.secrets,
         )
+        if agent.debug is None and self.debug is not None:
+            agent.debug = runtime.emit_debug_event  # redacted and gated like memory's events
         agent.context_providers.append(provider)
         if agent.compaction_strategy is None:
             live = _InvalidationAwareStrategy(strategy, provider)
@@ -470,8 +472,8 @@ class AttachedObservationalMemory:
         return total - await session.store.entry_count(session.id, compaction.id)
 
     def _emit(self, event: str, data: dict[str, Any]) -> None:
-        if self.memory.debug is not None:
-            self.memory.debug(event, data)
+        # The runtime's emitter redacts, gates and records errors as last_error.
+        self.runtime.emit_debug_event(event, data)
 
 
 class _InvalidationAwareStrategy:

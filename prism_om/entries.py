@@ -19,6 +19,7 @@ from pydantic import (
     SerializationInfo,
     SerializerFunctionWrapHandler,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_serializer,
     model_validator,
@@ -46,8 +47,11 @@ __all__ = [
     "entry_from_wire",
     "entry_text",
     "entry_wire_bytes",
+    "find_lone_surrogate",
     "message_entry",
     "now_timestamp",
+    "sanitize_surrogates",
+    "sanitize_surrogates_value",
     "validate_session_id",
 ]
 
@@ -68,6 +72,108 @@ def validate_session_id(session_id: object) -> str:
     if ".." in session_id:
         raise InvalidSessionIdError(f"invalid session id {session_id!r}: '..' is not allowed")
     return session_id
+
+
+# Any surrogate code point: a Python str may hold one, but no UTF-8 text (a file, a JSON
+# column, a provider request) can, so it would fail only later, when the entry is written.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+_REPLACEMENT = "\ufffd"
+
+
+def _bad(text: str | None) -> bool:
+    return text is not None and not text.isascii() and _SURROGATE.search(text) is not None
+
+
+def find_lone_surrogate(value: object, path: str = "") -> str | None:
+    """The path (``message.content``, ``data.items[2]``...) of the first string in
+    ``value`` (an entry or a JSON-like value) that holds a surrogate code point, or None
+    when all its text is valid Unicode."""
+    if isinstance(value, str):
+        return (path or "value") if _bad(value) else None
+    if isinstance(value, SessionEntry):
+        return _entry_surrogate(value)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and _bad(key):
+                return f"{path or 'value'} (a key)"
+            found = find_lone_surrogate(item, f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            found = find_lone_surrogate(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
+
+
+def _entry_surrogate(entry: SessionEntry) -> str | None:
+    # Field by field rather than through model_fields: this runs on every append.
+    for name in ("id", "session_id", "parent_id", "timestamp", "summary"):
+        if _bad(getattr(entry, name)):
+            return name
+    message = entry.message
+    if message is not None:
+        if isinstance(message.content, str):
+            if _bad(message.content):
+                return "message.content"
+        else:
+            for index, part in enumerate(message.content):
+                for name in ("text", "thinking", "data", "url", "mime_type"):
+                    if _bad(getattr(part, name, None)):
+                        return f"message.content[{index}].{name}"
+        if _bad(message.tool_call_id) or _bad(message.name):
+            return "message"
+        for index, call in enumerate(message.tool_calls or ()):
+            where = f"message.tool_calls[{index}]"
+            if _bad(call.id) or _bad(call.name):
+                return where
+            found = find_lone_surrogate(call.arguments, f"{where}.arguments")
+            if found is not None:
+                return found
+    if entry.data is not None:
+        return find_lone_surrogate(entry.data, "data")
+    return None
+
+
+def sanitize_surrogates(text: str) -> tuple[str, int]:
+    """``text`` as valid Unicode, and how many characters were replaced.
+
+    Two surrogates that form a pair (UTF-16 split into halves, as a stream cut between
+    them leaves it) become the character they encode; any other surrogate becomes U+FFFD.
+    """
+    if text.isascii() or not _SURROGATE.search(text):
+        return text, 0
+    joined = _SURROGATE_PAIR.sub(
+        lambda m: m.group().encode("utf-16-le", "surrogatepass").decode("utf-16-le"), text
+    )
+    return _SURROGATE.subn(_REPLACEMENT, joined)
+
+
+def sanitize_surrogates_value(value: Any) -> tuple[Any, int]:
+    """``sanitize_surrogates`` over every string (and key) of a JSON-like value."""
+    if isinstance(value, str):
+        return sanitize_surrogates(value)
+    if isinstance(value, dict):
+        out: dict[Any, Any] = {}
+        total = 0
+        for key, item in value.items():
+            if isinstance(key, str):
+                key, count = sanitize_surrogates(key)
+                total += count
+            out[key], count = sanitize_surrogates_value(item)
+            total += count
+        return out, total
+    if isinstance(value, list | tuple):
+        items = []
+        total = 0
+        for item in value:
+            clean, count = sanitize_surrogates_value(item)
+            items.append(clean)
+            total += count
+        return type(value)(items), total
+    return value, 0
 
 
 def now_timestamp() -> str:
@@ -217,6 +323,20 @@ class SessionEntry(WireModel):
             raise ValueError("an entry cannot be its own parent")
         return self
 
+    @model_validator(mode="after")
+    def _valid_unicode(self, info: ValidationInfo) -> SessionEntry:
+        # Parsed JSON cannot hold a surrogate (the parser refuses the escape); Python
+        # objects can, and on SQLite and JSONL they would fail only when written.
+        if info.mode == "json":
+            return self
+        where = find_lone_surrogate(self)
+        if where is not None:
+            raise ValueError(
+                f"field {where!r} holds a lone surrogate (half of a UTF-16 pair); entry text "
+                "must be valid Unicode"
+            )
+        return self
+
     @property
     def custom_type(self) -> str | None:
         """The ``data.type`` marker of a custom entry, else None."""
@@ -244,10 +364,13 @@ def entry_from_wire(wire: object, *, where: str = "entry") -> SessionEntry:
         return SessionEntry.model_validate(wire)
     except ValidationError as exc:
         first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "entry"
+        field = ".".join(str(p) for p in first["loc"])
         ident = wire.get("id") if isinstance(wire, dict) else None
         label = f"{where} {ident!r}" if ident else where
-        raise InvalidEntryError(f"{label}: field {field!r}: {first['msg']}") from None
+        if field:
+            label += f": field {field!r}"
+        message = first["msg"].removeprefix("Value error, ")
+        raise InvalidEntryError(f"{label}: {message}") from None
 
 
 def entry_text(entry: SessionEntry) -> str:

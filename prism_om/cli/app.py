@@ -22,6 +22,7 @@ from .common import (
     memory_id_argument,
     session_id_argument,
 )
+from .redaction import SECRETS_ENV, add_secret_option
 from .tombstones import TOMBSTONE_COMMANDS, add_tombstone_scope
 
 __all__ = ["build_parser", "main"]
@@ -39,6 +40,12 @@ Errors print one line, 'prism-om: error: ...', on stderr; --debug adds the trace
 
 --db takes a store URL (sqlite:FILE, jsonl:DIR) or a bare path, meaning a SQLite file;
 the default is {DEFAULT_DB} in the current directory, the file 'prism-om demo' writes.
+
+secrets: status, view, recall, page, observe and compact replace every exact secret
+value with [REDACTED] in what they print (and observe/compact in what they record).
+Give them in ${SECRETS_ENV}, one per line (a secret may hold commas or spaces), or
+with --secret VALUE, repeatable. Text shown for a person has control characters
+escaped (\\x1b, \\u202e); --json output is plain JSON.
 """
 
 
@@ -100,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     session.add_argument(
         "--session", required=True, type=session_id_argument, metavar="ID", help="session id"
     )
+    redact = _Parser(add_help=False)
+    add_secret_option(redact)
     recent = _Parser(add_help=False)
     recent.add_argument(
         "--recent-messages",
@@ -140,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--session", type=session_id_argument, metavar="NAME", help="name of the new session"
     )
 
-    observe = add("observe", "run the observer and reflector once", store, session, as_json)
+    observe = add("observe", "run the observer and reflector once", store, session, as_json, redact)
     observe.add_argument("--force", action="store_true", help="ignore the token thresholds")
     observe.add_argument(
         "--provider",
@@ -165,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
         session,
         recent,
         as_json,
+        redact,
     )
     add(
         "status",
@@ -173,12 +183,20 @@ def build_parser() -> argparse.ArgumentParser:
         session,
         recent,
         as_json,
+        redact,
     )
-    view = add("view", "the memory the agent sees (om:view)", store, session, recent, as_json)
+    view = add(
+        "view", "the memory the agent sees (om:view)", store, session, recent, as_json, redact
+    )
     view.add_argument("--full", action="store_true", help="all active memory, not only visible")
 
     recall = add(
-        "recall", "an observation or reflection with its exact sources", store, session, as_json
+        "recall",
+        "an observation or reflection with its exact sources",
+        store,
+        session,
+        as_json,
+        redact,
     )
     recall.add_argument("id", type=memory_id_argument, metavar="ID", help="a 12-hex memory id")
     recall.add_argument(
@@ -189,7 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="skip the first N cited sources (a recall shows at most 100 at a time)",
     )
 
-    page = add("page", "a page of raw messages around a cursor entry", store, session, as_json)
+    page = add(
+        "page", "a page of raw messages around a cursor entry", store, session, as_json, redact
+    )
     page.add_argument(
         "--cursor",
         required=True,
@@ -250,6 +270,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         sys.stdout.flush()
-        sys.stderr.write(f"prism-om: error: {' '.join(_describe(exc).split())}\n")
+        from .output import printable  # a message may quote untrusted text
+
+        sys.stderr.write(f"prism-om: error: {printable(' '.join(_describe(exc).split()))}\n")
         return _exit_code(exc)
     return EXIT_OK

@@ -147,6 +147,7 @@ async def _replay(
         observation={"provider": OfflineMemoryProvider(), "model": OFFLINE_MODEL},
         reflection={"provider": OfflineMemoryProvider(), "model": OFFLINE_MODEL},
         debug=lambda event, data: records.update([data["type"]] if event == "om.append" else []),
+        debug_log=True,  # the record counts come from trace events
     )
     clock = _ReplayClock(spec["start"])
     session = _ReplaySession(store, spec["id"], clock)

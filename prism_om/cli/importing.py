@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..importers import import_conversation
+from ..importers import import_conversation, parse_conversation
 from ..importers.api import check_transcript_file
-from .common import open_cli_store
+from ..stores import parse_store_url
+from .common import open_cli_store, store_url
 from .output import console, error_console, print_json
 
 __all__ = ["cmd_import"]
+
+
+def _would_create(db: str) -> bool:
+    scheme, target = parse_store_url(store_url(db))
+    return scheme != "memory" and not Path(target).exists()
 
 
 async def cmd_import(args: argparse.Namespace) -> None:
@@ -33,6 +41,12 @@ async def cmd_import(args: argparse.Namespace) -> None:
     def progress(done: int, total: int) -> None:
         bar.update(task, completed=done, total=total)
 
+    if await asyncio.to_thread(_would_create, args.db):
+        # A malformed file must not leave a new, empty store behind: with no store yet
+        # there is nothing to collide with, so check the file before creating one.
+        await asyncio.to_thread(
+            parse_conversation, path, format=args.format, session_id=args.session
+        )
     async with open_cli_store(args.db, create=True) as store:
         with bar:
             result = await import_conversation(

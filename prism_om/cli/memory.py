@@ -11,7 +11,7 @@ from typing import Any
 from rich.text import Text
 
 from ..entries import SessionEntry
-from ..observational_memory import create_observational_memory_compaction_strategy
+from ..observational_memory import Redactor, create_observational_memory_compaction_strategy
 from ..providers.base import Provider
 from ..session import Session
 from ..tokens import get_estimator
@@ -19,6 +19,7 @@ from ..workers import FlushResult, OfflineMemoryProvider, create_observational_m
 from .common import CliUsageError, open_cli_store, require_session
 from .output import console, error_console, heading, print_json, table
 from .reading import print_observations, print_reflections
+from .redaction import cli_redactor
 from .tombstones import cli_invalidated_ids
 
 __all__ = ["cmd_compact", "cmd_observe", "compaction_figures", "print_flush"]
@@ -100,7 +101,9 @@ def flush_json(result: FlushResult) -> dict[str, Any]:
     }
 
 
-async def print_flush(result: FlushResult, session: Session) -> None:
+async def print_flush(
+    result: FlushResult, session: Session, secrets: Redactor | None = None
+) -> None:
     """The outcome of a flush: each worker, then what was recorded."""
     console().print(
         table(
@@ -124,10 +127,10 @@ async def print_flush(result: FlushResult, session: Session) -> None:
     reflections = [r for r in ledger.reflections if r.id in new_refl]
     if observations:
         heading(f"observations recorded ({len(observations)})")
-        print_observations(observations, limit=20)
+        print_observations(observations, limit=20, secrets=secrets)
     if reflections:
         heading(f"reflections recorded ({len(reflections)})")
-        print_reflections(reflections, text_limit=240)
+        print_reflections(reflections, text_limit=240, secrets=secrets)
     if result.dropped_observation_ids:
         console().print(f"dropped {len(result.dropped_observation_ids)} observation(s)")
     if not observations and not reflections and result.status == "completed":
@@ -143,6 +146,7 @@ async def cmd_observe(args: argparse.Namespace) -> None:
     ):
         await require_session(store, args.session)
         session = Session(store, args.session)
+        red = cli_redactor(args)
         spinner, sink = _spinner(not args.json)
         worker = {"provider": provider, "model": model}
         runtime = create_observational_memory_runtime(
@@ -151,6 +155,8 @@ async def cmd_observe(args: argparse.Namespace) -> None:
             observation=worker,
             reflection=worker,
             dropper={"policy": "lowest-relevance"},
+            settings={"debug_log": True},  # the spinner follows trace events
+            secrets=red.secrets,
             debug=sink,
         )
         with spinner:
@@ -158,7 +164,7 @@ async def cmd_observe(args: argparse.Namespace) -> None:
         if args.json:
             print_json(flush_json(result))
         else:
-            await print_flush(result, session)
+            await print_flush(result, session, red)
     if result.status == "failed":
         raise WorkerRunFailed(f"a memory worker failed: {result.error}")
 
@@ -207,6 +213,7 @@ async def cmd_compact(args: argparse.Namespace) -> None:
         strategy = create_observational_memory_compaction_strategy(
             keep_recent_entries=args.recent_messages,
             invalidated_ids=await cli_invalidated_ids(store, args),
+            secrets=cli_redactor(args).secrets,
         )
         branch = await session.entries()
         entry = await session.append(

@@ -1,8 +1,16 @@
-"""Printing: rich tables and text for people, plain JSON for scripts (``--json``)."""
+"""Printing: rich tables and text for people, plain JSON for scripts (``--json``).
+
+Transcript and memory text is untrusted: a message holding ``\\x1b[2J`` or ``\\x1b]0;...``
+would clear the screen or retitle the terminal of whoever reads it. Everything printed
+for a person passes through ``printable``, which shows control characters (C0 but
+newline and tab, DEL, C1) and the invisible bidirectional overrides as escapes
+(``\\x1b``, ``\\u202e``). JSON output needs nothing: JSON escapes them itself.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -12,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 __all__ = [
+    "printable",
     "clip",
     "console",
     "error_console",
@@ -21,6 +30,35 @@ __all__ = [
     "table",
 ]
 
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` with terminal control characters and bidi overrides shown as escapes."""
+    return _UNSAFE.sub(_escape, text) if _UNSAFE.search(text) else text
+
+
+def _safe(item: Any) -> Any:
+    if isinstance(item, str):
+        return printable(item)
+    if isinstance(item, Text) and _UNSAFE.search(item.plain):
+        # Escaping lengthens the text and would misplace its spans; the style stays.
+        return Text(printable(item.plain), style=item.style, end=item.end)
+    return item
+
+
+class _SafeConsole(Console):
+    """A console whose ``print`` escapes control characters in strings and texts."""
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        super().print(*(_safe(o) for o in objects), **options)
+
+
 # Rich markup stays off: transcript text such as "[done]" must print as written.
 _STDOUT: Console | None = None
 _STDERR: Console | None = None
@@ -29,14 +67,14 @@ _STDERR: Console | None = None
 def console() -> Console:
     global _STDOUT
     if _STDOUT is None:
-        _STDOUT = Console(markup=False, highlight=False, emoji=False)
+        _STDOUT = _SafeConsole(markup=False, highlight=False, emoji=False)
     return _STDOUT
 
 
 def error_console() -> Console:
     global _STDERR
     if _STDERR is None:
-        _STDERR = Console(stderr=True, markup=False, highlight=False, emoji=False)
+        _STDERR = _SafeConsole(stderr=True, markup=False, highlight=False, emoji=False)
     return _STDERR
 
 
@@ -48,7 +86,7 @@ def print_json(data: Any) -> None:
 
 def one_line(text: str) -> str:
     """``text`` with its whitespace runs (newlines too) folded to single spaces."""
-    return " ".join(text.split())
+    return printable(" ".join(text.split()))
 
 
 def clip(text: str, limit: int) -> str:
@@ -61,9 +99,9 @@ def heading(title: str, detail: str = "") -> None:
     """A section title, as a rule across the terminal."""
     out = console()
     out.print()
-    out.rule(Text(title, style="bold"), align="left", style="dim")
+    out.rule(Text(printable(title), style="bold"), align="left", style="dim")
     if detail:
-        out.print(Text(detail, style="dim"))
+        out.print(Text(printable(detail), style="dim"))
 
 
 def table(
@@ -80,5 +118,7 @@ def table(
         else:
             grid.add_column(column[0], **dict(column[1]))
     for row in rows:
-        grid.add_row(*(cell if isinstance(cell, Text) else Text(str(cell)) for cell in row))
+        grid.add_row(
+            *(_safe(cell) if isinstance(cell, Text) else Text(printable(str(cell))) for cell in row)
+        )
     return grid

@@ -14,6 +14,7 @@ from ..observational_memory import (
     MemoryRecall,
     RecordedObservation,
     RecordedReflection,
+    Redactor,
     create_memory_status_command,
     create_memory_view_command,
     recall_observational_memory,
@@ -23,6 +24,7 @@ from ..stores import SessionStore, SessionSummary
 from ..stores._summary import summarize_entries, utc_timestamp
 from .common import CliUsageError, open_cli_store, require_session
 from .output import clip, console, heading, one_line, print_json, table
+from .redaction import cli_redactor
 from .tombstones import cli_invalidated_ids
 
 __all__ = [
@@ -53,8 +55,13 @@ def _day(timestamp: str | None) -> str:
 
 
 def print_observations(
-    records: Sequence[RecordedObservation], *, limit: int | None = None, sources: bool = False
+    records: Sequence[RecordedObservation],
+    *,
+    limit: int | None = None,
+    sources: bool = False,
+    secrets: Redactor | None = None,
 ) -> None:
+    red = secrets or Redactor()
     shown = records if limit is None else records[:limit]
     rows = []
     for record in shown:
@@ -64,7 +71,7 @@ def print_observations(
             _day(o.observed_at),
             o.referenced_date[:10] if o.referenced_date else "",
             Text(o.priority, style=_PRIORITY_STYLE.get(o.priority, "")),
-            one_line(o.text),
+            one_line(red.text(o.text)),
         ]
         if sources:
             row.append(", ".join(o.source_entry_ids))
@@ -83,14 +90,19 @@ def print_observations(
         console().print(Text(f"… and {len(records) - limit} more", style="dim"))
 
 
-def print_reflections(records: Sequence[RecordedReflection], *, text_limit: int = 0) -> None:
+def print_reflections(
+    records: Sequence[RecordedReflection], *, text_limit: int = 0, secrets: Redactor | None = None
+) -> None:
+    red = secrets or Redactor()
     rows = [
         (
             r.reflection.id,
             _day(r.recorded_at),
             Text(r.reflection.priority, style=_PRIORITY_STYLE.get(r.reflection.priority, "")),
             str(len(r.reflection.observation_ids)),
-            clip(r.reflection.text, text_limit) if text_limit else one_line(r.reflection.text),
+            clip(red.text(r.reflection.text), text_limit)
+            if text_limit
+            else one_line(red.text(r.reflection.text)),
         )
         for r in records
     ]
@@ -262,6 +274,7 @@ async def cmd_status(args: argparse.Namespace) -> None:
             store=store,
             keep_recent_entries=args.recent_messages,
             invalidated_ids=await cli_invalidated_ids(store, args),
+            secrets=cli_redactor(args),
         )
         result = await command.run("", session_id=args.session)
     if args.json:
@@ -277,6 +290,7 @@ async def cmd_view(args: argparse.Namespace) -> None:
             store=store,
             keep_recent_entries=args.recent_messages,
             invalidated_ids=await cli_invalidated_ids(store, args),
+            secrets=cli_redactor(args),
         )
         result = await command.run("full" if args.full else "", session_id=args.session)
     if args.json:
@@ -294,6 +308,7 @@ async def cmd_recall(args: argparse.Namespace) -> None:
             session_id=args.session,
             invalidated_ids=await cli_invalidated_ids(store, args),
             sources_offset=args.sources_offset,
+            secrets=cli_redactor(args),
         )
     if args.json:
         print_json(found.to_json())
@@ -317,6 +332,7 @@ async def cmd_page(args: argparse.Namespace) -> None:
             direction="backward" if args.backward else "forward",
             detail=args.detail,
             invalidated_ids=await cli_invalidated_ids(store, args),
+            secrets=cli_redactor(args),
         )
     if args.json:
         print_json(page.to_json())

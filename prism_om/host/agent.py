@@ -13,7 +13,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..entries import SessionEntry, ToolCall, message_entry
+from ..debug import PROVIDER_TEXT_SANITIZED, DebugEmitter, DebugSink
+from ..entries import SessionEntry, ToolCall, message_entry, sanitize_surrogates
+from ..entries import sanitize_surrogates_value as _sanitize_value
 from ..errors import InvalidInputError
 from ..providers.base import (
     Provider,
@@ -73,6 +75,8 @@ class Agent:
     compaction_hooks: list[CompactionRequestHook] = field(default_factory=list)
     max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS
     provider_options: dict[str, Any] = field(default_factory=dict)
+    debug: DebugSink | None = None
+    """Receives ``prism:provider-text-sanitized`` when a reply held lone surrogates."""
 
     def __post_init__(self) -> None:
         self._tools = {t.name: t for t in self.tools}
@@ -138,20 +142,40 @@ class Agent:
                     yield event, None
             # Tools run only while rounds remain; the last round's calls are not executed.
             runnable = calls if _round < self.max_tool_rounds else []
+            # Provider text may end in half a surrogate pair; stored as is it would be
+            # refused, and the reply lost.
+            reply, replaced = sanitize_surrogates("".join(text))
+            built = [_tool_call(c) for c in runnable]
+            replaced += sum(count for _, count in built)
             assistant = await self.session.append_message(
-                "assistant", "".join(text), tool_calls=[_tool_call(c) for c in runnable] or None
+                "assistant", reply, tool_calls=[c for c, _ in built] or None
             )
+            self._report_sanitized(assistant, replaced)
             turn.append(assistant)
             yield None, assistant
             if not runnable:
                 return
-            for call in runnable:
+            for call, (stored, _) in zip(runnable, built, strict=True):
                 result, _failed = await run_tool(
                     self._tools, call.name, call.arguments, self.session.id
                 )
-                tool_entry = await self.session.append_message("tool", result, tool_call_id=call.id)
+                result, replaced = sanitize_surrogates(result)
+                tool_entry = await self.session.append_message(
+                    "tool", result, tool_call_id=stored.id
+                )
+                self._report_sanitized(tool_entry, replaced)
                 turn.append(tool_entry)
                 yield None, tool_entry
+
+    def _report_sanitized(self, entry: SessionEntry, replaced: int) -> None:
+        if replaced and self.debug is not None:
+            self._emit_debug(
+                PROVIDER_TEXT_SANITIZED,
+                {"entryId": entry.id, "role": entry.role, "replacedCharacters": replaced},
+            )
+
+    def _emit_debug(self, event: str, data: dict[str, Any]) -> None:
+        DebugEmitter(self.debug, trace=True)(event, data)
 
     async def _blocks(self) -> list[HostBlock]:
         blocks: list[HostBlock] = []
@@ -198,11 +222,13 @@ def replace_parent(entry: SessionEntry, parent_id: str | None) -> SessionEntry:
     return entry.model_copy(update={"parent_id": parent_id})
 
 
-def _tool_call(event: ToolCallEvent) -> ToolCall:
+def _tool_call(event: ToolCallEvent) -> tuple[ToolCall, int]:
+    """The call as stored, and how many surrogates were replaced to make it storable."""
     try:
         arguments = json.loads(event.arguments or "{}")
     except ValueError:
         arguments = {"_raw": event.arguments}
     if not isinstance(arguments, dict):
         arguments = {"_raw": event.arguments}
-    return ToolCall(id=event.id, name=event.name, arguments=arguments)
+    (call_id, name, arguments), replaced = _sanitize_value((event.id, event.name, arguments))
+    return ToolCall(id=call_id, name=name, arguments=arguments), replaced

@@ -70,11 +70,12 @@ def bound_error_text(
 ) -> str:
     """``text`` with every exact secret replaced, then cut to at most ``limit`` UTF-8 bytes.
 
-    Redaction runs first: cutting first could leave a secret's prefix behind.
+    Redaction runs first: cutting first could leave a secret's prefix behind. It is the
+    memory redaction (every escaped form; overlapping secrets replaced as one run).
     """
-    # Longest first, so a secret that contains another is replaced whole.
-    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
-        text = text.replace(secret, _REDACTED)
+    from ..observational_memory.redact import Redactor  # imported late: no import cycle
+
+    text = Redactor([s for s in secrets if s], marker=_REDACTED).text(text)
     raw = text.encode("utf-8")
     if len(raw) <= limit:
         return text

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, Literal, Protocol, Self, runtime_checkable
 
-from ..entries import SessionEntry, check_entry_size, validate_session_id
+from ..entries import SessionEntry, check_entry_size, find_lone_surrogate, validate_session_id
 from ..errors import (
     DuplicateEntryError,
     InvalidEntryError,
@@ -251,6 +251,14 @@ def check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[SessionE
         # and a huge write before being refused (or worse, accepted).
         check_entry_size(entry, MAX_ENTRY_BYTES)
         check_memory_record_caps(entry)
+        # An entry copied with model_copy(update=...) skipped validation; no adapter may
+        # store text that SQLite and JSONL could not even write.
+        where = find_lone_surrogate(entry)
+        if where is not None:
+            raise InvalidEntryError(
+                f"entry {entry.id!r}: field {where!r} holds a lone surrogate (half of a "
+                "UTF-16 pair); entry text must be valid Unicode"
+            )
     return batch
 
 

@@ -181,6 +181,35 @@ class StoreConformance(WriteConformance, BoundsConformance):
         await store.append_many([])
         assert await store.sessions() == []
 
+    # -- lone surrogates (issue 13 item 13): refused alike on every adapter ---------------
+
+    async def test_lone_surrogates_are_refused_and_nothing_is_written(
+        self, store: SessionStore
+    ) -> None:
+        from ..entries import entry_from_wire
+        from ..errors import InvalidEntryError
+
+        await store.append(_msg("s1", "a", None))
+        before = await snapshot(store)
+        wire = _msg("s1", "b", "a").to_wire()
+        wire["message"]["content"] = "half a pair \ud83d"
+        with pytest.raises(InvalidEntryError, match=r"'b'.*message\.content.*surrogate"):
+            entry_from_wire(wire)
+        # Copies skip validation; the store itself still refuses them.
+        copied = _msg("s1", "b", "a").model_copy(
+            update={
+                "message": _msg("s1", "x", None).message.model_copy(  # type: ignore[union-attr]
+                    update={"content": "\udc00 tail"}
+                )
+            }
+        )
+        with pytest.raises(InvalidEntryError, match=r"'b'.*surrogate"):
+            await store.append(copied)
+        with pytest.raises(InvalidEntryError, match=r"'b'.*surrogate"):
+            await store.append_many([_msg("s1", "c", "a"), copied])
+        await self._unchanged(store, before)
+        assert await store.get("c") is None
+
     async def test_set_leaf_rules(self, store: SessionStore) -> None:
         await store.append(_msg("s1", "a", None))
         await store.append(_msg("s2", "x", None))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -32,6 +32,8 @@ class WorkerCall:
     redactor: Redactor = field(default_factory=Redactor)
     request: RequestSettings = field(default_factory=RequestSettings)
     instructions: str | None = None
+    on_sanitized: Callable[[int], None] | None = None
+    """Hears how many lone surrogates a run replaced in the model's calls."""
 
     def input_budget(self, system: str, frame: str) -> int:
         return source_budget(self.limits, system, frame, self.redactor)

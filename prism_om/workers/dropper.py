@@ -104,6 +104,7 @@ async def drop_with_model(
         limits=call.limits,
         redactor=call.redactor,
         request=call.request,
+        on_sanitized=call.on_sanitized,
     )
     return DropperResult(tuple(recorder.dropped), covers_up_to_id, run)
 

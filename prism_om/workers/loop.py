@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from ..entries import sanitize_surrogates_value
 from ..errors import InvalidInputError, WorkerError
 from ..observational_memory.limits import MemoryWorkerLimits
 from ..observational_memory.redact import Redactor
@@ -194,9 +195,19 @@ def _reject_constant(name: str) -> Any:
 class _Limits:
     """The resolved limits plus the redactor, with the failure helper."""
 
-    def __init__(self, limits: MemoryWorkerLimits, redactor: Redactor) -> None:
+    def __init__(
+        self,
+        limits: MemoryWorkerLimits,
+        redactor: Redactor,
+        on_sanitized: Callable[[int], None] | None = None,
+    ) -> None:
         self.limits = limits
         self.redactor = redactor
+        self._on_sanitized = on_sanitized
+
+    def sanitized(self, replaced: int) -> None:
+        if replaced and self._on_sanitized is not None:
+            self._on_sanitized(replaced)
 
     def error_text(self, text: str) -> str:
         return bound_error_text(self.redactor.text(text), (), self.limits.max_worker_error_bytes)
@@ -214,13 +225,15 @@ async def run_worker(
     limits: MemoryWorkerLimits,
     redactor: Redactor | None = None,
     request: RequestSettings | None = None,
+    on_sanitized: Callable[[int], None] | None = None,
 ) -> WorkerRun:
     """Run the tool-only loop until a turn makes no call or the turn limit is reached.
 
     Raises ``WorkerRunError`` for every broken limit and for a failing provider (its error
-    redacted and bounded); the caller persists nothing then.
+    redacted and bounded); the caller persists nothing then. Lone surrogates in a call
+    (raw, or as JSON escapes) become U+FFFD, and ``on_sanitized`` hears how many.
     """
-    checks = _Limits(limits, redactor or Redactor())
+    checks = _Limits(limits, redactor or Redactor(), on_sanitized)
     settings = request or RequestSettings()
     registry = {tool.name: tool for tool in tools}
     definitions = tuple(tool.definition for tool in tools)
@@ -297,6 +310,7 @@ async def _read_turn(
             async for event in events:
                 if not isinstance(event, ToolCallEvent):
                     continue
+                event = _storable_call(event, checks)
                 if event.name not in registry:
                     raise checks.fail(
                         "unknown_tool",
@@ -330,6 +344,17 @@ async def _read_turn(
     return calls
 
 
+def _storable_call(event: ToolCallEvent, checks: _Limits) -> ToolCallEvent:
+    """``event`` with lone surrogates (which no UTF-8 request or store can carry) replaced."""
+    (call_id, name, arguments), replaced = sanitize_surrogates_value(
+        (event.id, event.name, event.arguments)
+    )
+    if not replaced:
+        return event
+    checks.sanitized(replaced)
+    return ToolCallEvent(id=call_id, name=name, arguments=arguments)
+
+
 def _parse_arguments(event: ToolCallEvent, checks: _Limits) -> tuple[dict[str, Any], str]:
     """The call's arguments (redacted) and the text replayed for them."""
     try:
@@ -350,6 +375,9 @@ def _parse_arguments(event: ToolCallEvent, checks: _Limits) -> tuple[dict[str, A
             f"call {event.id!r} to {event.name!r}: arguments must be a JSON object, "
             f"got {type(value).__name__}",
         )
+    # A JSON escape can still spell half a surrogate pair; memory records must be storable.
+    value, replaced = sanitize_surrogates_value(value)
+    checks.sanitized(replaced)
     problem = check_json_value(value, what="arguments")
     if problem is not None:
         raise checks.fail(

@@ -75,6 +75,7 @@ async def observe(
         limits=call.limits,
         redactor=call.redactor,
         request=call.request,
+        on_sanitized=call.on_sanitized,
     )
     return ObserverResult(
         observations=tuple(recorder.observations),

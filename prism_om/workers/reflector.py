@@ -88,6 +88,7 @@ async def reflect(
                 limits=call.limits,
                 redactor=call.redactor,
                 request=call.request,
+                on_sanitized=call.on_sanitized,
             )
         )
         reflections.extend(recorder.reflections)

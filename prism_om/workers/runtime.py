@@ -44,6 +44,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from ..debug import PROVIDER_TEXT_SANITIZED, DebugEmitter, DebugSink
 from ..entries import SessionEntry, custom_entry
 from ..errors import (
     BranchMismatchError,
@@ -89,8 +90,6 @@ AppendEntry = Callable[..., Awaitable[Any]]
 
 One that also takes ``expected_memory_head=`` (as ``Session.append`` does) lets the
 store reject a worker record that another worker overtook, inside its write lock."""
-DebugSink = Callable[[str, dict[str, Any]], None]
-"""``(event, data) -> None``: receives the runtime's events."""
 WorkerName = Literal["observer", "reflector", "dropper"]
 
 _log = logging.getLogger("prism_om.workers")
@@ -213,7 +212,9 @@ class ObservationalMemoryRuntime:
         self._session_model = session_model
         self._resolver = credential_resolver
         self._redactor = redactor
-        self._debug_sink = debug
+        self._debug = DebugEmitter(
+            debug, redactor, trace=settings.debug_log, on_error=self._record_error
+        )
         self._request = request
         self._thinking_override = thinking_override
         self._estimator_value = estimator
@@ -565,6 +566,9 @@ class ObservationalMemoryRuntime:
                 redactor=redactor,
                 request=request,
                 instructions=spec.settings.instructions,
+                on_sanitized=lambda replaced: self._emit(
+                    PROVIDER_TEXT_SANITIZED, {"worker": spec.name, "replacedCharacters": replaced}
+                ),
             )
         )
 
@@ -629,11 +633,15 @@ class ObservationalMemoryRuntime:
         return self._estimator_value
 
     def _emit(self, event: str, data: dict[str, Any]) -> None:
-        data = self._redactor.value(data)
-        if self._debug_sink is not None:
-            self._debug_sink(event, data)
-        elif self.settings.debug_log:
-            _log.debug("%s %s", event, data)
+        self.emit_debug_event(event, data)
+
+    def emit_debug_event(self, event: str, data: dict[str, Any]) -> None:
+        """Send one event to the debug sink: redacted; trace events only with ``debug_log``;
+        an error event's ``error`` text also becomes ``last_error``."""
+        self._debug(event, data)
+
+    def _record_error(self, text: str) -> None:
+        self._last_error = self._error(text)
 
 
 def _content(entry: SessionEntry) -> dict[str, Any]:

@@ -1,0 +1,108 @@
+"""Debug events: every event name the package emits, and the one function that emits them.
+
+Events go to a host's debug sink, ``(event, data) -> None``. Every event leaves through a
+``DebugEmitter``, which redacts the data of the known secrets (all strings, nested values
+and dict keys, in every escaped form), so no event type can carry a secret out.
+
+Two classes of event:
+
+* **error events** (``ERROR_EVENTS``, and any name ending in ``-error``) report a failure.
+  They always reach a given sink, whatever ``debug_log`` says, and the emitter's
+  ``on_error`` hook receives their redacted ``error`` text (the runtime keeps it as
+  ``last_error``);
+* **trace events** (``TRACE_EVENTS``) describe normal progress. They reach the sink only
+  when ``debug_log`` is on.
+
+With no sink, ``debug_log`` sends every event to the ``prism_om`` logger at DEBUG level.
+A new event name belongs in one of the two sets; a test reads the emitting calls out of
+the source and fails on a name that is in neither.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any, Final
+
+from .observational_memory.redact import Redactor, redactor
+
+__all__ = [
+    "COMPACTION_TRIGGER_ERROR",
+    "DEBUG_EVENTS",
+    "ERROR_EVENTS",
+    "POST_RUN_ERROR",
+    "PROVIDER_TEXT_SANITIZED",
+    "TRACE_EVENTS",
+    "DebugEmitter",
+    "DebugSink",
+    "is_error_event",
+]
+
+DebugSink = Callable[[str, dict[str, Any]], None]
+"""``(event, data) -> None``: receives debug events."""
+
+COMPACTION_TRIGGER_ERROR: Final = "observational-memory:compaction-trigger-error"
+POST_RUN_ERROR: Final = "observational-memory:post-run-error"
+PROVIDER_TEXT_SANITIZED: Final = "prism:provider-text-sanitized"
+
+ERROR_EVENTS: Final = frozenset(
+    {
+        COMPACTION_TRIGGER_ERROR,
+        POST_RUN_ERROR,
+        "om.worker.failed",
+        "om.append.mismatch",
+    }
+)
+TRACE_EVENTS: Final = frozenset(
+    {
+        "om.flush.skipped",
+        "om.flush.start",
+        "om.flush.done",
+        "om.worker.skipped",
+        "om.worker.completed",
+        "om.scope.bound",
+        "om.dropper.topped_up",
+        "om.append",
+        PROVIDER_TEXT_SANITIZED,
+    }
+)
+DEBUG_EVENTS: Final = ERROR_EVENTS | TRACE_EVENTS
+
+_log = logging.getLogger("prism_om")
+
+
+def is_error_event(event: str) -> bool:
+    """True for an event that reports a failure (always delivered to a given sink)."""
+    return event in ERROR_EVENTS or event.endswith("-error")
+
+
+class DebugEmitter:
+    """Redacts, gates and delivers debug events; the only way an event leaves the package."""
+
+    __slots__ = ("_on_error", "_redactor", "sink", "trace")
+
+    def __init__(
+        self,
+        sink: DebugSink | None,
+        secrets: Iterable[str] | Redactor | None = None,
+        *,
+        trace: bool = False,
+        on_error: Callable[[str], None] | None = None,
+    ) -> None:
+        self.sink = sink
+        self.trace = trace
+        self._redactor = redactor(secrets)
+        self._on_error = on_error
+
+    def __call__(self, event: str, data: dict[str, Any]) -> None:
+        error = is_error_event(event)
+        if not error and not self.trace:
+            return  # nothing leaves, so nothing needs redacting
+        clean: dict[str, Any] = self._redactor.value(data)
+        text = clean.get("error")
+        if error and self._on_error is not None and isinstance(text, str):
+            self._on_error(text)
+        if self.sink is not None:
+            self.sink(event, clean)
+        elif self.trace:
+            _log.debug("%s %s", event, clean)
