@@ -466,11 +466,14 @@ class AttachedAgent:
         await self._attached._after_run()
         return reply
 
-    async def stream(self, prompt: str) -> AsyncIterator[ProviderEvent]:
-        async with self._active():
-            async for event in self.inner.stream(prompt):
-                yield event
-        await self._attached._after_run()
+    def stream(self, prompt: str) -> AsyncIterator[ProviderEvent]:
+        """Stream one turn; closing the stream early (``aclose()``) still ends the run.
+
+        A consumer that breaks out of the loop should close the stream (``await
+        stream.aclose()`` or ``contextlib.aclosing``): the run then stops counting as in
+        flight and the turn's post-run work runs, as it does when the stream completes.
+        """
+        return self._closing_stream(lambda: self.inner.stream(prompt))
 
     async def compact(self, strategy: Any = None, *, trigger: str = "manual") -> SessionEntry:
         async with self._active():
@@ -486,13 +489,32 @@ class AttachedAgent:
         await self._attached._after_run()
         return result
 
-    async def wrap_resume_stream(
+    def wrap_resume_stream(
         self, resume: Callable[[], AsyncIterator[ProviderEvent]]
     ) -> AsyncIterator[ProviderEvent]:
         """Stream a host's resume of an interrupted run, then run the memory pipeline."""
-        async with self._active():
-            async for event in resume():
-                yield event
+        return self._closing_stream(resume)
+
+    async def _closing_stream(
+        self, open_stream: Callable[[], AsyncIterator[ProviderEvent]]
+    ) -> AsyncIterator[ProviderEvent]:
+        try:
+            async with self._active():
+                events = open_stream()
+                try:
+                    async for event in events:
+                        yield event
+                finally:
+                    # The inner stream ends now, not when it is garbage-collected: the
+                    # turn is over once the consumer has let go.
+                    close = getattr(events, "aclose", None)
+                    if close is not None:
+                        await close()
+        except GeneratorExit:
+            # Closed early (``aclose()``): the run is no longer in flight, and the
+            # abandoned turn still gets its post-run work, like a completed one.
+            await self._attached._after_run()
+            raise
         await self._attached._after_run()
 
     def _active(self) -> _RunActive:
