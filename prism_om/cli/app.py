@@ -142,13 +142,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="environment variable holding the API key (default: OPENAI_API_KEY)",
     )
 
-    add(
+    compact = add(
         "compact",
         "append a compaction entry that renders the memory",
         store,
         session,
         recent,
         as_json,
+    )
+    compact.add_argument(
+        "--force", action="store_true", help="compact even when there is no memory to render"
     )
     add(
         "status",
