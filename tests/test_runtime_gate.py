@@ -8,11 +8,17 @@ from typing import Any
 import pytest
 
 from prism_om.attach import COMPACTION_INSUFFICIENT, CompactionContext, create_observational_memory
+from prism_om.entries import compaction_entry
 from prism_om.host import Agent
-from prism_om.host.context import estimate_request_tokens
+from prism_om.host.context import (
+    estimate_request_tokens,
+    history_since_compaction,
+    load_history_since_compaction,
+)
 from prism_om.providers import ProviderRequest, ScriptedProvider, TextEvent
 from prism_om.session import Session
 from prism_om.stores.memory import MemoryStore
+from prism_om.testing.conformance import StoreOpener
 from prism_om.tokens import MESSAGE_OVERHEAD_TOKENS, get_estimator
 from prism_om.workers import Model, OfflineMemoryProvider
 
@@ -156,3 +162,26 @@ async def test_token_encoding_is_the_one_estimator_everywhere() -> None:
     request = await agent.request_preview(None)
     assert seen[-1] == estimate_request_tokens(request, estimator)
     assert seen[-1] != estimate_request_tokens(request, get_estimator())
+
+
+async def test_indexed_history_equals_the_branch_history(store_opener: StoreOpener) -> None:
+    store = await store_opener.open()
+    try:
+        session = Session(store, "hist")
+        assert await load_history_since_compaction(session) == []
+        first = [await session.append_message("user", f"message {n}") for n in range(6)]
+        assert await load_history_since_compaction(session) == await session.entries()
+        # A fork, so one kept id lies on another branch and must not be replayed.
+        await session.checkout(first[3].id)
+        other = await session.append_message("user", "on the fork")
+        await session.checkout(first[5].id)
+        keep = [first[4].id, other.id, first[5].id]
+        await session.append(
+            compaction_entry("hist", "summary", {"keepEntryIds": keep}, parent_id=first[5].id)
+        )
+        await session.append_message("user", "after the compaction")
+        expected = history_since_compaction(await session.entries())
+        assert await load_history_since_compaction(session) == expected
+        assert [e.id for e in expected[1:3]] == [first[4].id, first[5].id]
+    finally:
+        await store.close()
