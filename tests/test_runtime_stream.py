@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from typing import Any
 
@@ -66,3 +67,17 @@ async def test_a_stream_read_to_its_end_still_runs_the_pipeline_once() -> None:
     events = [e async for e in attached.agent.stream(FACT)]
     assert sum(isinstance(e, TextEvent) for e in events) == 4 and calls == [1]
     assert (await session.store.ledger("whole")).observations
+
+
+async def test_a_stream_dropped_without_closing_ends_its_run_when_finalised() -> None:
+    # No aclose(): the event loop's async-generator finaliser closes the dropped stream,
+    # and that close runs the same path.
+    attached, session = attached_agent("dropped")
+    async for _event in attached.agent.stream(FACT):
+        break
+    for _ in range(500):
+        if not attached._runs_active and (await session.store.ledger("dropped")).observations:
+            break
+        await asyncio.sleep(0)
+    assert attached._runs_active == 0
+    assert (await session.store.ledger("dropped")).observations
