@@ -57,6 +57,8 @@ async def test_spec_shaped_records_fold_render_and_recall(
         assert dated["bbbbbbbbbbbb"].observed_at == "2026-03-03T14:30:09.000Z"
         assert {o.priority for o in dated.values()} == {"medium"}
         assert [r.reflection.priority for r in ledger.reflections] == ["medium"]
+        # The spec-shaped compaction folded and trimmed one observation.
+        assert ledger.dropped_observation_ids == ("bbbbbbbbbbbb",)
         # Read views are derived; the stored record stays as it was written.
         stored = await store.get("r1")
         assert stored is not None and stored.data is not None
@@ -72,6 +74,7 @@ async def test_spec_shaped_records_fold_render_and_recall(
         memory = next(b for b in blocks if b.name == "observational-memory")
         assert "aaaaaaaaaaaa" in memory.memory_ids and "cccccccccccc" in memory.memory_ids
 
+        # Trimmed by the compaction, not revoked: its sources are still recalled.
         recalled = await recall_observational_memory(store, "bbbbbbbbbbbb", session_id=SID)
         assert recalled.found
         assert {s["id"] for s in recalled.to_json()["sources"]} == {"m3", "m4"}
