@@ -30,6 +30,31 @@ from .funnel import funnel_child_messages_to_workspace
 from .host import Agent, AgentTool, CompactionRequest
 from .ids import create_entry_id, create_memory_id, is_memory_id
 from .observational_memory import *  # noqa: F403 - the memory API, re-exported whole
+
+# The specification's worker-limit table: each default and hard cap by its named constant.
+from .observational_memory.limits import (
+    DEFAULT_MAX_WORKER_ARGUMENT_BYTES,
+    DEFAULT_MAX_WORKER_ERROR_BYTES,
+    DEFAULT_MAX_WORKER_MESSAGE_BYTES,
+    DEFAULT_MAX_WORKER_RESULT_BYTES,
+    DEFAULT_MAX_WORKER_TOOL_CALLS,
+    DEFAULT_MAX_WORKER_TOOL_CALLS_PER_TURN,
+    DEFAULT_MAX_WORKER_TURNS,
+    FOLDED_PAYLOAD_MAX_BYTES,
+    MAX_WORKER_ARGUMENT_BYTES_HARD_CAP,
+    MAX_WORKER_ERROR_BYTES_HARD_CAP,
+    MAX_WORKER_MESSAGE_BYTES_HARD_CAP,
+    MAX_WORKER_RESULT_BYTES_HARD_CAP,
+    MAX_WORKER_TOOL_CALLS_HARD_CAP,
+    MAX_WORKER_TOOL_CALLS_PER_TURN_HARD_CAP,
+    MAX_WORKER_TURNS_HARD_CAP,
+    PAGE_LIMIT_DEFAULT,
+    PAGE_LIMIT_HARD_CAP,
+    RECENT_WINDOW_MAX_BYTES,
+    RENDERED_MEMORY_MAX_BYTES,
+    WORKER_LIMIT_DEFAULTS,
+    WORKER_LIMIT_HARD_CAPS,
+)
 from .providers import Provider, ProviderRequest, ScriptedProvider
 from .session import Session
 from .stores import SessionStore, open_store
@@ -84,4 +109,26 @@ __all__ = [
     "run_reflector",
     # and every name of prism_om.observational_memory:
     *_om.__all__,
+    # the worker-limit table:
+    "DEFAULT_MAX_WORKER_ARGUMENT_BYTES",
+    "DEFAULT_MAX_WORKER_ERROR_BYTES",
+    "DEFAULT_MAX_WORKER_MESSAGE_BYTES",
+    "DEFAULT_MAX_WORKER_RESULT_BYTES",
+    "DEFAULT_MAX_WORKER_TOOL_CALLS",
+    "DEFAULT_MAX_WORKER_TOOL_CALLS_PER_TURN",
+    "DEFAULT_MAX_WORKER_TURNS",
+    "FOLDED_PAYLOAD_MAX_BYTES",
+    "MAX_WORKER_ARGUMENT_BYTES_HARD_CAP",
+    "MAX_WORKER_ERROR_BYTES_HARD_CAP",
+    "MAX_WORKER_MESSAGE_BYTES_HARD_CAP",
+    "MAX_WORKER_RESULT_BYTES_HARD_CAP",
+    "MAX_WORKER_TOOL_CALLS_HARD_CAP",
+    "MAX_WORKER_TOOL_CALLS_PER_TURN_HARD_CAP",
+    "MAX_WORKER_TURNS_HARD_CAP",
+    "PAGE_LIMIT_DEFAULT",
+    "PAGE_LIMIT_HARD_CAP",
+    "RECENT_WINDOW_MAX_BYTES",
+    "RENDERED_MEMORY_MAX_BYTES",
+    "WORKER_LIMIT_DEFAULTS",
+    "WORKER_LIMIT_HARD_CAPS",
 ]

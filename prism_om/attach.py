@@ -13,7 +13,13 @@ Attaching wires one agent to observational memory:
 The gate is ``context.compact_after_tokens`` unless the host passes ``trigger`` (one of
 ``{"type": "tokens", "tokens": N}``, ``{"type": "input_ratio", "ratio": r}``,
 ``{"type": "entries", "count": N}``, ``{"type": "never"}``) or ``should_compact(context)``,
-either of which replaces it. Post-run work is awaited before the proxied call returns
+either of which replaces it. The token gates (``tokens``, ``input_ratio`` and the default)
+compare the next request as it will be sent (system text, context blocks, replayed history;
+the coming prompt excluded) with their threshold, counted with the settings'
+``token_encoding`` like every other count of the attachment. When even a compaction would
+leave that request at or above the threshold (what it keeps alone is too large), it is not
+appended turn after turn: one ``observational-memory:compaction-insufficient`` event says
+so. Post-run work is awaited before the proxied call returns
 (deterministic for scripts and tests) unless ``background=True``, which schedules it as a
 task that ``drain()`` waits for. A worker failure never fails the user's call. Importing
 this module, creating the memory or attaching it starts nothing and calls nothing.
@@ -28,16 +34,24 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .debug import COMPACTION_TRIGGER_ERROR
-from .entries import SessionEntry
+from .debug import COMPACTION_INSUFFICIENT, COMPACTION_TRIGGER_ERROR
+from .entries import SessionEntry, compaction_entry
 from .errors import AmbiguousInputError, InvalidInputError, PrismMemoryError
 from .host.agent import Agent, CompactionRequest
+from .host.context import (
+    estimate_request_tokens,
+    load_history_since_compaction,
+    to_provider_messages,
+)
 from .observational_memory.commands import (
     ObservationalMemoryCommands,
     create_observational_memory_commands,
 )
 from .observational_memory.context import ContextBlock, build_observational_memory_context_blocks
+from .observational_memory.projection import active_memory
 from .observational_memory.recall_tool import RecallMemoryTool, create_recall_memory_tool
+from .observational_memory.relevance import observation_pool_tokens
+from .observational_memory.render import render_observational_memory
 from .observational_memory.settings import (
     ObservationalMemorySettings,
     reject_removed_settings,
@@ -54,8 +68,9 @@ from .observational_memory.strategy import (
     ObservationalMemoryCompactionStrategy,
     create_observational_memory_compaction_strategy,
 )
-from .providers.base import CredentialResolver, Provider, ProviderEvent
+from .providers.base import CredentialResolver, Provider, ProviderEvent, ProviderRequest
 from .session import Session
+from .tokens import TokenEstimator, get_estimator
 from .workers.model import Model, coerce_model, resolve_input_cap
 from .workers.runtime import (
     DebugSink,
@@ -65,6 +80,7 @@ from .workers.runtime import (
 )
 
 __all__ = [
+    "COMPACTION_INSUFFICIENT",
     "COMPACTION_TRIGGER_ERROR",
     "SHARED_BLOCK_NAME",
     "AttachedAgent",
@@ -73,6 +89,7 @@ __all__ = [
     "ObservationalMemory",
     "ObservationalMemoryContextProvider",
     "create_observational_memory",
+    "next_request_tokens",
 ]
 
 TRIGGER_TYPES: Final = frozenset({"tokens", "input_ratio", "entries", "never"})
@@ -103,25 +120,28 @@ def _check_trigger(trigger: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 @dataclass
 class CompactionContext:
-    """What a compact-when gate may read; the token figures resolve lazily."""
+    """What a compact-when gate may read; the token figures resolve lazily.
+
+    ``estimated_input_tokens`` estimates the next provider request as it will be sent, the
+    coming prompt excluded: the system text with every context block, then the history
+    the host replays (the compaction summary, the messages it kept, everything since).
+    """
 
     session: Session
     session_model: Model | None
     _tokens: int | None = field(default=None, repr=False)
     _entries: int | None = field(default=None, repr=False)
+    agent: Agent | None = field(default=None, repr=False)
+    """The agent whose next request is estimated; without one, a bare agent on
+    ``session`` (no system text, no context blocks)."""
+    estimator: TokenEstimator | None = field(default=None, repr=False)
 
-    async def resolve_counts(self) -> None:
-        """Read the branch length and the tokens since the latest compaction."""
-        store, sid = self.session.store, self.session.id
-        self._entries = await store.entry_count(sid)
-        total = await store.branch_tokens(sid)
-        compaction = await store.last_compaction(sid)
-        if compaction is not None:
-            # Only what arrived since the latest compaction counts: the summary is the
-            # memory itself, and counting it would compact again on every turn once the
-            # memory alone reached the threshold.
-            total -= await store.branch_tokens(sid, compaction.id)
-        self._tokens = total
+    async def resolve_counts(self, *, tokens: bool = True, entries: bool = True) -> None:
+        """Read the branch length and estimate the next request (each only when asked)."""
+        if entries:
+            self._entries = await self.session.store.entry_count(self.session.id)
+        if tokens:
+            self._tokens = await next_request_tokens(self.session, self.agent, self.estimator)
 
     @property
     def entry_count(self) -> int:
@@ -131,7 +151,7 @@ class CompactionContext:
 
     @property
     def estimated_input_tokens(self) -> int:
-        """Estimated tokens of the branch's messages since the latest compaction."""
+        """Estimated tokens of the next request, the coming prompt excluded."""
         assert self._tokens is not None, "resolve_counts() first"
         return self._tokens
 
@@ -141,6 +161,18 @@ class CompactionContext:
         if self.session_model is None:
             raise InvalidInputError("no session model: the input cap cannot be resolved")
         return resolve_input_cap(self.session_model)
+
+
+async def next_request_tokens(
+    session: Session, agent: Agent | None = None, estimator: TokenEstimator | None = None
+) -> int:
+    """Estimated input tokens of ``agent``'s next request on ``session``, prompt excluded."""
+    if agent is not None:
+        request = await agent.request_preview(None)
+    else:
+        history = await load_history_since_compaction(session)
+        request = ProviderRequest(messages=to_provider_messages(history))
+    return estimate_request_tokens(request, estimator)
 
 
 class ObservationalMemoryContextProvider:
@@ -154,8 +186,10 @@ class ObservationalMemoryContextProvider:
         invalidated_ids: InvalidatedIds | None = None,
         shared_scopes: Mapping[str, SharedScopeSpec] | None = None,
         on_scope_access: Callable[[ScopeAccessEvent], object] | None = None,
+        estimator: TokenEstimator | None = None,
     ) -> None:
         self.settings = settings
+        self.estimator = estimator or get_estimator(settings.token_encoding)
         self._secrets = tuple(secrets)
         self._invalidated = invalidated_ids
         self._shared = dict(shared_scopes or {})
@@ -190,6 +224,7 @@ class ObservationalMemoryContextProvider:
             recent_message_max_tokens=context.recent_message_max_tokens,
             invalidated_ids=await self.invalidated(),
             secrets=self._secrets,
+            estimator=self.estimator,
             scope_map=scope_map,
         )
         if self._shared:
@@ -211,6 +246,7 @@ class ObservationalMemoryContextProvider:
             scope_map,
             invalidated_ids=await self.invalidated(),
             secrets=self._secrets,
+            estimator=self.estimator,
         )
 
     async def shared_ledgers(self, session_id: str, session: Session) -> list[Any]:
@@ -237,6 +273,12 @@ class ObservationalMemory:
     secrets: tuple[str, ...]
     debug: DebugSink | None
     invalidated_ids: InvalidatedIds | None
+    estimator: TokenEstimator | None = None
+    """The one token estimator (``settings.token_encoding``) the gate, the context, the
+    strategy and the workers count with; resolved once by ``create_observational_memory``."""
+
+    def token_estimator(self) -> TokenEstimator:
+        return self.estimator or get_estimator(self.settings.token_encoding)
 
     def attach(
         self,
@@ -260,7 +302,9 @@ class ObservationalMemory:
             if model is None:
                 raise InvalidInputError("an 'input_ratio' trigger needs session_model=...")
             resolve_input_cap(model)  # raises when the model declares no context window
+        estimator = runtime_options.pop("estimator", None) or self.token_estimator()
         runtime = create_observational_memory_runtime(
+            estimator=estimator,
             session=session,
             append_entry=append_entry or session.append,
             settings=self.settings,
@@ -277,12 +321,14 @@ class ObservationalMemory:
             invalidated_ids=self.invalidated_ids,
             shared_scopes=shared_scopes,
             on_scope_access=on_scope_access,
+            estimator=estimator,
         )
         strategy = create_observational_memory_compaction_strategy(
             keep_recent_entries=self.settings.context.recent_messages,
             observations_pool_max_tokens=self.settings.context.observations_pool_max_tokens,
             recent_message_max_tokens=self.settings.context.recent_message_max_tokens,
             secrets=self.secrets,
+            estimator=estimator,
         )
         if agent.debug is None and self.debug is not None:
             agent.debug = runtime.emit_debug_event  # redacted and gated like memory's events
@@ -329,6 +375,7 @@ def create_observational_memory(
         tuple(secrets),
         debug,
         invalidated_ids,
+        get_estimator(resolved.token_encoding),
     )
 
 
@@ -347,6 +394,8 @@ class AttachedObservationalMemory:
         self.memory = memory
         self.runtime = runtime
         self.context_provider = context_provider
+        self.estimator = context_provider.estimator
+        """The one estimator every part of this attachment counts with."""
         self.strategy = strategy
         self.session_model = session_model
         self.agent = AttachedAgent(agent, self)
@@ -354,6 +403,7 @@ class AttachedObservationalMemory:
         self.compactions: list[SessionEntry] = []
         self._runs_active = 0
         self._tasks: set[asyncio.Task[None]] = set()
+        self._insufficient = False
 
     @property
     def session(self) -> AttachedAgent:
@@ -397,6 +447,7 @@ class AttachedObservationalMemory:
             invalidated_ids=self.context_provider.invalidated,
             shared_scopes=self.context_provider.shared_scopes,
             on_scope_access=self.context_provider.on_scope_access,
+            estimator=self.estimator,
         )
 
     async def current_strategy(self) -> ObservationalMemoryCompactionStrategy:
@@ -407,6 +458,14 @@ class AttachedObservationalMemory:
         """
         invalid = await self.context_provider.invalidated()
         return dataclasses.replace(self.strategy, invalidated_ids=invalid)
+
+    async def next_request_tokens(self) -> int:
+        """Estimated tokens of the agent's next request, the coming prompt excluded.
+
+        What the token gates compare with their threshold: the system text with every
+        context block, then the history the agent replays.
+        """
+        return await next_request_tokens(self.agent.inner.session, self.agent.inner, self.estimator)
 
     async def drain(self) -> None:
         """Wait for background post-run work scheduled so far."""
@@ -428,18 +487,106 @@ class AttachedObservationalMemory:
             self.last_flush = await self.runtime.flush()
             if not compacted:
                 kind = await self._gate()
-                if kind is not None:
+                if kind is None:
+                    self._insufficient = False
+                elif await self._compaction_helps(kind):
                     strategy = await self.current_strategy()
                     entry = await self.agent.inner.compact(strategy, trigger=kind)
                     self.compactions.append(entry)
+                    await self._check_compaction_fits(kind)
         except PrismMemoryError as exc:
             # Memory work never fails the user's call; the error is reported, not raised.
             self._emit("observational-memory:post-run-error", {"error": str(exc)})
 
+    def _token_threshold(self, kind: str) -> float | None:
+        """The token count at which ``kind`` fires, for the token-based gates."""
+        trigger = self.memory.trigger
+        if trigger is None and kind == "tokens":
+            return self.memory.settings.context.compact_after_tokens
+        if trigger is not None and kind == "tokens":
+            return float(trigger["tokens"])
+        if trigger is not None and kind == "input_ratio" and self.session_model is not None:
+            return float(trigger["ratio"]) * resolve_input_cap(self.session_model)
+        return None
+
+    async def _compaction_helps(self, kind: str) -> bool:
+        """Whether compacting now brings a token gate's next request under its threshold.
+
+        What a compaction keeps (system text, context blocks, the rendered memory as its
+        summary, the last messages) may alone exceed a small window; compacting then
+        changes nothing but the store, turn after turn, so it is skipped and reported.
+        A host gate (``should_compact``) and the ``entries`` trigger are obeyed as given.
+        """
+        threshold = self._token_threshold(kind)
+        if threshold is None:
+            return True
+        agent, session = self.agent.inner, self.agent.inner.session
+        request = await agent.request_preview(None)
+        settings = self.memory.settings
+        live = await session.store.live_ledger(session.id)
+        invalid = await self.context_provider.invalidated()
+        observations, reflections = active_memory(live, invalid)
+        pool = observation_pool_tokens([r.observation for r in observations], self.estimator)
+        if pool > settings.context.observations_pool_max_tokens:
+            return True  # the strategy trims the pool to its cap
+        after = estimate_request_tokens(request, self.estimator)
+        if request.messages:
+            # The host replays history: a compaction replaces it with the memory as a
+            # summary and the messages the strategy keeps.
+            summary = render_observational_memory(
+                [r.reflection for r in reflections],
+                [r.observation for r in observations],
+                secrets=self.memory.secrets,
+            )
+            kept = await session.store.recent_messages(session.id, settings.context.recent_messages)
+            folded = compaction_entry(session.id, summary, parent_id=None)
+            after = estimate_request_tokens(
+                ProviderRequest(
+                    system=request.system,
+                    messages=to_provider_messages([folded, *kept]),
+                    tools=request.tools,
+                ),
+                self.estimator,
+            )
+        if after < threshold:
+            return True
+        self._report_insufficient(kind, after, threshold)
+        return False
+
+    async def _check_compaction_fits(self, kind: str) -> None:
+        """Report a compaction that left the next request at or above the threshold."""
+        threshold = self._token_threshold(kind)
+        if threshold is None:
+            return
+        after = await self.next_request_tokens()
+        if after >= threshold:
+            self._report_insufficient(kind, after, threshold)
+        else:
+            self._insufficient = False
+
+    def _report_insufficient(self, kind: str, after: int, threshold: float) -> None:
+        # Once per episode: the next request stays above the threshold turn after turn.
+        if not self._insufficient:
+            self._insufficient = True
+            self._emit(
+                COMPACTION_INSUFFICIENT,
+                {"trigger": kind, "estimatedInputTokens": after, "thresholdTokens": threshold},
+            )
+
     async def _gate(self) -> str | None:
         """The trigger type that fires now, or None."""
-        context = CompactionContext(self.agent.inner.session, self.session_model)
-        await context.resolve_counts()
+        context = CompactionContext(
+            self.agent.inner.session,
+            self.session_model,
+            agent=self.agent.inner,
+            estimator=self.estimator,
+        )
+        trigger = self.memory.trigger
+        kind = None if trigger is None else trigger["type"]
+        if kind == "never":
+            return None
+        custom = self.memory.should_compact is not None
+        await context.resolve_counts(tokens=kind != "entries", entries=custom)
         if self.memory.should_compact is not None:
             try:
                 decision = self.memory.should_compact(context)
@@ -529,11 +676,14 @@ class AttachedAgent:
         await self._attached._after_run()
         return reply
 
-    async def stream(self, prompt: str) -> AsyncIterator[ProviderEvent]:
-        async with self._active():
-            async for event in self.inner.stream(prompt):
-                yield event
-        await self._attached._after_run()
+    def stream(self, prompt: str) -> AsyncIterator[ProviderEvent]:
+        """Stream one turn; closing the stream early (``aclose()``) still ends the run.
+
+        A consumer that breaks out of the loop should close the stream (``await
+        stream.aclose()`` or ``contextlib.aclosing``): the run then stops counting as in
+        flight and the turn's post-run work runs, as it does when the stream completes.
+        """
+        return self._closing_stream(lambda: self.inner.stream(prompt))
 
     async def compact(self, strategy: Any = None, *, trigger: str = "manual") -> SessionEntry:
         async with self._active():
@@ -552,13 +702,32 @@ class AttachedAgent:
         await self._attached._after_run()
         return result
 
-    async def wrap_resume_stream(
+    def wrap_resume_stream(
         self, resume: Callable[[], AsyncIterator[ProviderEvent]]
     ) -> AsyncIterator[ProviderEvent]:
         """Stream a host's resume of an interrupted run, then run the memory pipeline."""
-        async with self._active():
-            async for event in resume():
-                yield event
+        return self._closing_stream(resume)
+
+    async def _closing_stream(
+        self, open_stream: Callable[[], AsyncIterator[ProviderEvent]]
+    ) -> AsyncIterator[ProviderEvent]:
+        try:
+            async with self._active():
+                events = open_stream()
+                try:
+                    async for event in events:
+                        yield event
+                finally:
+                    # The inner stream ends now, not when it is garbage-collected: the
+                    # turn is over once the consumer has let go.
+                    close = getattr(events, "aclose", None)
+                    if close is not None:
+                        await close()
+        except GeneratorExit:
+            # Closed early (``aclose()``): the run is no longer in flight, and the
+            # abandoned turn still gets its post-run work, like a completed one.
+            await self._attached._after_run()
+            raise
         await self._attached._after_run()
 
     def _active(self) -> _RunActive:

@@ -10,11 +10,15 @@ Two classes of event:
   They always reach a given sink, whatever ``debug_log`` says, and the emitter's
   ``on_error`` hook receives their redacted ``error`` text (the runtime keeps it as
   ``last_error``);
+* **warning events** (``WARNING_EVENTS``) report work that went on in a reduced form (a
+  worker input cut to fit its prompt, a compaction that cannot bring the request under
+  its gate). Like errors they always reach a given sink, because silence would hide the
+  loss, but they do not set ``last_error``;
 * **trace events** (``TRACE_EVENTS``) describe normal progress. They reach the sink only
   when ``debug_log`` is on.
 
 With no sink, ``debug_log`` sends every event to the ``prism_om`` logger at DEBUG level.
-A new event name belongs in one of the two sets; a test reads the emitting calls out of
+A new event name belongs in one of the three sets; a test reads the emitting calls out of
 the source and fails on a name that is in neither.
 """
 
@@ -31,8 +35,11 @@ __all__ = [
     "DEBUG_EVENTS",
     "ERROR_EVENTS",
     "POST_RUN_ERROR",
+    "COMPACTION_INSUFFICIENT",
+    "WORKER_INPUT_TRUNCATED",
     "PROVIDER_TEXT_SANITIZED",
     "TRACE_EVENTS",
+    "WARNING_EVENTS",
     "DebugEmitter",
     "DebugSink",
     "is_error_event",
@@ -44,6 +51,9 @@ DebugSink = Callable[[str, dict[str, Any]], None]
 COMPACTION_TRIGGER_ERROR: Final = "observational-memory:compaction-trigger-error"
 POST_RUN_ERROR: Final = "observational-memory:post-run-error"
 PROVIDER_TEXT_SANITIZED: Final = "prism:provider-text-sanitized"
+COMPACTION_INSUFFICIENT: Final = "observational-memory:compaction-insufficient"
+"""A compaction left the next request at or above its gate's threshold."""
+WORKER_INPUT_TRUNCATED: Final = "om.worker.input_truncated"
 
 ERROR_EVENTS: Final = frozenset(
     {
@@ -66,7 +76,8 @@ TRACE_EVENTS: Final = frozenset(
         PROVIDER_TEXT_SANITIZED,
     }
 )
-DEBUG_EVENTS: Final = ERROR_EVENTS | TRACE_EVENTS
+WARNING_EVENTS: Final = frozenset({COMPACTION_INSUFFICIENT, WORKER_INPUT_TRUNCATED})
+DEBUG_EVENTS: Final = ERROR_EVENTS | WARNING_EVENTS | TRACE_EVENTS
 
 _log = logging.getLogger("prism_om")
 
@@ -96,7 +107,7 @@ class DebugEmitter:
 
     def __call__(self, event: str, data: dict[str, Any]) -> None:
         error = is_error_event(event)
-        if not error and not self.trace:
+        if not error and not self.trace and event not in WARNING_EVENTS:
             return  # nothing leaves, so nothing needs redacting
         clean: dict[str, Any] = self._redactor.value(data)
         text = clean.get("error")
@@ -104,5 +115,7 @@ class DebugEmitter:
             self._on_error(text)
         if self.sink is not None:
             self.sink(event, clean)
+        elif event in WARNING_EVENTS:
+            _log.warning("%s %s", event, clean)
         elif self.trace:
             _log.debug("%s %s", event, clean)

@@ -14,7 +14,14 @@ import pytest
 import prism_om
 from prism_om import debug as debug_module
 from prism_om.attach import COMPACTION_TRIGGER_ERROR, create_observational_memory
-from prism_om.debug import DEBUG_EVENTS, ERROR_EVENTS, TRACE_EVENTS, DebugEmitter, is_error_event
+from prism_om.debug import (
+    DEBUG_EVENTS,
+    ERROR_EVENTS,
+    TRACE_EVENTS,
+    WARNING_EVENTS,
+    DebugEmitter,
+    is_error_event,
+)
 from prism_om.errors import InvalidInputError
 from prism_om.host import Agent
 from prism_om.host.agent import CompactionRequest
@@ -86,6 +93,8 @@ def test_every_emitted_event_is_registered_and_every_registered_event_is_emitted
     assert not unknown, f"events missing from prism_om.debug's registry: {unknown}"
     assert set(found) == set(DEBUG_EVENTS), set(DEBUG_EVENTS) - set(found)
     assert ERROR_EVENTS.isdisjoint(TRACE_EVENTS)
+    assert WARNING_EVENTS.isdisjoint(ERROR_EVENTS | TRACE_EVENTS)
+    assert not any(is_error_event(e) for e in WARNING_EVENTS)
     assert all(is_error_event(e) for e in ERROR_EVENTS)
     assert not any(is_error_event(e) for e in TRACE_EVENTS)
 
@@ -116,10 +125,15 @@ def test_each_event_type_is_redacted_on_its_way_out(event: str) -> None:
 
 
 @pytest.mark.parametrize("event", sorted(DEBUG_EVENTS))
-def test_without_debug_log_only_error_events_reach_the_sink(event: str) -> None:
+def test_without_debug_log_only_error_and_warning_events_reach_the_sink(event: str) -> None:
     events: Events = []
-    DebugEmitter(lambda e, d: events.append((e, d)), [SECRET])(event, secret_payload())
-    assert [e for e, _ in events] == ([event] if event in ERROR_EVENTS else [])
+    errors: list[str] = []
+    emit = DebugEmitter(lambda e, d: events.append((e, d)), [SECRET], on_error=errors.append)
+    emit(event, secret_payload())
+    delivered = event in ERROR_EVENTS or event in WARNING_EVENTS
+    assert [e for e, _ in events] == ([event] if delivered else [])
+    # A warning (work went on in a reduced form) is delivered but is not a failure.
+    assert bool(errors) == (event in ERROR_EVENTS)
     assert_clean(events)
 
 

@@ -167,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="environment variable holding the API key (default: OPENAI_API_KEY)",
     )
 
-    add(
+    compact = add(
         "compact",
         "append a compaction entry that renders the memory",
         store,
@@ -175,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
         recent,
         as_json,
         redact,
+    )
+    compact.add_argument(
+        "--force", action="store_true", help="compact even when there is no memory to render"
     )
     add(
         "status",

@@ -22,7 +22,13 @@ from .reading import print_observations, print_reflections
 from .redaction import cli_redactor
 from .tombstones import cli_invalidated_ids
 
-__all__ = ["cmd_compact", "cmd_observe", "compaction_figures", "print_flush"]
+__all__ = [
+    "cmd_compact",
+    "cmd_observe",
+    "compaction_figures",
+    "nothing_recorded_reason",
+    "print_flush",
+]
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 
@@ -134,9 +140,37 @@ async def print_flush(
     if result.dropped_observation_ids:
         console().print(f"dropped {len(result.dropped_observation_ids)} observation(s)")
     if not observations and not reflections and result.status == "completed":
-        console().print(
-            Text("nothing recorded: below the thresholds (use --force to observe now)", "dim")
-        )
+        console().print(Text(f"nothing recorded: {nothing_recorded_reason(result)}", "dim"))
+
+
+_WHY_NOTHING = {
+    ("observer", "nothing_to_observe"): "every message is already observed",
+    ("observer", "below_threshold"): (
+        "the unobserved messages are below observation.messageTokens "
+        "(use --force to observe them now)"
+    ),
+    ("reflector", "nothing_to_reflect"): "no observation awaits reflection",
+    ("reflector", "below_threshold"): (
+        "the unreflected observations are below reflection.observationTokens "
+        "(use --force to reflect on them now)"
+    ),
+}
+
+
+def nothing_recorded_reason(result: FlushResult) -> str:
+    """Why a completed flush recorded nothing, per worker; ``--force`` only where it helps."""
+    reasons: list[str] = []
+    for worker in ("observer", "reflector"):
+        outcome = result.outcome(worker)
+        if outcome is None:
+            continue
+        why = _WHY_NOTHING.get((worker, outcome.reason or ""))
+        if why is None and outcome.status == "ran":
+            why = f"the {worker} ran and found nothing worth recording"
+        elif why is None:
+            why = f"the {worker} was skipped ({outcome.reason})"
+        reasons.append(why)
+    return "; ".join(dict.fromkeys(reasons)) or "no worker ran"
 
 
 async def cmd_observe(args: argparse.Namespace) -> None:
@@ -188,6 +222,24 @@ def compaction_figures(entry: SessionEntry, branch_tokens: int) -> dict[str, Any
     }
 
 
+async def _refuse_empty_summary(
+    store: Any, session: Session, branch: list[SessionEntry], *, force: bool
+) -> None:
+    """A compaction with nothing to render folds the history into nothing: say so."""
+    ledger = await store.live_ledger(session.id)
+    messages = sum(1 for e in branch if e.kind == "message")
+    if ledger.observation_coverage is None and not ledger.observations:
+        why = f"session {session.id!r} was never observed"
+        fix = f"run 'prism-om observe --session {session.id}' first"
+    else:
+        why = f"session {session.id!r} has no active memory to render"
+        fix = "observe it first"
+    problem = f"{why}: a compaction now folds {messages} message(s) into an empty summary"
+    if not force:
+        raise CliUsageError(f"{problem}; {fix}, or pass --force to compact anyway")
+    error_console().print(f"prism-om: warning: {problem} (--force given)")
+
+
 def print_compaction(figures: dict[str, Any]) -> None:
     out = console()
     out.print(
@@ -216,9 +268,10 @@ async def cmd_compact(args: argparse.Namespace) -> None:
             secrets=cli_redactor(args).secrets,
         )
         branch = await session.entries()
-        entry = await session.append(
-            strategy.compact(branch, session_id=session.id, trigger="manual")
-        )
+        compaction = strategy.compact(branch, session_id=session.id, trigger="manual")
+        if not (compaction.summary or "").strip():
+            await _refuse_empty_summary(store, session, branch, force=args.force)
+        entry = await session.append(compaction)
         figures = compaction_figures(entry, await store.branch_tokens(session.id, branch[-1].id))
     if args.json:
         print_json(figures)

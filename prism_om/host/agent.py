@@ -30,7 +30,7 @@ from .context import (
     RECENT_MESSAGES_BLOCK,
     ContextProvider,
     HostBlock,
-    history_since_compaction,
+    load_history_since_compaction,
     render_system,
     to_provider_messages,
 )
@@ -120,7 +120,7 @@ class Agent:
         blocks = await self._blocks()
         history: list[SessionEntry] = []
         if not any(b.name == RECENT_MESSAGES_BLOCK for b in blocks):
-            history = history_since_compaction(await self.session.entries())
+            history = await load_history_since_compaction(self.session)
         turn = [await self.session.append_message("user", prompt)]
         yield None, turn[0]
         for _round in range(self.max_tool_rounds + 1):
@@ -183,16 +183,20 @@ class Agent:
             blocks.extend(await provider.blocks(self.session))
         return blocks
 
-    async def request_preview(self, prompt: str = "…") -> ProviderRequest:
-        """The request the next turn would send for ``prompt``, without appending anything."""
+    async def request_preview(self, prompt: str | None = "…") -> ProviderRequest:
+        """The request the next turn would send for ``prompt``, without appending anything.
+
+        ``prompt=None`` leaves the coming prompt out: what the request carries before it.
+        """
         blocks = await self._blocks()
         history: list[SessionEntry] = []
         if not any(b.name == RECENT_MESSAGES_BLOCK for b in blocks):
-            history = history_since_compaction(await self.session.entries())
-        pending = message_entry(self.session.id, "user", prompt, parent_id="preview")
+            history = await load_history_since_compaction(self.session)
+        if prompt is not None:
+            history.append(message_entry(self.session.id, "user", prompt, parent_id="preview"))
         return ProviderRequest(
             system=render_system(self.system, blocks),
-            messages=to_provider_messages([*history, pending]),
+            messages=to_provider_messages(history),
             tools=[t.definition for t in self._tools.values()],
             model=self.model,
         )

@@ -8,18 +8,22 @@ it, and the current turn's own messages follow as real messages.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Sequence
 from typing import Protocol
 
 from ..entries import SessionEntry
-from ..providers.base import ProviderMessage
+from ..providers.base import ProviderMessage, ProviderRequest
 from ..session import Session
+from ..tokens import MESSAGE_OVERHEAD_TOKENS, TokenEstimator, get_estimator
 
 __all__ = [
     "RECENT_MESSAGES_BLOCK",
     "ContextProvider",
     "HostBlock",
+    "estimate_request_tokens",
     "history_since_compaction",
+    "load_history_since_compaction",
     "render_system",
     "to_provider_messages",
 ]
@@ -57,6 +61,47 @@ def history_since_compaction(branch: Sequence[SessionEntry]) -> list[SessionEntr
         kept = [e for e in branch[:index] if e.id in keep]
         return [entry, *kept, *branch[index + 1 :]]
     return list(branch)
+
+
+async def load_history_since_compaction(session: Session) -> list[SessionEntry]:
+    """``history_since_compaction`` of the session's branch, read through the store's index.
+
+    Reads the latest compaction, the entries it kept and the entries after it, so a turn
+    costs the history it sends, not the whole transcript before the compaction.
+    """
+    store, sid = session.store, session.id
+    compaction = await store.last_compaction(sid)
+    if compaction is None:
+        return await store.entries_after(sid, None)
+    keep = list(dict.fromkeys((compaction.data or {}).get("keepEntryIds") or ()))
+    found = await store.get_many(keep)
+    kept = [
+        found[entry_id]
+        for entry_id in keep
+        if entry_id in found and await store.is_on_branch(sid, entry_id, compaction.id)
+    ]
+    kept = [e for e in kept if e.id != compaction.id]
+    return [compaction, *kept, *await store.entries_after(sid, compaction.id)]
+
+
+def estimate_request_tokens(
+    request: ProviderRequest, estimator: TokenEstimator | None = None
+) -> int:
+    """Estimated input tokens of a provider request: the system text (context blocks
+    included), every message with its framing and tool calls, and the tool definitions."""
+    est = estimator or get_estimator()
+    total = est.count(request.system)
+    for message in request.messages:
+        total += est.count(message.content) + MESSAGE_OVERHEAD_TOKENS
+        for call in message.tool_calls:
+            total += est.count(call.name) + est.count(call.arguments)
+    if request.tools:
+        definitions = [
+            {"name": t.name, "description": t.description, "parameters": dict(t.parameters)}
+            for t in request.tools
+        ]
+        total += est.count(json.dumps(definitions, ensure_ascii=False, sort_keys=True))
+    return total
 
 
 def to_provider_messages(entries: Sequence[SessionEntry]) -> list[ProviderMessage]:

@@ -29,7 +29,7 @@ validate records at append time, so a branch read back from a store never does.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, overload
@@ -44,6 +44,7 @@ from .records import (
     ObservationsRecorded,
     Reflection,
     ReflectionsRecorded,
+    dated_observation,
 )
 
 if TYPE_CHECKING:
@@ -55,6 +56,7 @@ __all__ = [
     "ObservationalMemoryLedger",
     "RecordedObservation",
     "RecordedReflection",
+    "branch_source_times",
     "extend_observational_memory_ledger",
     "fold_observational_memory_ledger",
 ]
@@ -151,8 +153,15 @@ class LedgerBuilder:
     The stores' incremental path and the pure fold share this one implementation.
     """
 
-    def __init__(self, start: ObservationalMemoryLedger | None = None) -> None:
+    def __init__(
+        self,
+        start: ObservationalMemoryLedger | None = None,
+        *,
+        source_time: Callable[[str], str | None] | None = None,
+    ) -> None:
         start = start or ObservationalMemoryLedger()
+        # Dates an observation recorded without ``observedAt`` (see ``dated_observation``).
+        self._source_time = source_time or _no_time
         self._observations = list(start.observations)
         self._reflections = list(start.reflections)
         self._dropped = list(start.dropped_observation_ids)
@@ -171,10 +180,11 @@ class LedgerBuilder:
         if record is None:
             return
         if isinstance(record, ObservationsRecorded):
-            for observation in record.observations:
-                if observation.id not in self._memory_ids:
-                    self._memory_ids.add(observation.id)
-                    self._observation_ids.add(observation.id)
+            for payload in record.observations:
+                if payload.id not in self._memory_ids:
+                    self._memory_ids.add(payload.id)
+                    self._observation_ids.add(payload.id)
+                    observation = dated_observation(payload, self._source_time, entry.timestamp)
                     self._observations.append(
                         RecordedObservation(observation, entry.id, entry.timestamp, position)
                     )
@@ -245,8 +255,9 @@ def fold_observational_memory_ledger(
         return entries.ledger(
             store_session(session_id, "fold_observational_memory_ledger"), leaf_id
         )
-    builder = LedgerBuilder()
-    for position, entry in enumerate(entries):
+    branch = entries if isinstance(entries, Sequence) else list(entries)
+    builder = LedgerBuilder(source_time=branch_source_times(branch))
+    for position, entry in enumerate(branch):
         builder.add(entry, position)
     return builder.build()
 
@@ -256,14 +267,37 @@ def extend_observational_memory_ledger(
     entries: Sequence[SessionEntry] | Iterable[SessionEntry],
     *,
     first_position: int,
+    source_time: Callable[[str], str | None] | None = None,
 ) -> ObservationalMemoryLedger:
     """Continue a fold with the entries that follow it on the branch.
 
     ``first_position`` is the position of ``entries[0]`` (the length of the prefix that
     ``ledger`` folded). Folding a prefix and extending with the rest equals folding the
-    whole branch.
+    whole branch when ``source_time`` knows the whole branch's timestamps (see
+    ``branch_source_times``); without it only ``entries`` are known.
     """
-    builder = LedgerBuilder(ledger)
-    for offset, entry in enumerate(entries):
+    branch = entries if isinstance(entries, Sequence) else list(entries)
+    builder = LedgerBuilder(ledger, source_time=source_time or branch_source_times(branch))
+    for offset, entry in enumerate(branch):
         builder.add(entry, first_position + offset)
     return builder.build()
+
+
+def branch_source_times(branch: Sequence[SessionEntry]) -> Callable[[str], str | None]:
+    """Entry id -> timestamp over ``branch``, indexed only if a record needs a date.
+
+    Records written by our workers carry ``observedAt``, so the index is usually never built.
+    """
+    index: dict[str, str] | None = None
+
+    def source_time(entry_id: str) -> str | None:
+        nonlocal index
+        if index is None:
+            index = {e.id: e.timestamp for e in branch if e.kind == "message"}
+        return index.get(entry_id)
+
+    return source_time
+
+
+def _no_time(entry_id: str) -> str | None:
+    return None

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from datetime import datetime
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
@@ -23,6 +23,7 @@ __all__ = [
     "SCOPE_RECORD_TYPES",
     "FoldedMemory",
     "Observation",
+    "ObservationPayload",
     "ObservationsDropped",
     "ObservationsRecorded",
     "EntryRef",
@@ -30,6 +31,7 @@ __all__ = [
     "Priority",
     "Reflection",
     "ReflectionsRecorded",
+    "dated_observation",
 ]
 
 OBSERVATIONS_RECORDED: Final = "om.observations.recorded"
@@ -94,13 +96,19 @@ def _iso_datetime(value: str, what: str) -> str:
     return value
 
 
-class Observation(WireModel):
-    """One source-backed fact, dated by its newest source."""
+class ObservationPayload(WireModel):
+    """One observation as a record carries it on the wire.
+
+    Only ``id``, ``text`` and ``sourceEntryIds`` are required: records written by the
+    TypeScript package carry only those. Our workers write every field. The fold turns each
+    payload into an :class:`Observation`, deriving a missing ``observedAt`` from the newest
+    source entry (see :func:`dated_observation`).
+    """
 
     id: MemoryId
     text: str = Field(min_length=1)
     source_entry_ids: list[EntryRef] = Field(min_length=1)
-    observed_at: str
+    observed_at: str | None = None
     referenced_date: str | None = None
     priority: Priority = "medium"
     trust: str | None = None
@@ -114,13 +122,48 @@ class Observation(WireModel):
 
     @field_validator("observed_at")
     @classmethod
-    def _check_observed_at(cls, value: str) -> str:
-        return _iso_datetime(value, "observedAt")
+    def _check_observed_at(cls, value: str | None) -> str | None:
+        return None if value is None else _iso_datetime(value, "observedAt")
 
     @field_validator("referenced_date")
     @classmethod
     def _check_referenced_date(cls, value: str | None) -> str | None:
         return None if value is None else _iso_datetime(value, "referencedDate")
+
+
+class Observation(ObservationPayload):
+    """One source-backed fact, dated by its newest source: what the ledger holds."""
+
+    observed_at: str
+
+
+def _instant(timestamp: str) -> datetime:
+    moment = datetime.fromisoformat(timestamp)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def dated_observation(
+    payload: ObservationPayload,
+    source_time: Callable[[str], str | None],
+    fallback: str,
+) -> Observation:
+    """``payload`` as an :class:`Observation`, its ``observedAt`` resolved.
+
+    A payload that carries ``observedAt`` keeps it. Otherwise it is the timestamp of the
+    newest source entry (``source_time`` maps an entry id to its timestamp, None when not
+    known); ``fallback`` (the recording entry's timestamp) only when no source is known.
+    Every adapter folds through here, so they all date a record the same way.
+    """
+    if isinstance(payload, Observation):
+        return payload
+    fields = dict(payload)
+    fields_set = set(payload.model_fields_set)
+    if payload.observed_at is None:
+        times = [t for t in map(source_time, payload.source_entry_ids) if t is not None]
+        fields["observed_at"] = max(times, key=_instant) if times else fallback
+        fields_set.add("observed_at")
+    # The payload was validated when it was parsed; only the date is new.
+    return Observation.model_construct(fields_set, **fields)
 
 
 class Reflection(WireModel):
@@ -144,7 +187,7 @@ class ObservationsRecorded(WireModel):
     """An observer run: new observations (maybe none) and how far it scanned."""
 
     type: Literal["om.observations.recorded"] = OBSERVATIONS_RECORDED
-    observations: list[Observation] = Field(default_factory=list)
+    observations: list[ObservationPayload] = Field(default_factory=list)
     covers_up_to_id: EntryRef | None = None
 
     @model_validator(mode="after")
@@ -186,7 +229,7 @@ class FoldedMemory(WireModel):
     type: Literal["om.folded"] = FOLDED_TYPE
     version: Literal[1] = 1
     full_fold: bool = False
-    observations: list[Observation] = Field(default_factory=list)
+    observations: list[ObservationPayload] = Field(default_factory=list)
     reflections: list[Reflection] = Field(default_factory=list)
     dropped_observation_ids: list[MemoryId] = Field(default_factory=list)
 

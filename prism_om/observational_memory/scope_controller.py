@@ -347,10 +347,12 @@ class _EnteredScope:
             raise InvalidInputError(f"unknown work scope spec keys: {sorted(unknown)}")
         self._controller = controller
         self._spec = spec
+        self._before: tuple[str, ...] = ()
 
     async def __aenter__(self) -> str:
         spec, controller = self._spec, self._controller
-        if spec["id"] not in (await controller.scope_map()).scopes:
+        scopes = await controller.scope_map()
+        if spec["id"] not in scopes.scopes:
             await controller.open(
                 spec["id"],
                 parent_id=spec.get("parent_id"),
@@ -358,6 +360,7 @@ class _EnteredScope:
                 label=spec.get("label"),
             )
         await controller.enter(spec["id"])
+        self._before = scopes.stack
         return spec["id"]
 
     async def __aexit__(
@@ -366,12 +369,15 @@ class _EnteredScope:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        before, mine = self._before, (*self._before, self._spec["id"])
         stack = (await self._controller.scope_map()).stack
-        if stack and stack[-1] == self._spec["id"]:
-            await self._controller.leave()
-        elif exc is None:
-            # The body left (or entered) scopes without balancing them: say so rather
-            # than pop a scope this context never entered.
+        # Restore the stack exactly as it was before entering: leave this scope and any
+        # scope the body entered above it and did not leave, whether or not it raised.
+        # Scopes below this one belong to the caller, so they are never popped.
+        if stack[: len(mine)] == mine:
+            for _ in range(len(stack) - len(before)):
+                await self._controller.leave()
+        if stack != mine and exc is None:
             raise InvalidInputError(
                 f"scope stack unbalanced: expected {self._spec['id']!r} on top, got {stack!r}"
             )

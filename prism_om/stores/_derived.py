@@ -20,6 +20,7 @@ from ..observational_memory.branch_reads import (
 )
 from ..observational_memory.ledger import (
     ObservationalMemoryLedger,
+    branch_source_times,
     extend_observational_memory_ledger,
     fold_observational_memory_ledger,
 )
@@ -100,7 +101,12 @@ class BranchDerivedReads:
         if base is None:
             ledger = fold_observational_memory_ledger(branch)
         else:
-            ledger = extend_observational_memory_ledger(base, branch[start:], first_position=start)
+            ledger = extend_observational_memory_ledger(
+                base,
+                branch[start:],
+                first_position=start,
+                source_time=branch_source_times(branch),
+            )
         if len(cache) >= _LEDGER_CACHE_SIZE:
             cache.pop(next(iter(cache)))
         cache[branch[-1].id] = ledger

@@ -11,7 +11,7 @@ shared validation refuses every record the fold would ignore.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +32,7 @@ from ..observational_memory.records import (
     ObservationsRecorded,
     Reflection,
     ReflectionsRecorded,
+    dated_observation,
 )
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "ledger_from_rows",
     "ledger_queries",
     "scope_records_query",
+    "undated_sources",
     "write_fold_rows",
 ]
 
@@ -61,8 +63,27 @@ class FoldRows:
     scope_records: list[tuple[Any, ...]] = field(default_factory=list)
 
 
-def fold_rows(placed: Sequence[Any]) -> FoldRows:
-    """The fold-table rows of a placed batch (``PlacedEntry`` items); cheap for messages."""
+def undated_sources(placed: Sequence[Any]) -> set[str]:
+    """Source entry ids of the batch's observations recorded without ``observedAt``."""
+    wanted: set[str] = set()
+    for item in placed:
+        entry = item.entry
+        if entry.custom_type != OBSERVATIONS_RECORDED or entry.data is None:
+            continue
+        # Read the validated payload as stored: parsing it again would cost every append.
+        for obs in entry.data.get("observations") or ():
+            if obs.get("observedAt") is None:
+                wanted.update(obs["sourceEntryIds"])
+    return wanted
+
+
+def fold_rows(placed: Sequence[Any], source_times: Mapping[str, str] | None = None) -> FoldRows:
+    """The fold-table rows of a placed batch (``PlacedEntry`` items); cheap for messages.
+
+    ``source_times`` holds the timestamps of ``undated_sources(placed)``: an observation
+    row is stored already dated, exactly as the pure fold dates it.
+    """
+    times = dict(source_times or {})
     rows = FoldRows()
     for item in placed:
         entry = item.entry
@@ -80,7 +101,8 @@ def fold_rows(placed: Sequence[Any]) -> FoldRows:
                 rows.markers.append((item.seq, entry.id, COMPACTION_MARKER, None, *where))
             continue
         if isinstance(record, ObservationsRecorded):
-            for n, obs in enumerate(record.observations):
+            for n, payload in enumerate(record.observations):
+                obs = dated_observation(payload, times.get, entry.timestamp)
                 body = obs.model_dump_json(by_alias=True)
                 rows.observations.append(
                     (item.seq, n, obs.id, entry.id, *where, entry.timestamp, body)

@@ -95,6 +95,7 @@ from ._sqlite_memory import (
     ledger_from_rows,
     ledger_queries,
     scope_records_query,
+    undated_sources,
     write_fold_rows,
 )
 from ._summary import latest_timestamp, utc_timestamp
@@ -313,7 +314,19 @@ FROM sessions s ORDER BY s.seq"""
 
 async def _write_memory_folds(conn: aiosqlite.Connection, placed: Sequence[PlacedEntry]) -> None:
     """The append hook that keeps the memory fold tables in step with the entries."""
-    await write_fold_rows(conn, fold_rows(placed))
+    times: dict[str, str] = {}
+    wanted = undated_sources(placed)
+    if wanted:
+        # Observations written without observedAt (the TypeScript shape) are dated by
+        # their newest source, which validation has already found on the branch.
+        times = {p.entry.id: p.entry.timestamp for p in placed if p.entry.id in wanted}
+        rest = sorted(wanted - times.keys())
+        if rest:
+            marks = ", ".join("?" * len(rest))
+            sql = f"SELECT id, timestamp FROM entries WHERE id IN ({marks})"
+            async with conn.execute(sql, rest) as cursor:
+                times.update({row[0]: row[1] for row in await cursor.fetchall()})
+    await write_fold_rows(conn, fold_rows(placed, times))
 
 
 class LeafPosition(NamedTuple):

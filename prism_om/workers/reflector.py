@@ -29,6 +29,8 @@ class ReflectorResult:
     covers_up_to_id: str | None
     observation_ids: tuple[str, ...]
     runs: tuple[WorkerRun, ...] = ()
+    truncated_ids: tuple[str, ...] = ()
+    """Observations too long for one prompt, shown cut with a marker."""
 
     def record(self) -> dict[str, Any]:
         """The ``om.reflections.recorded`` payload of this pass."""
@@ -94,7 +96,11 @@ async def reflect(
         reflections.extend(recorder.reflections)
         taken.update(r.id for r in recorder.reflections)
     return ReflectorResult(
-        tuple(reflections), covers_up_to_id, tuple(o.id for o in observations), tuple(runs)
+        tuple(reflections),
+        covers_up_to_id,
+        tuple(o.id for o in observations),
+        tuple(runs),
+        tuple(i for i, line in lines if utf8_len(line) > budget),
     )
 
 

@@ -33,6 +33,12 @@ write lock (``expected_memory_head``, passed to ``append_entry`` when it accepts
 keyword, as ``Session.append`` does). A run that lost the race stores nothing and ends
 ``skipped`` with reason ``stale_coverage``; the next flush works from the new memory.
 
+Oversized input: a message (or observation) larger than one prompt's share of
+``max_worker_message_bytes`` is shown cut, with a marker naming the bytes left out, rather
+than refused, because a refusal would stick coverage on it forever. The cut is never
+silent: the worker's outcome lists it in ``truncated_ids``, the flush in ``warnings``, the
+runtime in ``last_warning``, and an ``om.worker.input_truncated`` event names the ids.
+
 Building a runtime reads no store, resolves no credential and calls no provider.
 """
 
@@ -44,7 +50,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from ..debug import PROVIDER_TEXT_SANITIZED, DebugEmitter, DebugSink
+from ..debug import PROVIDER_TEXT_SANITIZED, WORKER_INPUT_TRUNCATED, DebugEmitter, DebugSink
 from ..entries import SessionEntry, custom_entry
 from ..errors import (
     BranchMismatchError,
@@ -138,6 +144,10 @@ class WorkerOutcome:
     turns: int = 0
     tool_calls: int = 0
     error: str | None = None
+    truncated_ids: tuple[str, ...] = ()
+    """Inputs too large for one prompt, shown cut with a marker rather than refused (a
+    refusal would stick coverage on them forever): message entry ids for the observer,
+    observation ids for the reflector."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +167,8 @@ class FlushResult:
     entry_ids: tuple[str, ...] = ()
     """Every entry this flush appended, in order."""
     error: str | None = None
+    warnings: tuple[str, ...] = ()
+    """What the flush did not do whole: inputs cut to fit a prompt (see ``last_warning``)."""
 
     def outcome(self, worker: WorkerName) -> WorkerOutcome | None:
         return next((o for o in self.outcomes if o.worker == worker), None)
@@ -220,6 +232,7 @@ class ObservationalMemoryRuntime:
         self._estimator_value = estimator
         self._in_flight = False
         self._last_error: str | None = None
+        self._last_warning: str | None = None
 
     @property
     def in_flight(self) -> bool:
@@ -230,6 +243,12 @@ class ObservationalMemoryRuntime:
     def last_error(self) -> str | None:
         """The latest worker failure (redacted, bounded); cleared by a clean flush."""
         return self._last_error
+
+    @property
+    def last_warning(self) -> str | None:
+        """The latest flush's warning (an input cut to fit a prompt), redacted and bounded;
+        cleared by a flush without one."""
+        return self._last_warning
 
     @property
     def correlation_id(self) -> str | None:
@@ -273,6 +292,8 @@ class ObservationalMemoryRuntime:
             self._last_error = failures[-1].error
         else:
             self._last_error = None
+        warnings = tuple(self._truncation_warning(o) for o in progress.outcomes if o.truncated_ids)
+        self._last_warning = warnings[-1] if warnings else None
         result = FlushResult(
             "failed" if failures else "completed",
             outcomes=tuple(progress.outcomes),
@@ -281,6 +302,7 @@ class ObservationalMemoryRuntime:
             dropped_observation_ids=dropped.memory_ids,
             entry_ids=tuple(progress.entry_ids),
             error=failures[-1].error if failures else None,
+            warnings=warnings,
         )
         self._emit(
             "om.flush.done",
@@ -294,8 +316,23 @@ class ObservationalMemoryRuntime:
         )
         return result
 
+    def _truncation_warning(self, outcome: WorkerOutcome) -> str:
+        what = "message" if outcome.worker == "observer" else "observation"
+        ids = ", ".join(outcome.truncated_ids)
+        return self._error(
+            f"{outcome.worker}: {len(outcome.truncated_ids)} {what}(s) larger than one prompt "
+            f"(max_worker_message_bytes={self.limits.max_worker_message_bytes}) were shown "
+            f"cut, with a marker: {ids}"
+        )
+
     def _record(self, progress: _Progress, outcome: WorkerOutcome) -> WorkerOutcome:
         progress.outcomes.append(outcome)
+        if outcome.truncated_ids:
+            # A cut is never silent: the host hears which inputs the worker saw only in part.
+            self._emit(
+                WORKER_INPUT_TRUNCATED,
+                {"worker": outcome.worker, "ids": list(outcome.truncated_ids)},
+            )
         if outcome.status == "skipped":
             self._emit("om.worker.skipped", {"worker": outcome.worker, "reason": outcome.reason})
         elif outcome.status == "failed":
@@ -342,6 +379,7 @@ class ObservationalMemoryRuntime:
         taken = await self._taken_ids()
         ids: list[str] = []
         entry_ids: list[str] = []
+        truncated: list[str] = []
         runs = turns = calls = 0
         while entries:
             try:
@@ -359,8 +397,10 @@ class ObservationalMemoryRuntime:
                         turns,
                         calls,
                         self._error(exc.message),
+                        tuple(truncated),
                     ),
                 )
+            truncated.extend(result.truncated_ids)
             if result.covers_up_to_id is None:
                 break
             try:
@@ -385,7 +425,15 @@ class ObservationalMemoryRuntime:
         return self._record(
             progress,
             WorkerOutcome(
-                "observer", "ran", None, tuple(entry_ids), tuple(ids), runs, turns, calls
+                "observer",
+                "ran",
+                None,
+                tuple(entry_ids),
+                tuple(ids),
+                runs,
+                turns,
+                calls,
+                truncated_ids=tuple(truncated),
             ),
         )
 
@@ -437,6 +485,7 @@ class ObservationalMemoryRuntime:
                 len(result.runs),
                 sum(r.turns for r in result.runs),
                 sum(r.tool_calls for r in result.runs),
+                truncated_ids=result.truncated_ids,
             ),
         )
 
