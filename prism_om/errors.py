@@ -22,7 +22,9 @@ The hierarchy::
     ├── StoreError                   the storage underneath failed
     │   ├── CorruptStoreError        unreadable file, page or row
     │   ├── StoreBusyError           the store stayed locked past its timeout
-    │   └── StoreClosedError         use after close()
+    │   ├── StoreClosedError         use after close()
+    │   ├── StoreNotFoundError       opening a store that does not exist, without create
+    │   └── ReadOnlyStoreError       a write to a store opened read-only
     └── WorkerError                  a memory worker broke one of its limits
 
 ``RemovedSettingError`` (a removed pre-0.1.5 settings key) derives from both
@@ -45,6 +47,7 @@ __all__ = [
     "MemoryRecordError",
     "PageTooLargeError",
     "PrismMemoryError",
+    "ReadOnlyStoreError",
     "RemovedSettingError",
     "RootExistsError",
     "ScopeDeniedError",
@@ -52,6 +55,7 @@ __all__ = [
     "StoreBusyError",
     "StoreClosedError",
     "StoreError",
+    "StoreNotFoundError",
     "StoreRuleError",
     "UnknownParentError",
     "WorkerError",
@@ -148,3 +152,11 @@ class WorkerError(PrismMemoryError):
 
 class RemovedSettingError(PrismMemoryError, TypeError):
     """A settings key removed in 0.1.5; the message names its replacement."""
+
+
+class StoreNotFoundError(StoreError, LookupError):
+    """No store at the path, and the caller asked not to create one (reads never do)."""
+
+
+class ReadOnlyStoreError(StoreError):
+    """A write to a store that was opened read-only."""

@@ -35,6 +35,10 @@ class _SessionTree:
     order: list[str] = field(default_factory=list)
     root: str | None = None
     leaf: str | None = None
+    # Kept by ``apply`` so a session's summary costs nothing to read.
+    messages: int = 0
+    leaf_count: int = 0
+    last_activity: str | None = None
 
 
 class TreeIndex:
@@ -101,13 +105,37 @@ class TreeIndex:
             for memory_id, kind in recorded_memory_ids(entry):
                 self.recorders.setdefault(memory_id, []).append((entry.id, kind))
             tree.order.append(entry.id)
+            tree.leaf_count += 1
+            if entry.kind == "message":
+                tree.messages += 1
+            if tree.last_activity is None or entry.timestamp > tree.last_activity:
+                tree.last_activity = entry.timestamp
             if entry.parent_id is None:
                 tree.root = entry.id
                 self.depth[entry.id] = 0
             else:
-                self.children[entry.parent_id].append(entry.id)
+                siblings = self.children[entry.parent_id]
+                if not siblings:
+                    tree.leaf_count -= 1  # the parent was a leaf until now
+                siblings.append(entry.id)
                 self.depth[entry.id] = self.depth[entry.parent_id] + 1
             tree.leaf = entry.id
+
+    def drop_session(self, session_id: str) -> None:
+        """Forget a session's entries (a lazily loaded session found damaged)."""
+        tree = self.trees.pop(session_id, None)
+        if tree is None:
+            return
+        for entry_id in tree.order:
+            entry = self.entries.pop(entry_id)
+            self.children.pop(entry_id, None)
+            self.depth.pop(entry_id, None)
+            for memory_id, kind in recorded_memory_ids(entry):
+                found = self.recorders.get(memory_id, [])
+                if (entry_id, kind) in found:
+                    found.remove((entry_id, kind))
+                if not found:
+                    self.recorders.pop(memory_id, None)
 
     def resolve_leaf(self, session_id: str, entry_id: str) -> str:
         """Check that ``entry_id`` is an entry of the session and return it."""

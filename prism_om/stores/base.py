@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal, Protocol, Self, runtime_checkable
 
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
     from ..observational_memory.ledger import ObservationalMemoryLedger
     from ..observational_memory.scope_map import WorkScopeMap
 
-__all__ = ["SessionStore", "check_batch_shape"]
+__all__ = ["SessionStore", "SessionSummary", "check_batch_shape"]
 
 
 @runtime_checkable
@@ -172,3 +173,19 @@ def check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[SessionE
             raise DuplicateEntryError(f"entry id {entry.id!r} appears twice in the batch")
         seen.add(entry.id)
     return batch
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """What ``sessions`` lists for one session, kept by the store as it appends.
+
+    ``entries`` counts every entry of the session (all branches), ``messages`` its
+    message entries, ``leaves`` its entries without a child; ``last_activity`` is the
+    greatest entry timestamp, or None for a session without entries.
+    """
+
+    session_id: str
+    entries: int
+    messages: int
+    leaves: int
+    last_activity: str | None
