@@ -26,6 +26,7 @@ from ..observational_memory.validation import (
     memory_record_needs,
     validate_memory_record,
 )
+from .base import SessionSummary
 
 __all__ = ["TreeIndex"]
 
@@ -161,6 +162,13 @@ class TreeIndex:
     def leaves(self, session_id: str) -> list[str]:
         tree = self.trees.get(session_id)
         return [i for i in tree.order if not self.children[i]] if tree else []
+
+    def summary(self, session_id: str) -> SessionSummary:
+        tree = self.trees.get(session_id)
+        if tree is None:
+            return SessionSummary(session_id, 0, 0, 0, None)
+        entries, last = len(tree.order), tree.last_activity
+        return SessionSummary(session_id, entries, tree.messages, tree.leaf_count, last)
 
     def path_ids(self, session_id: str, leaf_id: str | None) -> list[str]:
         """Ids from the root to the leaf (default: the current leaf), root first."""

@@ -686,15 +686,20 @@ class JsonlStore(BranchDerivedReads):
     def _load_quietly(self, sid: str) -> None:
         """Load or refresh a session; damage is recorded for it rather than raised."""
         with contextlib.suppress(StoreError):
-            self._ensure_session(sid)
+            self._ensure_session(sid, refresh=True)
 
-    def _ensure_session(self, sid: str) -> None:
-        """Load the session, or bring it up to date; raise if it is damaged."""
+    def _ensure_session(self, sid: str, *, refresh: bool = False) -> None:
+        """Load the session (or with ``refresh``, bring it up to date); raise if damaged.
+
+        A loaded session is current after ``_refresh``, so a read costs no file access.
+        """
         damaged = self._damaged.get(sid)
         if damaged is not None:
             if self._signature(sid) == damaged[0]:
                 raise damaged[1]
             del self._damaged[sid]  # the files changed (a repair?): try again
+        elif sid in self._files and not refresh:
+            return
         try:
             self._refresh_session(sid)
         except (StoreBusyError, StoreClosedError):
@@ -831,12 +836,7 @@ class JsonlStore(BranchDerivedReads):
     # -- listing and summaries -------------------------------------------------------------
 
     def _summary(self, sid: str) -> SessionSummary:
-        tree = self._index.trees.get(sid)
-        if tree is None:
-            return SessionSummary(sid, 0, 0, 0, None)
-        return SessionSummary(
-            sid, len(tree.order), tree.messages, tree.leaf_count, tree.last_activity
-        )
+        return self._index.summary(sid)
 
     def _summary_of(self, sid: str) -> SessionSummary:
         """From the index when loaded, else from the sidecar; loads only when it must."""
@@ -1123,13 +1123,12 @@ class JsonlStore(BranchDerivedReads):
         self._remove_debris()
         self._refresh()
         self._load_all()
-        if sid in self._files:
+        if sid in self._files or sid in self._damaged:
             # Hand edits do not bump the counter; look at the file about to be written
             # anyway, so complete lines added by hand to a file without a sidecar are
-            # loaded rather than cut away as an interrupted append.
-            self._ensure_session(sid)
-        elif sid in self._damaged:
-            self._ensure_session(sid)  # raises: a damaged session is never written over
+            # loaded rather than cut away as an interrupted append. A damaged session
+            # raises here: it is never written over.
+            self._ensure_session(sid, refresh=True)
         self._backfill_sidecars()
 
     def _backfill_sidecars(self) -> None:

@@ -12,7 +12,7 @@ from ..entries import SessionEntry, validate_session_id
 from ..errors import StoreClosedError
 from ._derived import BranchDerivedReads
 from ._tree import TreeIndex
-from .base import check_batch_shape
+from .base import SessionSummary, check_batch_shape
 
 __all__ = ["MemoryStore"]
 
@@ -71,6 +71,11 @@ class MemoryStore(BranchDerivedReads):
 
     async def sessions(self) -> builtins.list[str]:
         return builtins.list(self._open_index().trees)
+
+    async def session_summaries(self) -> builtins.list[SessionSummary]:
+        """Each session's counts, in order of creation."""
+        index = self._open_index()
+        return [index.summary(sid) for sid in index.trees]
 
     async def close(self) -> None:
         self._closed = True

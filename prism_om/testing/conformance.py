@@ -285,3 +285,25 @@ class StoreConformance:
         for n in range(50):
             if n != 7:
                 assert len(await store.list(f"task{n}")) == 10
+
+    # -- per-session summaries (issue 13 item 17) ---------------------------------------------
+
+    async def test_session_summaries_match_the_entries(self, store: SessionStore) -> None:
+        summaries = getattr(store, "session_summaries", None)
+        if summaries is None:
+            pytest.skip(f"{type(store).__name__} has no session_summaries() yet")
+        assert await summaries() == []
+        await store.append_many([_msg("s1", "a", None), _msg("s1", "b", "a"), _msg("s1", "c", "b")])
+        await store.set_leaf("s1", "a")
+        await store.append(_msg("s1", "d", "a"))
+        await store.append_many([_msg("s1", "e", "b"), _msg("s1", "f", "e")])
+        await store.append(_msg("s0", "z", None))
+        got = await summaries()
+        assert [s.session_id for s in got] == ["s1", "s0"]
+        for summary in got:
+            listed = await store.list(summary.session_id)
+            assert summary.entries == len(listed)
+            assert summary.messages == sum(1 for e in listed if e.kind == "message")
+            assert summary.leaves == len(await store.leaves(summary.session_id))
+            assert summary.last_activity == max(e.timestamp for e in listed)
+        assert got[0].leaves == 3  # c, d, f
