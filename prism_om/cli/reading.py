@@ -9,6 +9,7 @@ from typing import Any
 from rich.text import Text
 
 from ..entries import SessionEntry, entry_text
+from ..errors import CorruptStoreError
 from ..observational_memory import (
     BranchPage,
     MemoryRecall,
@@ -176,6 +177,22 @@ def print_page(page: BranchPage) -> None:
 
 
 async def session_rows(store: SessionStore) -> list[dict[str, Any]]:
+    """One row per session, from the store's per-session summaries where it keeps them.
+
+    Sessions a store reports as damaged are left out; ``cmd_sessions`` names them.
+    """
+    summaries = getattr(store, "session_summaries", None)
+    if summaries is not None:
+        return [
+            {
+                "session": s.session_id,
+                "entries": s.entries,
+                "messages": s.messages,
+                "leaves": s.leaves,
+                "lastActivity": s.last_activity,
+            }
+            for s in await summaries()
+        ]
     rows = []
     for sid in await store.sessions():
         listed = await store.list(sid)
@@ -185,23 +202,38 @@ async def session_rows(store: SessionStore) -> list[dict[str, Any]]:
                 "entries": len(listed),
                 "messages": sum(1 for e in listed if e.kind == "message"),
                 "leaves": len(await store.leaves(sid)),
-                "leaf": await store.leaf(sid),
                 "lastActivity": max((e.timestamp for e in listed), default=None),
             }
         )
     return rows
 
 
+async def _damaged(store: SessionStore) -> dict[str, Exception]:
+    found = getattr(store, "damaged_sessions", None)
+    return dict(await found()) if found is not None else {}
+
+
 async def cmd_sessions(args: argparse.Namespace) -> None:
     async with open_cli_store(args.db) as store:
         rows = await session_rows(store)
+        damaged = await _damaged(store)
         url = store.url
     if args.json:
         print_json(rows)
-        return
-    if not rows:
+    elif not rows:
         console().print(f"no sessions in {url}")
-        return
+    else:
+        _print_session_rows(rows)
+    if damaged:
+        # After the readable rows: one bad session must not hide the others.
+        raise CorruptStoreError(
+            f"{len(damaged)} damaged session(s) in {url} left out: "
+            + "; ".join(f"{sid}: {error}" for sid, error in damaged.items())
+            + " (see 'prism-om check')"
+        )
+
+
+def _print_session_rows(rows: list[dict[str, Any]]) -> None:
     console().print(
         table(
             [

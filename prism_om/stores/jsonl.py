@@ -1002,9 +1002,9 @@ class JsonlStore(BranchDerivedReads):
                 os.unlink(sidecar_name, dir_fd=self._dir_fd)
             self._files.pop(sid, None)
         del self._damaged[sid]
-        return SessionCheck(
-            sid, kept, problem, lost_entries=lost_entries, lost_bytes=info.st_size - state.loaded
-        )
+        # Bytes the sidecar committed that are gone count as lost too, not only those cut.
+        lost_bytes = max(info.st_size, old.committed if old is not None else 0) - state.loaded
+        return SessionCheck(sid, kept, problem, lost_entries=lost_entries, lost_bytes=lost_bytes)
 
     # -- parsing -------------------------------------------------------------------------
 
