@@ -14,6 +14,7 @@ is left as it was; the new one replaces it when the user moves it into place.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import shutil
 import sqlite3
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from ..entries import SessionEntry
 from ..errors import CorruptStoreError, PrismMemoryError, StoreError
 from ..stores import parse_store_url
 from .common import CliUsageError, store_url
@@ -32,6 +34,8 @@ __all__ = ["SqliteSessionCopy", "cmd_check", "copy_readable_sessions", "sqlite_q
 
 # Entries per append_many when copying: bounded memory per batch, few transactions.
 _COPY_BATCH = 500
+# Rows a table scan steps over, one seek each, before giving up on the rest of the table.
+_MAX_SCAN_STEPS = 100_000
 
 
 def _stamp() -> str:
@@ -185,11 +189,63 @@ def _raw_session_ids(path: str) -> list[str]:
         conn.close()
 
 
+def _scan_session(path: str, sid: str) -> tuple[list[SessionEntry], int, int]:
+    """The session's readable entries by a scan of the table in append order.
+
+    Used when the store's indexed reads fail: a damaged index does not stop a scan of
+    the table, and a damaged table page is stepped over by seeking past it (rowid seeks
+    go through the interior pages). An entry whose parent was not read is dropped, with
+    its descendants, so what is returned can be appended in order. Returns the entries,
+    how many were dropped so, and how many unreadable stretches the scan stepped over.
+    """
+    from ..entries import entry_from_wire
+    from ..errors import InvalidEntryError
+
+    conn = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True)
+    entries: list[SessionEntry] = []
+    kept: set[str] = set()
+    dropped = gaps = steps = 0
+    last, in_gap = 0, False
+    try:
+        while steps < _MAX_SCAN_STEPS:
+            try:
+                rows = conn.execute(
+                    "SELECT seq, session_id, body FROM entries WHERE seq > ? ORDER BY seq",
+                    (last,),
+                )
+                for seq, row_session, body in rows:
+                    last, in_gap = seq, False
+                    if row_session != sid:
+                        continue
+                    try:
+                        entry = entry_from_wire(body, where=f"row {seq}")
+                    except InvalidEntryError:
+                        dropped += 1
+                        continue
+                    if entry.parent_id is not None and entry.parent_id not in kept:
+                        dropped += 1
+                        continue
+                    entries.append(entry)
+                    kept.add(entry.id)
+                break
+            except sqlite3.DatabaseError:
+                # Before the session's root, a stretch cannot hold its entries (the
+                # root is its first); a lost root shows as dropped entries or none.
+                gaps += 0 if in_gap or not kept else 1
+                in_gap = True
+                steps += 1
+                last += 1  # step over the row that could not be read
+    finally:
+        conn.close()
+    return entries, dropped, gaps
+
+
 async def copy_readable_sessions(source: str, target: str) -> list[SqliteSessionCopy]:
     """Copy each session of the SQLite store ``source`` that can be read into ``target``.
 
-    Sessions go one at a time through the public API, all entries in append order (or,
-    when the whole session cannot be listed, its current branch), then its leaf.
+    Sessions go one at a time through the public API, all entries in append order, then
+    the leaf. A session the store cannot list is read by a table scan, which keeps the
+    entries up to the first damaged page.
     """
     from ..stores.sqlite import SqliteStore
 
@@ -198,7 +254,7 @@ async def copy_readable_sessions(source: str, target: str) -> list[SqliteSession
         try:
             session_ids = await damaged.sessions()
         except PrismMemoryError:
-            session_ids = _raw_session_ids(source)
+            session_ids = await asyncio.to_thread(_raw_session_ids, source)
         for sid in session_ids:
             report = SqliteSessionCopy(sid)
             results.append(report)
@@ -206,12 +262,16 @@ async def copy_readable_sessions(source: str, target: str) -> list[SqliteSession
                 entries = await damaged.list(sid)
                 report.total = len(entries)
             except PrismMemoryError as exc:
-                report.problem = f"its entries cannot all be read: {exc}"
-                try:
-                    entries = await damaged.branch(sid)
-                    report.notes.append("copied its current branch only")
-                except PrismMemoryError:
-                    continue
+                entries, dropped, gaps = await asyncio.to_thread(_scan_session, source, sid)
+                report.notes.append(f"read by a table scan ({exc})")
+                if not entries:
+                    report.problem = "no entry of it could be read"
+                elif gaps or dropped:
+                    report.problem = (
+                        f"the scan stepped over {gaps} unreadable stretch(es) of the table "
+                        f"and dropped {dropped} entries whose parent was lost; entries of "
+                        "this session inside those stretches are lost"
+                    )
             try:
                 for start in range(0, len(entries), _COPY_BATCH):
                     await fresh.append_many(entries[start : start + _COPY_BATCH])
@@ -220,7 +280,10 @@ async def copy_readable_sessions(source: str, target: str) -> list[SqliteSession
                 if leaf is not None and leaf != await fresh.leaf(sid):
                     await fresh.set_leaf(sid, leaf)
             except PrismMemoryError as exc:
-                report.problem = report.problem or f"copy stopped: {exc}"
+                if report.copied < len(entries):
+                    report.problem = report.problem or f"copy stopped: {exc}"
+                else:
+                    report.notes.append(f"the leaf could not be read ({exc}); it is the last entry")
     return results
 
 
@@ -316,7 +379,8 @@ async def _check_sqlite(path: str, args: argparse.Namespace) -> None:
         return
     for c in copies:
         if c.problem is None:
-            out.print(f"copied   {c.session_id}: {c.copied} entries", markup=False)
+            notes = f" ({'; '.join(c.notes)})" if c.notes else ""
+            out.print(f"copied   {c.session_id}: {c.copied} entries{notes}", markup=False)
         else:
             extra = f" ({'; '.join(c.notes)})" if c.notes else ""
             out.print(
