@@ -469,3 +469,21 @@ async def test_debris_of_a_live_writer_is_never_touched(tmp_path: Path) -> None:
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
     assert (tmp_path / "s.jsonl").stat().st_size == committed + 1000
+
+
+async def test_a_lost_data_file_is_reported_and_repaired(tmp_path: Path) -> None:
+    await two_sessions(tmp_path, 5)
+    (tmp_path / "bad.jsonl").unlink()
+    async with await JsonlStore.open(tmp_path, fsync=False) as store:
+        assert await store.sessions() == ["good", "bad"]
+        with pytest.raises(CorruptStoreError, match=r"'bad'.* 0 bytes.* committed bytes"):
+            await store.list("bad")
+        with pytest.raises(CorruptStoreError, match="'bad'"):
+            await store.append(msg("bad", "x", None))  # no new root over lost entries
+        found = {c.session_id: c for c in await store.check()}
+        assert found["good"].problem is None and found["bad"].problem is not None
+        repaired = {c.session_id: c for c in await store.repair(tmp_path.parent / "bk")}
+        assert repaired["bad"].lost_entries == 5
+        assert (tmp_path.parent / "bk" / "bad.leaf.json").exists()
+        assert await store.sessions() == ["good"]
+        await store.append(msg("bad", "x", None))  # a fresh session may now start

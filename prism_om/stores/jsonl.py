@@ -71,9 +71,10 @@ committed bytes.
 
 Concurrency. Writers take an exclusive ``flock`` on ``.lock`` and hold it across
 refresh, check, data write and sidecar replace; readers of a writable store take a
-shared lock; a store opened ``read_only`` takes no lock and writes nothing (a file is
-only ever changed beyond its committed length or replaced by rename, so a lockless
-reader always sees whole batches). Every writer bumps the counter in ``.lock`` before it
+shared lock; a store opened ``read_only`` does not even open ``.lock``, writes nothing,
+and rechecks the files of the sessions it has loaded on every read (data is only ever
+changed beyond its committed length and sidecars are replaced by rename, so a lockless
+reader sees whole batches). Every writer bumps the counter in ``.lock`` before it
 changes a file, so a process notices other processes' appends and leaf moves before
 each read or write by comparing the counter (and the directory's mtime, which catches a
 session file dropped in by hand), then loads only the new committed bytes of each loaded
@@ -219,13 +220,17 @@ def _read_all(fd: int, offset: int, length: int) -> bytes:
 
 
 def _session_of(name: str) -> str | None:
-    """The session id a directory entry stores, or None for any other file."""
-    if not name.endswith(DATA_SUFFIX):
-        return None
-    try:
-        return validate_session_id(name[: -len(DATA_SUFFIX)])
-    except InvalidSessionIdError:
-        return None
+    """The session id a data file or sidecar belongs to, or None for any other file.
+
+    A sidecar alone counts: if it records committed bytes, its data file was lost.
+    """
+    for suffix in (DATA_SUFFIX, SIDECAR_SUFFIX):
+        if name.endswith(suffix):
+            try:
+                return validate_session_id(name[: -len(suffix)])
+            except InvalidSessionIdError:
+                return None
+    return None
 
 
 def _file_names(session_id: str) -> tuple[str, str]:
@@ -409,19 +414,17 @@ class JsonlStore(BranchDerivedReads):
 
     @staticmethod
     def _open_lock(dir_fd: int, read_only: bool) -> int | None:
-        if not read_only:
-            return os.open(
-                LOCK_NAME,
-                os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                0o644,
-                dir_fd=dir_fd,
-            )
-        # Only for its change counter; a reader never locks it. Missing or unreadable
-        # means every read rechecks the loaded sessions' files, which is still correct.
-        try:
-            return os.open(LOCK_NAME, _READ_FLAGS, dir_fd=dir_fd)
-        except OSError:
+        if read_only:
+            # Not even for its change counter: without the lock, a counter read just
+            # before a writer's commit would hide that commit until the next change, so a
+            # lockless reader rechecks its loaded sessions' files on every read instead.
             return None
+        return os.open(
+            LOCK_NAME,
+            os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o644,
+            dir_fd=dir_fd,
+        )
 
     async def close(self) -> None:
         """Release the directory and lock descriptors; idempotent."""
@@ -914,6 +917,19 @@ class JsonlStore(BranchDerivedReads):
         loaded = state.loaded if state is not None else 0
         return SessionCheck(sid, self._summary(sid).entries, None, max(size - loaded, 0))
 
+    def _repair_missing_data(self, sid: str, backup: str, problem: str) -> SessionCheck:
+        """A sidecar whose data file is gone: keep the sidecar in the backup, drop it here."""
+        _, sidecar_name = _file_names(sid)
+        try:
+            old = self._read_sidecar(sid)
+        except StoreError:
+            old = None
+        os.rename(sidecar_name, os.path.join(backup, sidecar_name), src_dir_fd=self._dir_fd)
+        del self._damaged[sid]
+        lost = old.summary.entries if old is not None and old.summary is not None else None
+        lost_bytes = old.committed if old is not None else 0
+        return SessionCheck(sid, 0, problem, lost_entries=lost, lost_bytes=lost_bytes)
+
     def _salvage(self, sid: str) -> tuple[_FileState, int]:
         """Load the session's entries up to its first damage into the index.
 
@@ -945,7 +961,10 @@ class JsonlStore(BranchDerivedReads):
             self._load_all()
             results = []
             for sid in self._checked_ids():
-                if sid not in self._damaged:
+                damage = self._damaged.get(sid)
+                if damage is None or not isinstance(damage[1], CorruptStoreError):
+                    # Healthy, or not damage a cut can fix (a sidecar of a newer version,
+                    # a file this user may not read): reported, never rewritten.
                     results.append(self._check_session(sid))
                     continue
                 results.append(self._repair_session(sid, backup))
@@ -957,7 +976,10 @@ class JsonlStore(BranchDerivedReads):
         problem = str(self._damaged[sid][1])
         os.makedirs(backup, exist_ok=True)
         self._bump_counter()
-        info = os.stat(data_name, dir_fd=self._dir_fd, follow_symlinks=False)
+        try:
+            info = os.stat(data_name, dir_fd=self._dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return self._repair_missing_data(sid, backup, problem)
         if not stat.S_ISREG(info.st_mode):
             # Not ours to cut: move the link or directory out of the store, intact.
             for name in (data_name, sidecar_name):
