@@ -487,3 +487,29 @@ async def test_a_lost_data_file_is_reported_and_repaired(tmp_path: Path) -> None
         assert (tmp_path.parent / "bk" / "bad.leaf.json").exists()
         assert await store.sessions() == ["good"]
         await store.append(msg("bad", "x", None))  # a fresh session may now start
+
+
+async def test_the_first_write_sweeps_debris_no_record_names(tmp_path: Path) -> None:
+    """Debris older than the ``.lock`` record (a power cut, an older version) goes too."""
+    await two_sessions(tmp_path, 3)
+    committed = (tmp_path / "bad.jsonl").stat().st_size
+    with (tmp_path / "bad.jsonl").open("ab") as f:
+        f.write(b"x" * 5000)
+    (tmp_path / "ghost.jsonl").write_bytes(b"y" * 5000)  # a first batch that never committed
+    (tmp_path / "ghost.leaf.json").write_text('{"leaf": null, "committedBytes": 0}')
+    (tmp_path / ".good.leaf.json.tmp").write_text("{}")
+    async with await JsonlStore.open(tmp_path, fsync=False, read_only=True) as reader:
+        assert await reader.sessions() == ["good", "bad"]
+    assert (tmp_path / "bad.jsonl").stat().st_size == committed + 5000  # readers never cut
+    async with await JsonlStore.open(tmp_path, fsync=False) as writer:
+        await writer.append(msg("good", "more", "good-2"))
+        assert len(await writer.list("bad")) == 3
+    assert (tmp_path / "bad.jsonl").stat().st_size == committed
+    assert names(tmp_path) == [
+        ".lock",
+        ".sessions",
+        "bad.jsonl",
+        "bad.leaf.json",
+        "good.jsonl",
+        "good.leaf.json",
+    ]

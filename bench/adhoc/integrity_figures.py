@@ -1,14 +1,18 @@
 """Issue 13 figures (items 4, 17): ``PRAGMA quick_check`` at scale; one-session JSONL reads.
 
 Usage: python bench/adhoc/integrity_figures.py [--entries N] [--sessions K] [--keep DIR]
+       [--code DIR]
+
+``--code DIR`` runs the timed commands with another checkout's ``prism_om`` first on
+``PYTHONPATH`` (say a ``git archive`` of an older commit), for a before/after figure.
 
 Builds a SQLite store and a JSONL directory of N messages (default 1,000,000) spread over
 K sessions (default 48), then prints:
 
 * ``PRAGMA quick_check`` wall time on the SQLite file (what ``prism-om check`` runs, and
   why it is never on the open path);
-* wall time and peak RSS of ``prism-om status`` on one session and of ``prism-om
-  sessions``, each in a fresh process, on the JSONL directory;
+* wall time and peak RSS (GNU ``/usr/bin/time``) of ``prism-om status`` on one session
+  and of ``prism-om sessions``, each in a fresh process, on the JSONL directory;
 * ``prism-om check`` wall time on the JSONL directory (reads every session in full).
 """
 
@@ -51,22 +55,27 @@ async def build(url: str, entries: int, sessions: int) -> None:
                 await store.append_many(batch[start : start + BATCH])
 
 
-def timed_cli(*args: str) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one ``prism-om`` run in a fresh process."""
-    start = time.perf_counter()
-    child = subprocess.Popen(
-        [sys.executable, "-m", "prism_om.cli", *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    assert child.stderr is not None
-    error = child.stderr.read()
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    wall = time.perf_counter() - start
-    if child.returncode != 0:
-        raise SystemExit(f"prism-om {' '.join(args)} failed: {error.decode()}")
-    return wall, usage.ru_maxrss / 1024
+def timed_cli(*args: str, code: str | None = None) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one ``prism-om`` run, measured by ``time(1)``.
+
+    Not by ``wait4`` here: a child forked from this process (which holds the stores it
+    built) inherits its resident-set high-water mark across exec.
+    """
+    with tempfile.NamedTemporaryFile("r") as report:
+        timer = ["/usr/bin/time", "-f", "%e %M", "-o", report.name]
+        env = dict(os.environ)
+        if code is not None:
+            env["PYTHONPATH"] = os.pathsep.join([code, env.get("PYTHONPATH", "")])
+        done = subprocess.run(
+            [*timer, sys.executable, "-m", "prism_om.cli", *args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr.decode().strip().splitlines()[-1])
+        wall, kilobytes = report.read().split()[-2:]
+    return float(wall), int(kilobytes) / 1024
 
 
 def main() -> None:
@@ -74,6 +83,7 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=1_000_000)
     parser.add_argument("--sessions", type=int, default=48)
     parser.add_argument("--keep", help="build into (and keep) this directory")
+    parser.add_argument("--code", help="run the timed commands with this prism_om")
     args = parser.parse_args()
     root = args.keep or tempfile.mkdtemp(prefix="prism-om-integrity-")
     os.makedirs(root, exist_ok=True)
@@ -96,7 +106,11 @@ def main() -> None:
             ("sessions", ("sessions", "--db", f"jsonl:{directory}")),
             ("check (every session)", ("check", "--db", f"jsonl:{directory}")),
         ):
-            wall, rss = timed_cli(*cli_args)
+            try:
+                wall, rss = timed_cli(*cli_args, code=args.code)
+            except RuntimeError as exc:
+                print(f"jsonl {label}: failed: {exc}", flush=True)
+                continue
             print(f"jsonl {label}: {wall:.2f} s, peak RSS {rss:.0f} MB", flush=True)
     finally:
         if not args.keep:

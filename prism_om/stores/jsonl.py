@@ -352,6 +352,8 @@ class JsonlStore(BranchDerivedReads):
         self._damaged: dict[str, tuple[object, StoreError]] = {}
         # Every readable session of the directory is loaded (writes and id lookups).
         self._all_loaded = False
+        # This process's first write swept the directory for old debris.
+        self._swept = False
         # Session ids of ``.sessions`` by their last line (a re-created session moves last).
         self._manifest: dict[str, None] = {}
         self._manifest_offset = 0
@@ -1004,13 +1006,7 @@ class JsonlStore(BranchDerivedReads):
         if old is not None and old.committed > info.st_size:
             # Whole lines vanished with the missing bytes: only the sidecar can count them.
             lost_entries = recorded - kept if recorded is not None else None
-        fd = os.open(data_name, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self._dir_fd)
-        try:
-            os.ftruncate(fd, state.loaded)
-            if self._fsync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
+        self._truncate(data_name, state.loaded)
         if kept:
             tree = self._index.trees[sid]
             if old is not None and old.leaf in tree.order:
@@ -1151,7 +1147,48 @@ class JsonlStore(BranchDerivedReads):
             # loaded rather than cut away as an interrupted append. A damaged session
             # raises here: it is never written over.
             self._ensure_session(sid, refresh=True)
+        if not self._swept:
+            self._sweep_debris()
+            self._swept = True
         self._backfill_sidecars()
+
+    def _sweep_debris(self) -> None:
+        """Once per process: cut every session's bytes beyond its committed length.
+
+        ``_remove_debris`` catches a writer that dies now; this catches what older
+        crashes left (a power cut loses the record in ``.lock``). Under the exclusive
+        lock, bytes past a commit belong to no live writer.
+        """
+        for name in os.listdir(self._dir_fd):
+            if name.startswith(".") and name.endswith(SIDECAR_SUFFIX + ".tmp"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=self._dir_fd)
+        for sid in builtins.list(self._files):
+            self._load_quietly(sid)  # hand edits bump no counter: read the sidecar again
+            state = self._files.get(sid)
+            data_name, sidecar_name = _file_names(sid)
+            if (
+                state is None
+                or not state.has_sidecar
+                or (self._data_size(data_name) or 0) <= state.loaded
+            ):
+                continue
+            self._bump_counter()
+            if state.loaded == 0 and sid not in self._index.trees:
+                os.unlink(data_name, dir_fd=self._dir_fd)  # data first: see _remove_debris
+                os.unlink(sidecar_name, dir_fd=self._dir_fd)
+                del self._files[sid]
+                continue
+            self._truncate(data_name, state.loaded)
+
+    def _truncate(self, data_name: str, length: int) -> None:
+        fd = os.open(data_name, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self._dir_fd)
+        try:
+            os.ftruncate(fd, length)
+            if self._fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def _backfill_sidecars(self) -> None:
         """Give version 1 sidecars of loaded sessions their summary (once per process).
@@ -1195,15 +1232,7 @@ class JsonlStore(BranchDerivedReads):
                 os.unlink(sidecar_name, dir_fd=self._dir_fd)
                 self._files.pop(sid, None)
             else:
-                fd = os.open(
-                    data_name, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self._dir_fd
-                )
-                try:
-                    os.ftruncate(fd, sidecar.committed)
-                    if self._fsync:
-                        os.fsync(fd)
-                finally:
-                    os.close(fd)
+                self._truncate(data_name, sidecar.committed)
         elif size == 0 and sidecar is None:
             os.unlink(data_name, dir_fd=self._dir_fd)  # created, then killed before a byte
             self._files.pop(sid, None)
