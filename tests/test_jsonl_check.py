@@ -235,3 +235,16 @@ def test_sqlite_check_on_a_file_that_is_not_a_database(
     assert code == 1 and "quick_check" in err
     assert db.read_bytes() == b"hello" * 1000
     assert sorted(os.listdir(tmp_path)) == ["junk.db"]
+
+
+def test_read_commands_on_one_session_ignore_damage_elsewhere(
+    damaged_jsonl: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"jsonl:{damaged_jsonl}"
+    code, out, err = cli(capsys, "status", "--session", "s1", "--db", url, "--json")
+    assert code == 0, err
+    code, out, err = cli(capsys, "page", "--session", "s1", "--cursor", "s1-0", "--db", url)
+    assert code == 0, err
+    assert "s1-1" in out
+    code, _, err = cli(capsys, "status", "--session", "s3", "--db", url)
+    assert code == 1 and "s3.jsonl line 31" in err

@@ -1140,7 +1140,8 @@ class JsonlStore(BranchDerivedReads):
         """Clear debris, load every readable session (ids are store-wide), check ``sid``."""
         self._remove_debris()
         self._refresh()
-        self._load_all()
+        if not self._all_loaded:  # once: from then on _refresh loads new sessions
+            self._load_all()
         if sid in self._files or sid in self._damaged:
             # Hand edits do not bump the counter; look at the file about to be written
             # anyway, so complete lines added by hand to a file without a sidecar are
