@@ -180,7 +180,8 @@ async def test_reads_load_only_the_named_session(
         assert parsed == ["s2"]
         summaries = await store.session_summaries()
         assert await store.sessions() == ["s1", "s2", "s3"]
-        assert parsed == ["s2"]  # listing reads sidecars only
+        assert await store.leaf("s3") == "s3-19"
+        assert parsed == ["s2"]  # listing, and a leaf, read sidecars only
         assert [(s.session_id, s.entries) for s in summaries] == [
             ("s1", 20),
             ("s2", 20),
@@ -513,3 +514,25 @@ async def test_the_first_write_sweeps_debris_no_record_names(tmp_path: Path) -> 
         "good.jsonl",
         "good.leaf.json",
     ]
+
+
+async def test_a_leaf_from_the_sidecar_equals_the_loaded_one(tmp_path: Path) -> None:
+    async with await JsonlStore.open(tmp_path, fsync=False) as store:
+        await store.append_many(chain("s", 4))
+        await store.set_leaf("s", "s-1")
+        await store.append_many(chain("t", 2))
+    path, side = tmp_path / "t.jsonl", json.loads((tmp_path / "t.leaf.json").read_text())
+    async with await JsonlStore.open(tmp_path, read_only=True) as store:
+        assert await store.leaf("s") == "s-1"
+        assert await store.leaf("nosuch") is None
+    # A committed length off a line end: the sidecar does not describe the file, so the
+    # leaf comes from loading it (its last complete entry), as every read would say.
+    path.write_bytes(path.read_bytes() + b"\n")
+    (tmp_path / "t.leaf.json").write_text(json.dumps({**side, "committedBytes": 5}))
+    async with await JsonlStore.open(tmp_path, read_only=True) as store:
+        assert await store.leaf("t") == "t-1" == (await store.branch("t"))[-1].id
+    path.write_bytes(path.read_bytes()[:-40])  # and a cut file is damage, not a leaf
+    (tmp_path / "t.leaf.json").write_text(json.dumps(side))
+    async with await JsonlStore.open(tmp_path, read_only=True) as store:
+        with pytest.raises(CorruptStoreError, match="'t'"):
+            await store.leaf("t")

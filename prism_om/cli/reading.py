@@ -189,6 +189,7 @@ async def session_rows(store: SessionStore) -> list[dict[str, Any]]:
                 "entries": s.entries,
                 "messages": s.messages,
                 "leaves": s.leaves,
+                "leaf": await store.leaf(s.session_id),
                 "lastActivity": s.last_activity,
             }
             for s in await summaries()
@@ -202,6 +203,7 @@ async def session_rows(store: SessionStore) -> list[dict[str, Any]]:
                 "entries": len(listed),
                 "messages": sum(1 for e in listed if e.kind == "message"),
                 "leaves": len(await store.leaves(sid)),
+                "leaf": await store.leaf(sid),
                 "lastActivity": max((e.timestamp for e in listed), default=None),
             }
         )

@@ -489,7 +489,7 @@ class JsonlStore(BranchDerivedReads):
 
     async def leaf(self, session_id: str) -> str | None:
         sid = self._session_arg(session_id)
-        return await self._read(sid, lambda index: index.leaf(sid))
+        return await self._run(self._leaf_sync, sid)
 
     async def set_leaf(self, session_id: str, entry_id: str) -> None:
         sid = self._session_arg(session_id)
@@ -565,6 +565,37 @@ class JsonlStore(BranchDerivedReads):
             self._refresh()
             self._ensure_session(sid)
             return query(self._index)
+
+    def _leaf_sync(self, sid: str) -> str | None:
+        """The leaf, from the sidecar alone while the session is not loaded.
+
+        Only a sidecar this code wrote (it has the summary), whose committed length is
+        present and ends a line, is taken at its word: that is exactly when loading the
+        session would trust it too. Anything else loads the session.
+        """
+        with self._locked(exclusive=False):
+            self._refresh()
+            if sid not in self._files and sid not in self._damaged:
+                leaf = self._sidecar_leaf(sid)
+                if leaf is not None:
+                    return leaf
+            self._ensure_session(sid)
+            return self._index.leaf(sid)
+
+    def _sidecar_leaf(self, sid: str) -> str | None:
+        try:
+            sidecar = self._read_sidecar(sid)
+            data_name, _ = _file_names(sid)
+            size = self._data_size(data_name)
+        except StoreError:
+            return None
+        if sidecar is None or sidecar.summary is None or sidecar.leaf is None:
+            return None
+        if size is None or not 0 < sidecar.committed <= size:
+            return None
+        if self._read_file(data_name, sidecar.committed - 1, 1) != b"\n":
+            return None
+        return sidecar.leaf
 
     def _get_many_sync(self, wanted: builtins.list[str]) -> dict[str, SessionEntry]:
         with self._locked(exclusive=False):
