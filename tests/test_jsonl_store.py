@@ -87,9 +87,15 @@ async def test_layout_and_url(tmp_path: Path) -> None:
     lines = (directory / "s1.jsonl").read_bytes().splitlines()
     assert [json.loads(line)["id"] for line in lines] == ["a", "b"]
     assert json.loads(lines[0])["message"]["content"] == MULTIBYTE
+    stamp = json.loads(lines[1])["timestamp"]
     assert sidecar(directory, "s1") == {
         "leaf": "b",
         "committedBytes": (directory / "s1.jsonl").stat().st_size,
+        "version": 2,
+        "entries": 2,
+        "messages": 2,
+        "leaves": 1,
+        "lastActivity": stamp,
     }
     assert (directory / ".sessions").read_text() == "s1\ns2\n"
     async with await open_store(f"jsonl:{directory}") as reopened:
@@ -149,12 +155,30 @@ async def _reopen_append_reopen(directory: Path, expected: list[str]) -> None:
     assert_clean_file(directory / "s.jsonl")
 
 
+def file_bytes(directory: Path) -> dict[str, bytes]:
+    """Every file's bytes but the lock's (whose counter readers may not touch anyway)."""
+    return {p.name: p.read_bytes() for p in directory.iterdir() if p.name != ".lock"}
+
+
+async def _refuse_lost_data(directory: Path, size: int, committed: object) -> None:
+    before = file_bytes(directory)
+    async with await JsonlStore.open(directory, fsync=False) as store:
+        lost = rf"'s'.* {size} bytes.* {committed} committed"
+        with pytest.raises(CorruptStoreError, match=lost):
+            await store.list("s")
+        with pytest.raises(CorruptStoreError, match=lost):
+            await store.append(msg("s", "z", "a"))
+    assert file_bytes(directory) == before
+
+
 async def test_last_line_cut_at_every_offset(tmp_path: Path) -> None:
     """A cut anywhere in the last line keeps every complete entry, with or without sidecar.
 
     * ``none``: no sidecar (a hand-made file): complete lines count, and a last line that
       lacks only its newline is a complete entry;
-    * ``stale``: the sidecar claims more bytes than the file holds, so it is ignored;
+    * ``stale``: the sidecar claims more bytes than the file holds: committed data was
+      lost, which is ``CorruptStoreError`` (naming both byte counts) and no write touches
+      the file;
     * ``committed``: the sidecar commits a and b only: c's bytes are an interrupted batch
       and go, even when the whole line (and its newline) made it to disk.
     """
@@ -169,6 +193,9 @@ async def test_last_line_cut_at_every_offset(tmp_path: Path) -> None:
                 continue  # the untouched file: not a cut
             case = tmp_path / f"{variant}-{cut}"
             _write_case(case, body, side)
+            if variant == "stale":
+                await _refuse_lost_data(case, len(body), full_side["committedBytes"])
+                continue
             expected = ["a", "b", "c"] if whole and variant != "committed" else ["a", "b"]
             await _reopen_append_reopen(case, expected)
 
@@ -241,8 +268,9 @@ async def test_damage_in_the_middle_names_file_and_line(
         "duplicate": [*good[:2], good[1]],
     }[damage]
     (tmp_path / "s.jsonl").write_bytes(b"\n".join(bad) + b"\n")
-    with pytest.raises(CorruptStoreError, match=rf"s\.jsonl line {line}") as info:
-        await JsonlStore.open(tmp_path)
+    async with await JsonlStore.open(tmp_path) as store:  # sessions load on first use
+        with pytest.raises(CorruptStoreError, match=rf"s\.jsonl line {line}") as info:
+            await store.list("s")
     assert words in str(info.value)
 
 
@@ -252,8 +280,9 @@ async def test_malformed_committed_last_line_is_corruption(tmp_path: Path) -> No
     path = tmp_path / "s.jsonl"
     data = path.read_bytes()
     path.write_bytes(data[:-6] + b"xxxxx\n")  # inside the committed length: not a crash
-    with pytest.raises(CorruptStoreError, match=r"s\.jsonl line 2"):
-        await JsonlStore.open(tmp_path)
+    async with await JsonlStore.open(tmp_path) as store:
+        with pytest.raises(CorruptStoreError, match=r"s\.jsonl line 2"):
+            await store.list("s")
 
 
 async def test_corruption_appended_by_another_process_is_reported(tmp_path: Path) -> None:
@@ -355,8 +384,9 @@ async def test_symlinked_session_file_is_refused(tmp_path: Path) -> None:
     outside.write_text(msg("evil", "a", None).to_json() + "\n")
     (tmp_path / "store").mkdir()
     (tmp_path / "store" / "evil.jsonl").symlink_to(outside)
-    with pytest.raises(CorruptStoreError, match="symbolic links"):
-        await JsonlStore.open(tmp_path / "store")
+    async with await JsonlStore.open(tmp_path / "store") as store:
+        with pytest.raises(CorruptStoreError, match="symbolic links"):
+            await store.list("evil")
     assert outside.read_text().count("\n") == 1
 
 

@@ -69,6 +69,8 @@ def _handler(name: str) -> Handler:
             from . import memory
 
             chosen = memory.cmd_observe if name == "observe" else memory.cmd_compact
+        elif name == "check":
+            from .check import cmd_check as chosen
         elif name == "schema":
             from .schema import cmd_schema as chosen
         else:
@@ -229,6 +231,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     add("sessions", "list sessions with entry counts, leaves and last activity", store, as_json)
+
+    check = add(
+        "check",
+        "find damaged store files (JSONL sessions, SQLite quick_check); --repair saves "
+        "what is readable",
+        store,
+        as_json,
+    )
+    check.add_argument(
+        "--repair",
+        action="store_true",
+        help="after a backup copy: cut damaged JSONL sessions back to their last valid "
+        "entry; copy a damaged SQLite store's readable sessions into a new file",
+    )
+    check.add_argument("--backup", metavar="PATH", help="where --repair copies damaged files")
+    check.add_argument("--output", metavar="FILE", help="SQLite --repair: the new file")
 
     schema = add("schema", "print schema.sql, transpiled to another SQL dialect", as_json)
     schema.add_argument(

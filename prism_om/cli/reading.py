@@ -9,6 +9,7 @@ from typing import Any
 from rich.text import Text
 
 from ..entries import SessionEntry, entry_text
+from ..errors import CorruptStoreError
 from ..observational_memory import (
     BranchPage,
     MemoryRecall,
@@ -234,16 +235,32 @@ async def session_rows(store: SessionStore) -> list[dict[str, Any]]:
     ]
 
 
+async def _damaged(store: SessionStore) -> dict[str, Exception]:
+    found = getattr(store, "damaged_sessions", None)
+    return dict(await found()) if found is not None else {}
+
+
 async def cmd_sessions(args: argparse.Namespace) -> None:
     async with open_cli_store(args.db) as store:
         rows = await session_rows(store)
+        damaged = await _damaged(store)
         url = store.url
     if args.json:
         print_json(rows)
-        return
-    if not rows:
+    elif not rows:
         console().print(f"no sessions in {url}")
-        return
+    else:
+        _print_session_rows(rows)
+    if damaged:
+        # After the readable rows: one bad session must not hide the others.
+        raise CorruptStoreError(
+            f"{len(damaged)} damaged session(s) in {url} left out: "
+            + "; ".join(f"{sid}: {error}" for sid, error in damaged.items())
+            + " (see 'prism-om check')"
+        )
+
+
+def _print_session_rows(rows: list[dict[str, Any]]) -> None:
     console().print(
         table(
             [

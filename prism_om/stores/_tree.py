@@ -39,6 +39,8 @@ from ..observational_memory.validation import (
     memory_record_needs,
     validate_memory_record,
 )
+from ._summary import utc_timestamp
+from .base import SessionSummary
 
 __all__ = ["PathMembership", "TreeIndex", "is_memory_record"]
 
@@ -48,6 +50,10 @@ class _SessionTree:
     order: list[str] = field(default_factory=list)
     root: str | None = None
     leaf: str | None = None
+    # Kept by ``apply`` so a session's summary costs nothing to read.
+    messages: int = 0
+    leaf_count: int = 0
+    last_activity: str | None = None
 
 
 class TreeIndex:
@@ -119,6 +125,12 @@ class TreeIndex:
             for memory_id, kind in recorded_memory_ids(entry):
                 self.recorders.setdefault(memory_id, []).append((entry.id, kind))
             tree.order.append(entry.id)
+            tree.leaf_count += 1
+            if entry.kind == "message":
+                tree.messages += 1
+            stamp = comparable_time(entry.timestamp)
+            if stamp is not None and (tree.last_activity is None or stamp > tree.last_activity):
+                tree.last_activity = stamp
             if entry.parent_id is None:
                 tree.root = entry.id
                 self.depth[entry.id] = 0
@@ -127,6 +139,8 @@ class TreeIndex:
             else:
                 depth = self.depth[entry.parent_id] + 1
                 siblings = self.children[entry.parent_id]
+                if not siblings:
+                    tree.leaf_count -= 1  # the parent was a leaf until now
                 self.segment[entry.id] = (
                     self._new_segment(self.segment[entry.parent_id], depth)
                     if siblings
@@ -143,6 +157,25 @@ class TreeIndex:
         self.segment_parent.append(parent)
         self.segment_start.append(start)
         return len(self.segment_start) - 1
+
+    def drop_session(self, session_id: str) -> None:
+        """Forget a session's entries (a lazily loaded session found damaged)."""
+        tree = self.trees.pop(session_id, None)
+        if tree is None:
+            return
+        for entry_id in tree.order:
+            entry = self.entries.pop(entry_id)
+            self.children.pop(entry_id, None)
+            self.depth.pop(entry_id, None)
+            # Its segments stay numbered (the lists are append-only) but nothing names them.
+            self.segment.pop(entry_id, None)
+            self.memory_heads.pop(entry_id, None)
+            for memory_id, kind in recorded_memory_ids(entry):
+                found = self.recorders.get(memory_id, [])
+                if (entry_id, kind) in found:
+                    found.remove((entry_id, kind))
+                if not found:
+                    self.recorders.pop(memory_id, None)
 
     def resolve_leaf(self, session_id: str, entry_id: str) -> str:
         """Check that ``entry_id`` is an entry of the session and return it."""
@@ -168,6 +201,13 @@ class TreeIndex:
     def leaves(self, session_id: str) -> list[str]:
         tree = self.trees.get(session_id)
         return [i for i in tree.order if not self.children[i]] if tree else []
+
+    def summary(self, session_id: str) -> SessionSummary:
+        tree = self.trees.get(session_id)
+        if tree is None:
+            return SessionSummary(session_id, 0, 0, 0, None)
+        entries, last = len(tree.order), tree.last_activity
+        return SessionSummary(session_id, entries, tree.messages, tree.leaf_count, last)
 
     def path_ids(self, session_id: str, leaf_id: str | None) -> list[str]:
         """Ids from the root to the leaf (default: the current leaf), root first."""
@@ -409,3 +449,20 @@ class _PendingView:
             recorded_observation_ids=frozenset(observations),
             recorded_reflection_ids=frozenset(reflections),
         )
+
+
+def comparable_time(value: str) -> str | None:
+    """The timestamp as fixed-width UTC text, which sorts as the time it names.
+
+    Our own timestamps already have that form, so they skip the parse: loading a large
+    session pays a length check per entry, not a datetime round trip.
+    """
+    if (
+        len(value) == 24
+        and value[4] == "-"
+        and value[10] == "T"
+        and value[19] == "."
+        and value[-1] == "Z"
+    ):
+        return value
+    return utc_timestamp(value)

@@ -4,17 +4,26 @@ File layout, all inside one directory::
 
     <session_id>.jsonl       the session's entries, one JSON object per line
                              (``entry.model_dump_json(by_alias=True)``), in append order
-    <session_id>.leaf.json   sidecar: ``{"leaf": <entry id>, "committedBytes": <n>}``,
-                             the persisted current leaf and the length of the data file
-                             that whole batches have been written to
+    <session_id>.leaf.json   sidecar: ``{"leaf": <entry id>, "committedBytes": <n>,
+                             "version": 2, "entries", "messages", "leaves",
+                             "lastActivity"}``: the persisted current leaf, the length of
+                             the data file that whole batches have been written to, and
+                             the session's summary at that length
     .<session_id>.leaf.json.tmp   the next sidecar, written in full, then renamed over it
     .sessions                session ids in order of creation, one per line
-    .lock                    the ``flock`` target; holds a change counter
+    .lock                    the ``flock`` target; holds a change counter, and the session
+                             a writer is changing while it does (see "Debris")
 
 Session files hold entries only, so each stays a readable session log. Session ids are
 validated names (no separators, no dot-only names) and every file is opened relative to
 the directory's descriptor with ``O_NOFOLLOW``, so no id and no symbolic link can make
 the store touch a file outside the directory.
+
+Sidecar versions. Version 1 sidecars (no ``version`` key) hold only the leaf and the
+committed length; they stay valid. A session whose sidecar lacks the summary has it
+computed from the entries when read (nothing is rewritten by a reader) and written by
+the first write of a process that loads it (backfill). A sidecar of a newer version than
+this code knows makes that session refuse to load, naming both versions.
 
 Durability. A batch is written with one ``os.write`` of all its lines, then (with
 ``fsync=True``, the default) fsynced; only then is the sidecar replaced atomically
@@ -22,38 +31,62 @@ Durability. A batch is written with one ``os.write`` of all its lines, then (wit
 that rename is the commit. With ``fsync=True`` a returned append survives power loss.
 With ``fsync=False`` nothing is fsynced: a returned append survives the process being
 killed (the kernel still holds the bytes) but not power loss or a kernel crash, after
-which the newest batches may be missing and the store may need the repair described
-below. Before the first batch of a session (or of a file that has no sidecar) a sidecar
-for the current length is written first, so every batch has a committed length to fall
-back to.
+which the newest batches may be missing and the session may need ``prism-om check
+--repair``. Before the first batch of a session (or of a file that has no sidecar) a
+sidecar for the current length is written first, so every batch has a committed length
+to fall back to.
 
 Recovery rules, applied when a file is read (bytes are parsed as bytes, never decoded
 as a whole):
 
 * Bytes beyond the sidecar's committed length belong to a batch whose append never
-  returned: readers ignore them and the next writer truncates them away, so a batch is
-  all or nothing. (Lines appended by hand to a file that has a sidecar are therefore
-  dropped; append through the store instead.)
-* A file without a usable sidecar (missing, unparsable, longer than the file, or not at
-  a line end: a hand-made file, or damage after a power loss with ``fsync=False``) counts
-  every complete line as committed, and its leaf is its last entry. An unterminated last
-  line that is not valid JSON, a cut inside a multi-byte character, and trailing NUL
-  padding are an interrupted append: ignored, and truncated by the next writer. An
-  unterminated last line that is a complete entry is kept (the next writer ends it).
+  returned (a torn tail): readers ignore them and the next writer truncates them away,
+  so a batch is all or nothing. (Lines appended by hand to a file that has a sidecar are
+  therefore dropped; append through the store instead.)
+* A file shorter than the sidecar's committed length lost committed entries: reading the
+  session raises ``CorruptStoreError`` naming it and both byte counts, and no write
+  touches it until ``prism-om check --repair`` cuts it back to its last valid entry.
+* A file without a usable sidecar (missing, unparsable, or not at a line end: a
+  hand-made file) counts every complete line as committed, and its leaf is its last
+  entry. An unterminated last line that is not valid JSON, a cut inside a multi-byte
+  character, and trailing NUL padding are an interrupted append: ignored, and truncated
+  by the next writer. An unterminated last line that is a complete entry is kept (the
+  next writer ends it).
 * A malformed line followed by further lines, or any malformed line inside the
   committed length, is corruption: ``CorruptStoreError`` names the file and the line.
   Every line must also keep the store rules as it is loaded (known parent in the same
   session, one root, unique ids, the file's own session id), else ``CorruptStoreError``
   with its line number.
 
+Damage is per session: a damaged file, a symbolic link or a foreign file in the
+directory fails the operations that name its session (and is reported by ``check``);
+every other session stays readable and writable. Entry ids are unique across the store,
+so a write (and ``get`` of an id no loaded session holds) loads every readable session;
+ids inside a damaged session cannot be checked until it is repaired.
+
+Lazy loading. Opening reads nothing but the directory; a read loads only the session it
+names, and ``sessions``/``session_summaries`` read sidecars (loading only sessions whose
+sidecar has no summary). A process loads each session once and then only its new
+committed bytes.
+
 Concurrency. Writers take an exclusive ``flock`` on ``.lock`` and hold it across
-refresh, check, data write and sidecar replace; readers take a shared lock. Every
-writer bumps the counter in ``.lock`` before it changes a file, so a process notices
-other processes' appends and leaf moves before each read or write by comparing the
-counter (and the directory's mtime, which catches a session file dropped in by hand),
-then loads only the new committed bytes of each session. Locks are polled, so a lock
-held past ``lock_timeout`` raises ``StoreBusyError``. File I/O runs in a worker thread;
-coroutines of one store are serialised by an ``asyncio.Lock``.
+refresh, check, data write and sidecar replace; readers of a writable store take a
+shared lock; a store opened ``read_only`` does not even open ``.lock``, writes nothing,
+and rechecks the files of the sessions it has loaded on every read (data is only ever
+changed beyond its committed length and sidecars are replaced by rename, so a lockless
+reader sees whole batches). Every writer bumps the counter in ``.lock`` before it
+changes a file, so a process notices other processes' appends and leaf moves before
+each read or write by comparing the counter (and the directory's mtime, which catches a
+session file dropped in by hand), then loads only the new committed bytes of each loaded
+session. Locks are polled, so a lock held past ``lock_timeout`` raises
+``StoreBusyError``. File I/O runs in a worker thread; coroutines of one store are
+serialised by an ``asyncio.Lock``.
+
+Debris. A writer records the session it is about to change in ``.lock`` and clears the
+record when done. A writer that finds a record on taking the exclusive lock knows its
+owner died mid-write (a live owner would still hold the lock), so it cuts that session
+back to its committed length (a session that never committed an entry loses its files)
+and removes the temporary sidecar. Readers never delete.
 
 Limits: a local POSIX filesystem (``flock`` is not reliable over NFS); never delete
 ``.lock`` while stores are open; on a case-insensitive filesystem two session ids that
@@ -66,13 +99,15 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
+import errno
 import fcntl
 import json
 import os
+import shutil
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import ParamSpec, Self, TypeVar
@@ -83,23 +118,26 @@ from ..errors import (
     CorruptStoreError,
     InvalidEntryError,
     InvalidSessionIdError,
+    ReadOnlyStoreError,
     StoreBusyError,
     StoreClosedError,
     StoreError,
+    StoreNotFoundError,
     StoreRuleError,
 )
 from ._derived import BranchDerivedReads
 from ._shield import finish_then_cancel
-from ._tree import TreeIndex
+from ._tree import TreeIndex, comparable_time
 from .base import (
     ANY_MEMORY_HEAD,
     AnyMemoryHead,
+    SessionSummary,
     chain_at_leaf,
     check_batch_shape,
     check_memory_head,
 )
 
-__all__ = ["JsonlStore"]
+__all__ = ["JsonlStore", "SessionCheck"]
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
@@ -108,6 +146,10 @@ DATA_SUFFIX = ".jsonl"
 SIDECAR_SUFFIX = ".leaf.json"
 LOCK_NAME = ".lock"
 MANIFEST_NAME = ".sessions"
+# The sidecar format this code writes; it reads every version up to it.
+SIDECAR_VERSION = 2
+# Where ``.lock`` holds the session a writer is changing (the counter comes first).
+_PENDING_AT = 32
 
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 _APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -119,6 +161,8 @@ _LOCK_POLL_MAX = 0.005
 class _Sidecar:
     committed: int
     leaf: str | None
+    version: int = 1
+    summary: SessionSummary | None = None
 
 
 @dataclass
@@ -129,6 +173,27 @@ class _FileState:
     lines: int = 0  # lines in those bytes, so errors can name a line number
     open_line: bool = False  # the loaded bytes end in a complete entry without its newline
     has_sidecar: bool = False  # the sidecar on disk is usable and matches ``loaded``
+    summarised: bool = False  # ...and holds the summary (else a write backfills it)
+
+
+@dataclass(frozen=True)
+class SessionCheck:
+    """What ``check`` found in one session file (``repair`` fills the last three).
+
+    ``problem`` is None for a healthy session; ``entries`` counts the readable entries
+    (those before the first damage); ``uncommitted_bytes`` is a torn tail a writer will
+    cut. After a repair, ``lost_entries`` is how many entries the cut removed (None when
+    the lost bytes cannot be counted in entries), ``lost_bytes`` how many bytes, and
+    ``moved_aside`` is True for a file that was not a regular file and left the store.
+    """
+
+    session_id: str
+    entries: int
+    problem: str | None
+    uncommitted_bytes: int = 0
+    lost_entries: int | None = 0
+    lost_bytes: int = 0
+    moved_aside: bool = False
 
 
 @contextlib.contextmanager
@@ -163,13 +228,17 @@ def _read_all(fd: int, offset: int, length: int) -> bytes:
 
 
 def _session_of(name: str) -> str | None:
-    """The session id a directory entry stores, or None for any other file."""
-    if not name.endswith(DATA_SUFFIX):
-        return None
-    try:
-        return validate_session_id(name[: -len(DATA_SUFFIX)])
-    except InvalidSessionIdError:
-        return None
+    """The session id a data file or sidecar belongs to, or None for any other file.
+
+    A sidecar alone counts: if it records committed bytes, its data file was lost.
+    """
+    for suffix in (DATA_SUFFIX, SIDECAR_SUFFIX):
+        if name.endswith(suffix):
+            try:
+                return validate_session_id(name[: -len(suffix)])
+            except InvalidSessionIdError:
+                return None
+    return None
 
 
 def _file_names(session_id: str) -> tuple[str, str]:
@@ -181,19 +250,79 @@ def _file_names(session_id: str) -> tuple[str, str]:
     return data, session_id + SIDECAR_SUFFIX
 
 
-def _parse_sidecar(raw: bytes) -> _Sidecar | None:
+def _count(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _parse_sidecar(raw: bytes, sid: str) -> _Sidecar | None:
     try:
         value = json.loads(raw)
     except ValueError:
         return None
     if not isinstance(value, dict):
         return None
-    committed, leaf = value.get("committedBytes"), value.get("leaf")
-    if isinstance(committed, bool) or not isinstance(committed, int) or committed < 0:
+    committed, leaf = _count(value.get("committedBytes")), value.get("leaf")
+    if committed is None or (leaf is not None and not isinstance(leaf, str)):
         return None
-    if leaf is not None and not isinstance(leaf, str):
+    version = _count(value.get("version", 1))
+    if version is None:
         return None
-    return _Sidecar(committed, leaf)
+    summary = None
+    counts = [_count(value.get(k)) for k in ("entries", "messages", "leaves")]
+    last = value.get("lastActivity")
+    if all(c is not None for c in counts) and (last is None or isinstance(last, str)):
+        entries, messages, leaves = (c or 0 for c in counts)
+        summary = SessionSummary(sid, entries, messages, leaves, last)
+    return _Sidecar(committed, leaf, version, summary)
+
+
+def _sidecar_body(committed: int, leaf: str | None, summary: SessionSummary) -> bytes:
+    body = {
+        "leaf": leaf,
+        "committedBytes": committed,
+        "version": SIDECAR_VERSION,
+        "entries": summary.entries,
+        "messages": summary.messages,
+        "leaves": summary.leaves,
+        "lastActivity": summary.last_activity,
+    }
+    return json.dumps(body).encode() + b"\n"
+
+
+def _with_batch(
+    before: SessionSummary, index: TreeIndex, batch: Sequence[SessionEntry]
+) -> SessionSummary:
+    """The session's summary once ``batch`` (already checked) is applied."""
+    in_batch = {e.id for e in batch}
+    # A parent stops being a leaf when it gets its first child: new entries are childless
+    # until now, stored ones when the index lists no child.
+    lost = {
+        p
+        for e in batch
+        if (p := e.parent_id) is not None and (p in in_batch or not index.children.get(p))
+    }
+    last = before.last_activity
+    for entry in batch:
+        stamp = comparable_time(entry.timestamp)
+        if stamp is not None and (last is None or stamp > last):
+            last = stamp
+    return SessionSummary(
+        before.session_id,
+        before.entries + len(batch),
+        before.messages + sum(1 for e in batch if e.kind == "message"),
+        before.leaves + len(batch) - len(lost),
+        last,
+    )
 
 
 class JsonlStore(BranchDerivedReads):
@@ -202,17 +331,38 @@ class JsonlStore(BranchDerivedReads):
     Open with ``await JsonlStore.open(directory)``. ``fsync=True`` (the default) makes
     every returned append durable across power loss; ``fsync=False`` skips every fsync,
     so appends survive a crash of the application but not of the machine.
+    ``read_only=True`` creates nothing, takes no lock and refuses writes with
+    ``ReadOnlyStoreError``; ``create=False`` (implied by ``read_only``) raises
+    ``StoreNotFoundError`` for a missing directory.
     """
 
-    def __init__(self, path: str, dir_fd: int, lock_fd: int, *, fsync: bool, lock_timeout: float):
+    def __init__(
+        self,
+        path: str,
+        dir_fd: int,
+        lock_fd: int | None,
+        *,
+        fsync: bool,
+        lock_timeout: float,
+        read_only: bool = False,
+    ):
         self.url = f"jsonl:{path}"
         self._path = path
         self._dir_fd = dir_fd
         self._lock_fd = lock_fd
         self._fsync = fsync
         self._lock_timeout = lock_timeout
+        self._read_only = read_only
         self._index = TreeIndex()
+        # Loaded sessions only: a session enters on first use (see "Lazy loading").
         self._files: dict[str, _FileState] = {}
+        # Sessions that failed to load: (what their files looked like, the error). The
+        # error repeats until the files change.
+        self._damaged: dict[str, tuple[object, StoreError]] = {}
+        # Every readable session of the directory is loaded (writes and id lookups).
+        self._all_loaded = False
+        # This process's first write swept the directory for old debris.
+        self._swept = False
         # Session ids of ``.sessions`` by their last line (a re-created session moves last).
         self._manifest: dict[str, None] = {}
         self._manifest_offset = 0
@@ -237,26 +387,34 @@ class JsonlStore(BranchDerivedReads):
         read_only: bool = False,
         create: bool = True,
     ) -> JsonlStore:
-        """Open (creating if missing) the store in ``directory`` and read it."""
-        return await asyncio.to_thread(cls._open_sync, os.fspath(directory), fsync, lock_timeout)
+        """Open the store in ``directory`` (created if missing, unless told not to).
+
+        Nothing is read until a session is used; see the module docstring.
+        """
+        return await asyncio.to_thread(
+            cls._open_sync, os.fspath(directory), fsync, lock_timeout, read_only, create
+        )
 
     @classmethod
-    def _open_sync(cls, directory: str, fsync: bool, lock_timeout: float) -> JsonlStore:
+    def _open_sync(
+        cls, directory: str, fsync: bool, lock_timeout: float, read_only: bool, create: bool
+    ) -> JsonlStore:
         path = os.path.abspath(directory)
+        if (read_only or not create) and not os.path.isdir(path):
+            what = "is not a directory" if os.path.exists(path) else "does not exist"
+            raise StoreNotFoundError(f"no JSONL store at {path!r}: the directory {what}")
         with _io(f"opening JSONL store {path!r}"):
-            os.makedirs(path, exist_ok=True)
+            if not read_only:
+                os.makedirs(path, exist_ok=True)
             dir_fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             try:
-                lock_fd = os.open(
-                    LOCK_NAME,
-                    os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                    0o644,
-                    dir_fd=dir_fd,
-                )
+                lock_fd = cls._open_lock(dir_fd, read_only)
             except BaseException:
                 os.close(dir_fd)
                 raise
-        store = cls(path, dir_fd, lock_fd, fsync=fsync, lock_timeout=lock_timeout)
+        store = cls(
+            path, dir_fd, lock_fd, fsync=fsync, lock_timeout=lock_timeout, read_only=read_only
+        )
         try:
             with store._locked(exclusive=False):
                 store._refresh()
@@ -264,6 +422,20 @@ class JsonlStore(BranchDerivedReads):
             store._close_sync()
             raise
         return store
+
+    @staticmethod
+    def _open_lock(dir_fd: int, read_only: bool) -> int | None:
+        if read_only:
+            # Not even for its change counter: without the lock, a counter read just
+            # before a writer's commit would hide that commit until the next change, so a
+            # lockless reader rechecks its loaded sessions' files on every read instead.
+            return None
+        return os.open(
+            LOCK_NAME,
+            os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o644,
+            dir_fd=dir_fd,
+        )
 
     async def close(self) -> None:
         """Release the directory and lock descriptors; idempotent."""
@@ -277,7 +449,8 @@ class JsonlStore(BranchDerivedReads):
             if self._closed:
                 return
             self._closed = True
-            os.close(self._lock_fd)
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)
             os.close(self._dir_fd)
 
     async def __aenter__(self) -> Self:
@@ -298,7 +471,7 @@ class JsonlStore(BranchDerivedReads):
 
     async def append_many(self, entries: Sequence[SessionEntry]) -> None:
         batch = check_batch_shape(entries)
-        self._ensure_open()
+        self._ensure_writable()
         if batch:
             await finish_then_cancel(self._run(self._append_sync, batch))
 
@@ -309,7 +482,7 @@ class JsonlStore(BranchDerivedReads):
         expected_memory_head: str | AnyMemoryHead | None = ANY_MEMORY_HEAD,
     ) -> builtins.list[SessionEntry]:
         batch = check_batch_shape(entries)
-        self._ensure_open()
+        self._ensure_writable()
         if not batch:
             return []
         return await finish_then_cancel(
@@ -318,47 +491,88 @@ class JsonlStore(BranchDerivedReads):
 
     async def memory_head(self, session_id: str, leaf_id: str | None = None) -> str | None:
         sid = self._session_arg(session_id)
-        return await self._read(lambda index: index.memory_head(sid, leaf_id))
+        return await self._read(sid, lambda index: index.memory_head(sid, leaf_id))
 
     async def get(self, entry_id: str) -> SessionEntry | None:
-        return await self._read(lambda index: index.entries.get(entry_id))
+        return (await self.get_many([entry_id])).get(entry_id)
+
+    async def get_many(self, entry_ids: Iterable[str]) -> dict[str, SessionEntry]:
+        wanted = builtins.list(dict.fromkeys(entry_ids))
+        return await self._run(self._get_many_sync, wanted)
 
     async def list(self, session_id: str) -> builtins.list[SessionEntry]:
         sid = self._session_arg(session_id)
-        return await self._read(lambda index: index.session_entries(sid))
+        return await self._read(sid, lambda index: index.session_entries(sid))
 
     async def branch(
         self, session_id: str, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
         sid = self._session_arg(session_id)
-        return await self._read(lambda index: index.branch(sid, leaf_id))
+        return await self._read(sid, lambda index: index.branch(sid, leaf_id))
 
     async def leaves(self, session_id: str) -> builtins.list[str]:
         sid = self._session_arg(session_id)
-        return await self._read(lambda index: index.leaves(sid))
+        return await self._read(sid, lambda index: index.leaves(sid))
 
     async def leaf(self, session_id: str) -> str | None:
         sid = self._session_arg(session_id)
-        return await self._read(lambda index: index.leaf(sid))
+        return await self._run(self._leaf_sync, sid)
 
     async def set_leaf(self, session_id: str, entry_id: str) -> None:
         sid = self._session_arg(session_id)
+        self._ensure_writable()
         await finish_then_cancel(self._run(self._set_leaf_sync, sid, entry_id))
 
     async def is_on_branch(
         self, session_id: str, entry_id: str, leaf_id: str | None = None
     ) -> bool:
         sid = self._session_arg(session_id)
-        return await self._read(lambda index: index.is_on_branch(sid, entry_id, leaf_id))
+        return await self._read(sid, lambda index: index.is_on_branch(sid, entry_id, leaf_id))
 
     async def sessions(self) -> builtins.list[str]:
-        return await self._read(lambda index: builtins.list(index.trees))
+        return await self._run(self._sessions_sync)
+
+    async def session_summaries(self) -> builtins.list[SessionSummary]:
+        """Each readable session's counts, from sidecars; damaged ones are left out.
+
+        Sessions left out for damage are in ``damaged_sessions()`` afterwards.
+        """
+        return await self._run(self._summaries_sync)
+
+    async def damaged_sessions(self) -> dict[str, StoreError]:
+        """Sessions found damaged so far, by id, with the error their reads raise."""
+        self._ensure_open()
+        async with self._lock:
+            return {sid: error for sid, (_, error) in self._damaged.items()}
+
+    async def check(self) -> builtins.list[SessionCheck]:
+        """Read every session file in full and report each one's state.
+
+        Nothing is written, whatever is found; a damaged session does not stop the others.
+        """
+        return await self._run(self._check_sync)
+
+    async def repair(self, backup_dir: str | os.PathLike[str]) -> builtins.list[SessionCheck]:
+        """Cut each damaged session back to its last valid entry, after copying it.
+
+        The damaged files are copied into ``backup_dir`` (created; it must not be inside
+        the store) before anything changes; a session file that is not a regular file
+        (a symbolic link, a directory) is moved there instead. Healthy sessions are not
+        touched. Returns what was found and done, per session.
+        """
+        self._ensure_writable()
+        return await self._run(self._repair_sync, os.fspath(backup_dir))
 
     # -- plumbing between the event loop and the worker thread ---------------------------
 
     def _ensure_open(self) -> None:
         if self._closed:
             raise StoreClosedError(f"store {self.url!r} is closed")
+
+    def _ensure_writable(self) -> None:
+        self._ensure_open()
+        if self._read_only:
+            raise ReadOnlyStoreError(f"store {self.url!r} was opened read-only")
 
     def _session_arg(self, session_id: str) -> str:
         # Same order as the memory store: a closed store first, then a bad id.
@@ -370,34 +584,77 @@ class JsonlStore(BranchDerivedReads):
         async with self._lock:
             return await asyncio.to_thread(fn, *args, **kwargs)
 
-    async def _read(self, query: Callable[[TreeIndex], _T]) -> _T:
-        return await self._run(self._read_sync, query)
+    async def _read(self, sid: str, query: Callable[[TreeIndex], _T]) -> _T:
+        return await self._run(self._read_sync, sid, query)
 
-    def _read_sync(self, query: Callable[[TreeIndex], _T]) -> _T:
+    def _read_sync(self, sid: str, query: Callable[[TreeIndex], _T]) -> _T:
         with self._locked(exclusive=False):
             self._refresh()
+            self._ensure_session(sid)
             return query(self._index)
+
+    def _leaf_sync(self, sid: str) -> str | None:
+        """The leaf, from the sidecar alone while the session is not loaded.
+
+        Only a sidecar this code wrote (it has the summary), whose committed length is
+        present and ends a line, is taken at its word: that is exactly when loading the
+        session would trust it too. Anything else loads the session.
+        """
+        with self._locked(exclusive=False):
+            self._refresh()
+            if sid not in self._files and sid not in self._damaged:
+                leaf = self._sidecar_leaf(sid)
+                if leaf is not None:
+                    return leaf
+            self._ensure_session(sid)
+            return self._index.leaf(sid)
+
+    def _sidecar_leaf(self, sid: str) -> str | None:
+        try:
+            sidecar = self._read_sidecar(sid)
+            data_name, _ = _file_names(sid)
+            size = self._data_size(data_name)
+        except StoreError:
+            return None
+        if sidecar is None or sidecar.summary is None or sidecar.leaf is None:
+            return None
+        if size is None or not 0 < sidecar.committed <= size:
+            return None
+        if self._read_file(data_name, sidecar.committed - 1, 1) != b"\n":
+            return None
+        return sidecar.leaf
+
+    def _get_many_sync(self, wanted: builtins.list[str]) -> dict[str, SessionEntry]:
+        with self._locked(exclusive=False):
+            self._refresh()
+            if not self._all_loaded and any(i not in self._index.entries for i in wanted):
+                self._load_all()
+            entries = self._index.entries
+            return {i: entries[i] for i in wanted if i in entries}
 
     @contextlib.contextmanager
     def _locked(self, *, exclusive: bool) -> Iterator[None]:
         """Hold the thread lock and the directory's flock; map stray OS errors."""
         with self._thread_lock:
             self._ensure_open()
-            self._flock(fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            lock_fd = None if self._read_only else self._lock_fd
+            if lock_fd is not None:
+                self._flock(lock_fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
             try:
                 with _io(f"JSONL store {self._path!r}"):
                     yield
             finally:
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+                if lock_fd is not None:
+                    fcntl.flock(lock_fd, fcntl.LOCK_UN)
 
-    def _flock(self, operation: int) -> None:
+    def _flock(self, lock_fd: int, operation: int) -> None:
         # Polled rather than blocking, so a stuck writer elsewhere ends in StoreBusyError
         # instead of a worker thread that waits forever.
         deadline = time.monotonic() + self._lock_timeout
         delay = _LOCK_POLL_FIRST
         while True:
             try:
-                fcntl.flock(self._lock_fd, operation | fcntl.LOCK_NB)
+                fcntl.flock(lock_fd, operation | fcntl.LOCK_NB)
                 return
             except BlockingIOError:
                 pass
@@ -416,9 +673,14 @@ class JsonlStore(BranchDerivedReads):
 
     # -- noticing other processes' writes ------------------------------------------------
 
+    def _lock_head(self) -> bytes:
+        if self._lock_fd is None:
+            return b""
+        return os.pread(self._lock_fd, 256, 0)
+
     def _read_counter(self) -> int | None:
         try:
-            return int(os.pread(self._lock_fd, 32, 0))
+            return int(self._lock_head()[:_PENDING_AT].split(b"\n", 1)[0])
         except ValueError:  # empty (nobody wrote yet) or damaged: always rescan
             return None
 
@@ -428,35 +690,102 @@ class JsonlStore(BranchDerivedReads):
             return None
         return counter, os.fstat(self._dir_fd).st_mtime_ns
 
-    def _bump_counter(self) -> None:
+    def _bump_counter(self, pending: str | None = None) -> None:
         """Announce a change; called under the exclusive lock before any file changes.
 
         Bumping first means a crash between the bump and the write costs readers one
         needless rescan, while bumping last could hide a committed batch from them.
+        ``pending`` names the session about to change, for the debris rule.
         """
+        assert self._lock_fd is not None  # writable stores always hold one
         current = self._read_counter()
         value = current + 1 if current is not None else time.time_ns()
         with _io(f"writing {self._where(LOCK_NAME)}"):
             os.pwrite(self._lock_fd, b"%020d\n" % value, 0)
+            if pending is not None:
+                os.pwrite(self._lock_fd, b"pending " + pending.encode() + b"\n", _PENDING_AT)
+
+    def _clear_pending(self) -> None:
+        assert self._lock_fd is not None
+        with contextlib.suppress(OSError):  # a record left behind only costs a needless check
+            os.ftruncate(self._lock_fd, _PENDING_AT)
+
+    def _pending_session(self) -> str | None:
+        record = self._lock_head()[_PENDING_AT:]
+        if not record.startswith(b"pending "):
+            return None
+        try:
+            return validate_session_id(record[8:].split(b"\n", 1)[0].decode("ascii"))
+        except (UnicodeDecodeError, InvalidSessionIdError):
+            return None
 
     def _refresh(self) -> None:
-        """Bring the index up to date with every committed byte in the directory."""
+        """Bring the loaded sessions up to date with every committed byte on disk."""
         key = self._change_key()
         if key is not None and key == self._seen:
             return
         self._read_manifest()
-        for sid in self._scan_order():
-            self._refresh_session(sid)
+        for sid in builtins.list(self._files):
+            self._load_quietly(sid)
+        if self._all_loaded:
+            for sid in self._on_disk():
+                if sid not in self._files:
+                    self._load_quietly(sid)
         self._seen = key
 
-    def _scan_order(self) -> builtins.list[str]:
-        """Sessions to refresh: those in the index first, then new ones by creation."""
-        on_disk = {sid for name in os.listdir(self._dir_fd) if (sid := _session_of(name))}
-        known = [sid for sid in self._index.trees]
+    def _on_disk(self) -> builtins.list[str]:
+        """Session ids with a data file here: by creation (``.sessions``), then by name."""
+        found = {sid for name in os.listdir(self._dir_fd) if (sid := _session_of(name))}
         rank = {sid: i for i, sid in enumerate(self._manifest)}
-        rest = (on_disk | self._files.keys()) - self._index.trees.keys()
-        # Files missing from .sessions (hand-made) come after the listed ones, by name.
-        return known + sorted(rest, key=lambda sid: (rank.get(sid, len(rank)), sid))
+        return sorted(found, key=lambda sid: (rank.get(sid, len(rank)), sid))
+
+    def _load_all(self) -> None:
+        self._read_manifest()
+        for sid in self._on_disk():
+            if sid not in self._files:
+                self._load_quietly(sid)
+        self._all_loaded = True
+
+    def _load_quietly(self, sid: str) -> None:
+        """Load or refresh a session; damage is recorded for it rather than raised."""
+        with contextlib.suppress(StoreError):
+            self._ensure_session(sid, refresh=True)
+
+    def _ensure_session(self, sid: str, *, refresh: bool = False) -> None:
+        """Load the session (or with ``refresh``, bring it up to date); raise if damaged.
+
+        A loaded session is current after ``_refresh``, so a read costs no file access.
+        """
+        damaged = self._damaged.get(sid)
+        if damaged is not None:
+            if self._signature(sid) == damaged[0]:
+                raise damaged[1]
+            del self._damaged[sid]  # the files changed (a repair?): try again
+        elif sid in self._files and not refresh:
+            return
+        try:
+            self._refresh_session(sid)
+        except (StoreBusyError, StoreClosedError):
+            raise
+        except StoreError as exc:
+            self._index.drop_session(sid)
+            self._files.pop(sid, None)
+            self._damaged[sid] = (self._signature(sid), exc)
+            raise
+
+    def _signature(self, sid: str) -> object:
+        """What the session's files look like, to tell whether damage could have changed."""
+        data_name, sidecar_name = _file_names(sid)
+        try:
+            info = os.stat(data_name, dir_fd=self._dir_fd, follow_symlinks=False)
+            data: object = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_mode)
+        except OSError as exc:
+            data = exc.errno
+        try:
+            side: object = self._read_file(sidecar_name, 0)
+        except StoreError as exc:
+            side = str(exc)
+        return data, side
 
     def _read_manifest(self) -> None:
         data = self._read_file(MANIFEST_NAME, self._manifest_offset)
@@ -477,6 +806,12 @@ class JsonlStore(BranchDerivedReads):
                 fd = os.open(name, _READ_FLAGS, dir_fd=self._dir_fd)
             except FileNotFoundError:
                 return b""
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise CorruptStoreError(
+                        f"{self._where(name)} is a symbolic link (links are not followed)"
+                    ) from exc
+                raise
             try:
                 if length is None:
                     length = max(os.fstat(fd).st_size - offset, 0)
@@ -484,24 +819,57 @@ class JsonlStore(BranchDerivedReads):
             finally:
                 os.close(fd)
 
-    def _data_size(self, name: str) -> int:
+    def _data_size(self, name: str) -> int | None:
+        """The data file's size, or None when there is none."""
         with _io(f"reading {self._where(name)}"):
             try:
                 info = os.stat(name, dir_fd=self._dir_fd, follow_symlinks=False)
             except FileNotFoundError:
-                return 0
+                return None
         if not stat.S_ISREG(info.st_mode):
             raise CorruptStoreError(
                 f"{self._where(name)} is not a regular file (symbolic links are not followed)"
             )
         return info.st_size
 
-    def _refresh_session(self, sid: str) -> None:
+    def _read_sidecar(self, sid: str) -> _Sidecar | None:
+        _, sidecar_name = _file_names(sid)
+        sidecar = _parse_sidecar(self._read_file(sidecar_name, 0), sid)
+        if sidecar is not None and sidecar.version > SIDECAR_VERSION:
+            raise StoreError(
+                f"session {sid!r}: {self._where(sidecar_name)} has version {sidecar.version}, "
+                f"written by a newer prism-om; this one reads up to version {SIDECAR_VERSION}"
+            )
+        return sidecar
+
+    def _lost_data(self, sid: str, size: int, committed: int) -> CorruptStoreError:
         data_name, sidecar_name = _file_names(sid)
-        state = self._files.setdefault(sid, _FileState())
-        sidecar = _parse_sidecar(self._read_file(sidecar_name, 0))
+        return CorruptStoreError(
+            f"session {sid!r}: {self._where(data_name)} holds {size} bytes, but "
+            f"{sidecar_name} records {committed} committed bytes: committed entries were "
+            "lost (run 'prism-om check --repair' to cut the session back to its last "
+            "valid entry)"
+        )
+
+    def _refresh_session(self, sid: str) -> None:
+        data_name, _ = _file_names(sid)
+        sidecar = self._read_sidecar(sid)
         size = self._data_size(data_name)
-        trusted = sidecar is not None and state.loaded <= sidecar.committed <= size
+        state = self._files.get(sid)
+        if size is None:
+            if sidecar is not None and sidecar.committed > 0:
+                raise self._lost_data(sid, 0, sidecar.committed)
+            if state is not None and state.loaded > 0:
+                raise CorruptStoreError(
+                    f"{self._where(data_name)} disappeared after {state.loaded} bytes of "
+                    "entries were read from it"
+                )
+            return  # no such session (yet)
+        if sidecar is not None and sidecar.committed > size:
+            raise self._lost_data(sid, size, sidecar.committed)
+        if state is None:
+            state = self._files[sid] = _FileState()
+        trusted = sidecar is not None and state.loaded <= sidecar.committed
         end = sidecar.committed if trusted and sidecar is not None else size
         if end < state.loaded:
             raise CorruptStoreError(
@@ -517,6 +885,7 @@ class JsonlStore(BranchDerivedReads):
                 chunk = self._read_file(data_name, state.loaded, size - state.loaded)
             self._load_chunk(sid, state, chunk, trusted=trusted)
         state.has_sidecar = trusted
+        state.summarised = trusted and sidecar is not None and sidecar.summary is not None
         if trusted and sidecar is not None:
             self._apply_sidecar_leaf(sid, sidecar.leaf)
 
@@ -526,6 +895,192 @@ class JsonlStore(BranchDerivedReads):
         # An unknown leaf leaves the last loaded entry as the leaf, like a missing sidecar.
         if tree is not None and entry is not None and entry.session_id == sid:
             tree.leaf = entry.id
+
+    # -- listing and summaries -------------------------------------------------------------
+
+    def _summary(self, sid: str) -> SessionSummary:
+        return self._index.summary(sid)
+
+    def _summary_of(self, sid: str) -> SessionSummary:
+        """From the index when loaded, else from the sidecar; loads only when it must."""
+        if sid in self._files and sid not in self._damaged:
+            self._ensure_session(sid)
+            return self._summary(sid)
+        data_name, _ = _file_names(sid)
+        sidecar = self._read_sidecar(sid)
+        size = self._data_size(data_name)
+        if sidecar is not None and size is not None and sidecar.committed > size:
+            # Cheap to see and must not be hidden behind the sidecar's old counts.
+            error = self._lost_data(sid, size, sidecar.committed)
+            self._damaged[sid] = (self._signature(sid), error)
+            raise error
+        if sidecar is not None and sidecar.summary is not None and sid not in self._damaged:
+            return sidecar.summary
+        self._ensure_session(sid)
+        return self._summary(sid)
+
+    def _sessions_sync(self) -> builtins.list[str]:
+        with self._locked(exclusive=False):
+            self._refresh()
+            self._read_manifest()
+            found = []
+            for sid in self._on_disk():
+                try:
+                    if self._summary_of(sid).entries == 0:
+                        continue  # a file that never committed an entry is no session yet
+                except (StoreBusyError, StoreClosedError):
+                    raise
+                except StoreError:
+                    pass  # damaged, but a session: its reads say what is wrong
+                found.append(sid)
+            return found
+
+    def _summaries_sync(self) -> builtins.list[SessionSummary]:
+        with self._locked(exclusive=False):
+            self._refresh()
+            self._read_manifest()
+            found = []
+            for sid in self._on_disk():
+                try:
+                    summary = self._summary_of(sid)
+                except (StoreBusyError, StoreClosedError):
+                    raise
+                except StoreError:
+                    continue  # recorded in self._damaged
+                if summary.entries:
+                    found.append(summary)
+            return found
+
+    # -- check and repair ------------------------------------------------------------------
+
+    def _check_sync(self) -> builtins.list[SessionCheck]:
+        with self._locked(exclusive=False):
+            self._refresh()
+            self._load_all()
+            return [self._check_session(sid) for sid in self._checked_ids()]
+
+    def _checked_ids(self) -> builtins.list[str]:
+        on_disk = self._on_disk()
+        return on_disk + sorted(sid for sid in self._damaged if sid not in on_disk)
+
+    def _check_session(self, sid: str) -> SessionCheck:
+        data_name, _ = _file_names(sid)
+        damaged = self._damaged.get(sid)
+        if damaged is not None:
+            entries = 0
+            with contextlib.suppress(StoreError):
+                entries = self._salvage(sid)[1]
+                self._index.drop_session(sid)
+            return SessionCheck(sid, entries, str(damaged[1]))
+        state = self._files.get(sid)
+        size = self._data_size(data_name) or 0
+        loaded = state.loaded if state is not None else 0
+        return SessionCheck(sid, self._summary(sid).entries, None, max(size - loaded, 0))
+
+    def _repair_missing_data(self, sid: str, backup: str, problem: str) -> SessionCheck:
+        """A sidecar whose data file is gone: keep the sidecar in the backup, drop it here."""
+        _, sidecar_name = _file_names(sid)
+        try:
+            old = self._read_sidecar(sid)
+        except StoreError:
+            old = None
+        os.rename(sidecar_name, os.path.join(backup, sidecar_name), src_dir_fd=self._dir_fd)
+        del self._damaged[sid]
+        lost = old.summary.entries if old is not None and old.summary is not None else None
+        lost_bytes = old.committed if old is not None else 0
+        return SessionCheck(sid, 0, problem, lost_entries=lost, lost_bytes=lost_bytes)
+
+    def _salvage(self, sid: str) -> tuple[_FileState, int]:
+        """Load the session's entries up to its first damage into the index.
+
+        Returns the file state (``loaded`` is where the valid entries end) and how many
+        entries that is; the caller drops the session again unless it cuts the file.
+        """
+        data_name, _ = _file_names(sid)
+        self._index.drop_session(sid)
+        size = self._data_size(data_name) or 0
+        data = self._read_file(data_name, 0, size)
+        state = _FileState()
+        pos = 0
+        with collector_paused():
+            while (newline := data.find(b"\n", pos)) >= 0:
+                try:
+                    self._load_line(sid, state, data[pos:newline])
+                except CorruptStoreError:
+                    break
+                pos = state.loaded = newline + 1
+        return state, self._summary(sid).entries
+
+    def _repair_sync(self, backup_dir: str) -> builtins.list[SessionCheck]:
+        backup = os.path.abspath(backup_dir)
+        if os.path.realpath(backup) == os.path.realpath(self._path):
+            raise StoreError(f"the backup directory {backup!r} must not be the store itself")
+        with self._locked(exclusive=True):
+            self._remove_debris()
+            self._refresh()
+            self._load_all()
+            results = []
+            for sid in self._checked_ids():
+                damage = self._damaged.get(sid)
+                if damage is None or not isinstance(damage[1], CorruptStoreError):
+                    # Healthy, or not damage a cut can fix (a sidecar of a newer version,
+                    # a file this user may not read): reported, never rewritten.
+                    results.append(self._check_session(sid))
+                    continue
+                results.append(self._repair_session(sid, backup))
+            self._seen = self._change_key()
+            return results
+
+    def _repair_session(self, sid: str, backup: str) -> SessionCheck:
+        data_name, sidecar_name = _file_names(sid)
+        problem = str(self._damaged[sid][1])
+        os.makedirs(backup, exist_ok=True)
+        self._bump_counter()
+        try:
+            info = os.stat(data_name, dir_fd=self._dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return self._repair_missing_data(sid, backup, problem)
+        if not stat.S_ISREG(info.st_mode):
+            # Not ours to cut: move the link or directory out of the store, intact.
+            for name in (data_name, sidecar_name):
+                with contextlib.suppress(FileNotFoundError):
+                    os.rename(name, os.path.join(backup, name), src_dir_fd=self._dir_fd)
+            del self._damaged[sid]
+            return SessionCheck(sid, 0, problem, moved_aside=True, lost_entries=None)
+        for name in (data_name, sidecar_name):
+            if os.path.lexists(self._where(name)):
+                shutil.copy2(self._where(name), os.path.join(backup, name), follow_symlinks=False)
+        if self._fsync:
+            _fsync_dir(backup)
+        try:
+            old = self._read_sidecar(sid)
+        except StoreError:
+            old = None
+        state, kept = self._salvage(sid)
+        tail = self._read_file(data_name, state.loaded)
+        lost_lines = sum(1 for line in tail.split(b"\n") if line.strip(b"\0 \t\r"))
+        recorded = old.summary.entries if old is not None and old.summary is not None else None
+        lost_entries: int | None = lost_lines
+        if old is not None and old.committed > info.st_size:
+            # Whole lines vanished with the missing bytes: only the sidecar can count them.
+            lost_entries = recorded - kept if recorded is not None else None
+        self._truncate(data_name, state.loaded)
+        if kept:
+            tree = self._index.trees[sid]
+            if old is not None and old.leaf in tree.order:
+                tree.leaf = old.leaf
+            self._write_sidecar(sid, state.loaded, tree.leaf)
+            state.has_sidecar = state.summarised = True
+            self._files[sid] = state
+        else:
+            os.unlink(data_name, dir_fd=self._dir_fd)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(sidecar_name, dir_fd=self._dir_fd)
+            self._files.pop(sid, None)
+        del self._damaged[sid]
+        # Bytes the sidecar committed that are gone count as lost too, not only those cut.
+        lost_bytes = max(info.st_size, old.committed if old is not None else 0) - state.loaded
+        return SessionCheck(sid, kept, problem, lost_entries=lost_entries, lost_bytes=lost_bytes)
 
     # -- parsing -------------------------------------------------------------------------
 
@@ -609,20 +1164,25 @@ class JsonlStore(BranchDerivedReads):
                     lines[0] = batch[0].to_json().encode() + b"\n"
             payload = b"".join(lines)
             self._index.check(batch)
-            self._bump_counter()
-            fd = self._open_for_append(sid, data_name)
+            self._bump_counter(pending=sid)
             try:
-                state = self._files.setdefault(sid, _FileState())
-                if sid not in self._index.trees:
-                    self._append_manifest(sid)
-                self._repair_tail(fd, state, data_name)
-                if not state.has_sidecar:
-                    # A crash in the write below must find a committed length to cut back to.
-                    self._write_sidecar(sid, state.loaded, self._index.leaf(sid))
-                    state.has_sidecar = True
-                committed = self._write_batch(fd, sid, state, payload, batch[-1].id)
+                fd = self._open_for_append(sid, data_name)
+                try:
+                    state = self._files.setdefault(sid, _FileState())
+                    if sid not in self._index.trees:
+                        self._append_manifest(sid)
+                    self._repair_tail(fd, state, data_name)
+                    if not state.has_sidecar:
+                        # A crash in the write below must find a committed length to cut
+                        # back to.
+                        self._write_sidecar(sid, state.loaded, self._index.leaf(sid))
+                        state.has_sidecar = state.summarised = True
+                    after = _with_batch(self._summary(sid), self._index, batch)
+                    committed = self._write_batch(fd, sid, state, payload, batch[-1].id, after)
+                finally:
+                    os.close(fd)
             finally:
-                os.close(fd)
+                self._clear_pending()
             self._index.apply(batch)
             state.loaded = committed
             state.lines += len(batch)
@@ -634,27 +1194,125 @@ class JsonlStore(BranchDerivedReads):
             self._refresh_for_write(sid)
             self._index.resolve_leaf(sid, entry_id)
             tree, state = self._index.trees[sid], self._files[sid]
-            if tree.leaf == entry_id and state.has_sidecar:
+            if tree.leaf == entry_id and state.has_sidecar and state.summarised:
                 return
-            self._bump_counter()
-            data_name, _ = _file_names(sid)
-            fd = self._open_for_append(sid, data_name)
+            self._bump_counter(pending=sid)
             try:
-                self._repair_tail(fd, state, data_name)
+                data_name, _ = _file_names(sid)
+                fd = self._open_for_append(sid, data_name)
+                try:
+                    self._repair_tail(fd, state, data_name)
+                finally:
+                    os.close(fd)
+                self._write_sidecar(sid, state.loaded, entry_id)
             finally:
-                os.close(fd)
-            self._write_sidecar(sid, state.loaded, entry_id)
-            state.has_sidecar = True
+                self._clear_pending()
+            state.has_sidecar = state.summarised = True
             tree.leaf = entry_id
             self._seen = self._change_key()
 
     def _refresh_for_write(self, sid: str) -> None:
+        """Clear debris, load every readable session (ids are store-wide), check ``sid``."""
+        self._remove_debris()
         self._refresh()
-        if sid in self._files:
+        if not self._all_loaded:  # once: from then on _refresh loads new sessions
+            self._load_all()
+        if sid in self._files or sid in self._damaged:
             # Hand edits do not bump the counter; look at the file about to be written
             # anyway, so complete lines added by hand to a file without a sidecar are
-            # loaded rather than cut away as an interrupted append.
-            self._refresh_session(sid)
+            # loaded rather than cut away as an interrupted append. A damaged session
+            # raises here: it is never written over.
+            self._ensure_session(sid, refresh=True)
+        if not self._swept:
+            self._sweep_debris()
+            self._swept = True
+        self._backfill_sidecars()
+
+    def _sweep_debris(self) -> None:
+        """Once per process: cut every session's bytes beyond its committed length.
+
+        ``_remove_debris`` catches a writer that dies now; this catches what older
+        crashes left (a power cut loses the record in ``.lock``). Under the exclusive
+        lock, bytes past a commit belong to no live writer.
+        """
+        for name in os.listdir(self._dir_fd):
+            if name.startswith(".") and name.endswith(SIDECAR_SUFFIX + ".tmp"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=self._dir_fd)
+        for sid in builtins.list(self._files):
+            self._load_quietly(sid)  # hand edits bump no counter: read the sidecar again
+            state = self._files.get(sid)
+            data_name, sidecar_name = _file_names(sid)
+            if (
+                state is None
+                or not state.has_sidecar
+                or (self._data_size(data_name) or 0) <= state.loaded
+            ):
+                continue
+            self._bump_counter()
+            if state.loaded == 0 and sid not in self._index.trees:
+                os.unlink(data_name, dir_fd=self._dir_fd)  # data first: see _remove_debris
+                os.unlink(sidecar_name, dir_fd=self._dir_fd)
+                del self._files[sid]
+                continue
+            self._truncate(data_name, state.loaded)
+
+    def _truncate(self, data_name: str, length: int) -> None:
+        fd = os.open(data_name, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self._dir_fd)
+        try:
+            os.ftruncate(fd, length)
+            if self._fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def _backfill_sidecars(self) -> None:
+        """Give version 1 sidecars of loaded sessions their summary (once per process).
+
+        Only sidecars that already describe the whole file are rewritten, and without
+        fsync: losing one to a power cut leaves the old sidecar or none, and both still
+        read correctly.
+        """
+        for sid, state in self._files.items():
+            if state.summarised or not state.has_sidecar or sid not in self._index.trees:
+                continue
+            data_name, _ = _file_names(sid)
+            if self._data_size(data_name) != state.loaded:
+                continue
+            self._write_sidecar(sid, state.loaded, self._index.leaf(sid), sync=False)
+            state.summarised = True
+
+    def _remove_debris(self) -> None:
+        """Undo what a writer that died mid-write left behind (under the exclusive lock).
+
+        The record in ``.lock`` names the session; its owner is gone, since a live one
+        would still hold the lock this writer holds, so nobody is writing its files.
+        """
+        sid = self._pending_session()
+        if sid is None:
+            return
+        self._bump_counter()
+        data_name, sidecar_name = _file_names(sid)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(f".{sidecar_name}.tmp", dir_fd=self._dir_fd)
+        try:
+            sidecar = self._read_sidecar(sid)
+            size = self._data_size(data_name)
+        except StoreError:
+            sidecar, size = None, None  # damaged: left for 'check' to report
+        if size is not None and sidecar is not None and sidecar.committed < size:
+            if sidecar.committed == 0 and sid not in self._index.trees:
+                # A session whose first batch never committed: no session at all. The data
+                # goes first, so a lockless reader never sees it without its sidecar.
+                os.unlink(data_name, dir_fd=self._dir_fd)
+                os.unlink(sidecar_name, dir_fd=self._dir_fd)
+                self._files.pop(sid, None)
+            else:
+                self._truncate(data_name, sidecar.committed)
+        elif size == 0 and sidecar is None:
+            os.unlink(data_name, dir_fd=self._dir_fd)  # created, then killed before a byte
+            self._files.pop(sid, None)
+        self._clear_pending()
 
     def _open_for_append(self, sid: str, data_name: str) -> int:
         known = sid in self._files
@@ -707,7 +1365,15 @@ class JsonlStore(BranchDerivedReads):
             if repaired and self._fsync:
                 os.fsync(fd)
 
-    def _write_batch(self, fd: int, sid: str, state: _FileState, payload: bytes, leaf: str) -> int:
+    def _write_batch(
+        self,
+        fd: int,
+        sid: str,
+        state: _FileState,
+        payload: bytes,
+        leaf: str,
+        summary: SessionSummary,
+    ) -> int:
         """Write a batch, then commit it by replacing the sidecar; return its end."""
         committed = state.loaded + len(payload)
         try:
@@ -715,7 +1381,7 @@ class JsonlStore(BranchDerivedReads):
                 _write_all(fd, payload)
                 if self._fsync:
                     os.fsync(fd)
-            self._write_sidecar(sid, committed, leaf)
+            self._write_sidecar(sid, committed, leaf, summary)
         except StoreError:
             # Best effort only: whatever stays beyond the committed length is cut by the
             # next writer, and the error that matters is the one being raised.
@@ -724,11 +1390,23 @@ class JsonlStore(BranchDerivedReads):
             raise
         return committed
 
-    def _write_sidecar(self, sid: str, committed: int, leaf: str | None) -> None:
-        """Replace the sidecar atomically: temp file, fsync, rename, fsync directory."""
+    def _write_sidecar(
+        self,
+        sid: str,
+        committed: int,
+        leaf: str | None,
+        summary: SessionSummary | None = None,
+        *,
+        sync: bool = True,
+    ) -> None:
+        """Replace the sidecar atomically: temp file, fsync, rename, fsync directory.
+
+        ``summary`` describes the session at ``committed`` bytes; by default, the index's.
+        """
         _, final = _file_names(sid)
         temp = f".{final}.tmp"
-        body = json.dumps({"leaf": leaf, "committedBytes": committed}).encode() + b"\n"
+        body = _sidecar_body(committed, leaf, summary or self._summary(sid))
+        sync = sync and self._fsync
         with _io(f"writing {self._where(final)}"):
             fd = os.open(
                 temp,
@@ -738,10 +1416,10 @@ class JsonlStore(BranchDerivedReads):
             )
             try:
                 _write_all(fd, body)
-                if self._fsync:
+                if sync:
                     os.fsync(fd)
             finally:
                 os.close(fd)
             os.replace(temp, final, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
-            if self._fsync:
+            if sync:
                 os.fsync(self._dir_fd)

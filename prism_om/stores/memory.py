@@ -16,6 +16,7 @@ from ._tree import TreeIndex
 from .base import (
     ANY_MEMORY_HEAD,
     AnyMemoryHead,
+    SessionSummary,
     chain_at_leaf,
     check_batch_shape,
     check_memory_head,
@@ -114,6 +115,11 @@ class MemoryStore(BranchDerivedReads):
 
     async def sessions(self) -> builtins.list[str]:
         return builtins.list(self._open_index().trees)
+
+    async def session_summaries(self) -> builtins.list[SessionSummary]:
+        """Each session's counts, in order of creation."""
+        index = self._open_index()
+        return [index.summary(sid) for sid in index.trees]
 
     async def close(self) -> None:
         self._closed = True

@@ -1,0 +1,396 @@
+"""``prism-om check [--repair]``: find damaged store files, and save what can be saved.
+
+JSONL: every session file is read in full (read-only, no lock); ``--repair`` copies each
+damaged session's files into a backup directory, then cuts the session back to its last
+valid entry (a symbolic link or other non-file is moved into the backup instead).
+
+SQLite: ``PRAGMA quick_check`` on a read-only connection (never on the open path of a
+healthy store: it reads every page). ``--repair`` copies the file (and its WAL) to a
+backup, then copies every readable session through the public store API into a new
+file, session by session, reporting what was copied and what was lost. The damaged file
+is left as it was; the new one replaces it when the user moves it into place.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from ..entries import SessionEntry
+from ..errors import CorruptStoreError, PrismMemoryError, StoreError
+from ..stores import parse_store_url
+from ..stores.sqlite import DAMAGED_SUFFIX
+from .common import CliUsageError, store_url
+from .output import console, print_json
+
+__all__ = ["SqliteSessionCopy", "cmd_check", "copy_readable_sessions", "sqlite_quick_check"]
+
+# Entries per append_many when copying: bounded memory per batch, few transactions.
+_COPY_BATCH = 500
+# Rows a table scan steps over, one seek each, before giving up on the rest of the table.
+_MAX_SCAN_STEPS = 100_000
+
+
+def _stamp() -> str:
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+
+
+async def cmd_check(args: argparse.Namespace) -> None:
+    url = store_url(args.db)
+    scheme, path = parse_store_url(url)
+    if scheme == "memory":
+        raise CliUsageError("a memory: store keeps nothing on disk to check")
+    if not _exists(path):
+        raise CliUsageError(f"no store at {path!r} ({url})")
+    if scheme == "jsonl":
+        await _check_jsonl(path, args)
+    else:
+        await _check_sqlite(path, args)
+
+
+# -- JSONL ------------------------------------------------------------------------------------
+
+
+async def _check_jsonl(path: str, args: argparse.Namespace) -> None:
+    from ..stores.jsonl import JsonlStore
+
+    backup = args.backup or f"{_absolute(path).rstrip(os.sep)}.backup-{_stamp()}"
+    if args.repair:
+        async with await JsonlStore.open(path, create=False) as store:
+            results = await store.repair(backup)
+    else:
+        async with await JsonlStore.open(path, read_only=True) as store:
+            results = await store.check()
+    damaged = [r for r in results if r.problem is not None]
+    if args.json:
+        print_json(
+            {
+                "store": f"jsonl:{path}",
+                "repaired": bool(args.repair),
+                "backup": backup if args.repair and damaged else None,
+                "sessions": [
+                    {
+                        "session": r.session_id,
+                        "ok": r.problem is None,
+                        "entries": r.entries,
+                        "problem": r.problem,
+                        "uncommittedBytes": r.uncommitted_bytes,
+                        **(
+                            {
+                                "lostEntries": r.lost_entries,
+                                "lostBytes": r.lost_bytes,
+                                "movedAside": r.moved_aside,
+                            }
+                            if args.repair and r.problem is not None
+                            else {}
+                        ),
+                    }
+                    for r in results
+                ],
+            }
+        )
+    else:
+        out = console()
+        if not results:
+            out.print(f"jsonl:{path}: no sessions")
+        for r in results:
+            if r.problem is None:
+                tail = (
+                    f"; {r.uncommitted_bytes} uncommitted bytes (an interrupted append the "
+                    "next write removes)"
+                    if r.uncommitted_bytes
+                    else ""
+                )
+                out.print(f"ok       {r.session_id}: {r.entries} entries{tail}", markup=False)
+                continue
+            out.print(f"DAMAGED  {r.session_id}: {r.problem}", markup=False)
+            if not args.repair:
+                out.print(f"         {r.entries} readable entries before the damage", markup=False)
+            elif r.moved_aside:
+                out.print(f"         not a regular file: moved into {backup}", markup=False)
+            else:
+                lost = "an unknown number of" if r.lost_entries is None else str(r.lost_entries)
+                out.print(
+                    f"         repaired: kept {r.entries} entries, lost {lost} entries "
+                    f"({r.lost_bytes} bytes); the damaged files are in {backup}",
+                    markup=False,
+                )
+    if damaged and not args.repair:
+        raise CorruptStoreError(
+            f"{len(damaged)} damaged session(s) in jsonl:{path}: "
+            f"{', '.join(r.session_id for r in damaged)}; 'prism-om check --repair' cuts "
+            "each back to its last valid entry after copying it to a backup"
+        )
+
+
+# -- SQLite -----------------------------------------------------------------------------------
+
+
+def sqlite_quick_check(path: str) -> list[str]:
+    """``PRAGMA quick_check`` on a read-only connection: ``["ok"]`` for a sound file.
+
+    A file SQLite cannot open at all gives its error as the one problem. The connection
+    is ``mode=ro``; where the WAL's shared-memory file cannot be created (a read-only
+    directory), ``immutable=1``.
+    """
+    target = quote(os.path.abspath(path))
+    last: sqlite3.Error | None = None
+    for flags in ("mode=ro", "mode=ro&immutable=1"):
+        try:
+            conn = sqlite3.connect(f"file:{target}?{flags}", uri=True)
+        except sqlite3.Error as exc:
+            last = exc
+            continue
+        try:
+            return [str(row[0]) for row in conn.execute("PRAGMA quick_check")]
+        except sqlite3.OperationalError as exc:
+            last = exc
+            if "unable to open" not in str(exc) and "readonly" not in str(exc):
+                return [str(exc)]
+        except sqlite3.DatabaseError as exc:
+            return [str(exc)]
+        finally:
+            conn.close()
+    return [str(last)]
+
+
+@dataclass
+class SqliteSessionCopy:
+    """What happened to one session when a damaged SQLite store was copied."""
+
+    session_id: str
+    copied: int = 0
+    total: int | None = None  # entries the damaged store still lists, when it could
+    problem: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _raw_session_ids(path: str) -> list[str]:
+    """Session ids straight from the tables, for a store whose ``sessions()`` fails."""
+    conn = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True)
+    try:
+        for sql in (
+            "SELECT session_id FROM sessions ORDER BY seq",
+            "SELECT DISTINCT session_id FROM entries",
+        ):
+            try:
+                return [str(row[0]) for row in conn.execute(sql)]
+            except sqlite3.DatabaseError:
+                continue
+        return []
+    finally:
+        conn.close()
+
+
+def _scan_session(path: str, sid: str) -> tuple[list[SessionEntry], int, int]:
+    """The session's readable entries by a scan of the table in append order.
+
+    Used when the store's indexed reads fail: a damaged index does not stop a scan of
+    the table, and a damaged table page is stepped over by seeking past it (rowid seeks
+    go through the interior pages). An entry whose parent was not read is dropped, with
+    its descendants, so what is returned can be appended in order. Returns the entries,
+    how many were dropped so, and how many unreadable stretches the scan stepped over.
+    """
+    from ..entries import entry_from_wire
+    from ..errors import InvalidEntryError
+
+    conn = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True)
+    entries: list[SessionEntry] = []
+    kept: set[str] = set()
+    dropped = gaps = steps = 0
+    last, in_gap = 0, False
+    try:
+        while steps < _MAX_SCAN_STEPS:
+            try:
+                rows = conn.execute(
+                    "SELECT seq, session_id, body FROM entries WHERE seq > ? ORDER BY seq",
+                    (last,),
+                )
+                for seq, row_session, body in rows:
+                    last, in_gap = seq, False
+                    if row_session != sid:
+                        continue
+                    try:
+                        entry = entry_from_wire(body, where=f"row {seq}")
+                    except InvalidEntryError:
+                        dropped += 1
+                        continue
+                    if entry.parent_id is not None and entry.parent_id not in kept:
+                        dropped += 1
+                        continue
+                    entries.append(entry)
+                    kept.add(entry.id)
+                break
+            except sqlite3.DatabaseError:
+                # Before the session's root, a stretch cannot hold its entries (the
+                # root is its first); a lost root shows as dropped entries or none.
+                gaps += 0 if in_gap or not kept else 1
+                in_gap = True
+                steps += 1
+                last += 1  # step over the row that could not be read
+    finally:
+        conn.close()
+    return entries, dropped, gaps
+
+
+async def copy_readable_sessions(source: str, target: str) -> list[SqliteSessionCopy]:
+    """Copy each session of the SQLite store ``source`` that can be read into ``target``.
+
+    Sessions go one at a time through the public API, all entries in append order, then
+    the leaf. A session the store cannot list is read by a table scan, which keeps the
+    entries up to the first damaged page.
+    """
+    from ..stores.sqlite import SqliteStore
+
+    results: list[SqliteSessionCopy] = []
+    async with await SqliteStore.open(source) as damaged, await SqliteStore.open(target) as fresh:
+        try:
+            session_ids = await damaged.sessions()
+        except PrismMemoryError:
+            session_ids = await asyncio.to_thread(_raw_session_ids, source)
+        for sid in session_ids:
+            report = SqliteSessionCopy(sid)
+            results.append(report)
+            try:
+                entries = await damaged.list(sid)
+                report.total = len(entries)
+            except PrismMemoryError as exc:
+                entries, dropped, gaps = await asyncio.to_thread(_scan_session, source, sid)
+                report.notes.append(f"read by a table scan ({exc})")
+                if not entries:
+                    report.problem = "no entry of it could be read"
+                elif gaps or dropped:
+                    report.problem = (
+                        f"the scan stepped over {gaps} unreadable stretch(es) of the table "
+                        f"and dropped {dropped} entries whose parent was lost; entries of "
+                        "this session inside those stretches are lost"
+                    )
+            try:
+                for start in range(0, len(entries), _COPY_BATCH):
+                    await fresh.append_many(entries[start : start + _COPY_BATCH])
+                    report.copied += len(entries[start : start + _COPY_BATCH])
+                leaf = await damaged.leaf(sid)
+                if leaf is not None and leaf != await fresh.leaf(sid):
+                    await fresh.set_leaf(sid, leaf)
+            except PrismMemoryError as exc:
+                if report.copied < len(entries):
+                    report.problem = report.problem or f"copy stopped: {exc}"
+                else:
+                    report.notes.append(f"the leaf could not be read ({exc}); it is the last entry")
+    return results
+
+
+def _exists(path: str) -> bool:
+    return os.path.exists(path)
+
+
+def _absolute(path: str) -> str:
+    return os.path.abspath(path)
+
+
+def _remove(path: str) -> None:
+    # A read that meets the damage leaves a note beside the scratch copy too.
+    for suffix in ("", "-wal", "-shm", "-journal", DAMAGED_SUFFIX):
+        Path(path + suffix).unlink(missing_ok=True)
+
+
+def _backup_and_scratch(path: str, backup: str, target: str) -> str:
+    """Copy the damaged file (and WAL) to ``backup`` and to a scratch copy to read from.
+
+    Opening a store may write to it, and neither the damaged file nor its backup should
+    change, so the sessions are read from the scratch copy (removed afterwards).
+    """
+    if os.path.exists(target):
+        raise CliUsageError(f"--output {target!r} exists; name a new file")
+    scratch = f"{target}.reading"
+    for copy in (backup, scratch):
+        for suffix in ("", "-wal"):
+            if os.path.exists(path + suffix):
+                shutil.copy2(path + suffix, copy + suffix)
+    return scratch
+
+
+async def _check_sqlite(path: str, args: argparse.Namespace) -> None:
+    problems = sqlite_quick_check(path)
+    healthy = problems == ["ok"]
+    out = console()
+    if not args.repair:
+        if args.json:
+            print_json({"store": f"sqlite:{path}", "ok": healthy, "problems": problems})
+        elif healthy:
+            out.print(f"ok       sqlite:{path}: quick_check passed", markup=False)
+        if not healthy:
+            if not args.json:
+                for problem in problems[:20]:
+                    out.print(f"DAMAGED  {problem}", markup=False)
+            raise CorruptStoreError(
+                f"sqlite:{path} failed PRAGMA quick_check ({len(problems)} problem(s)); "
+                "'prism-om check --repair' copies its readable sessions into a new file"
+            )
+        return
+    if healthy:
+        if args.json:
+            print_json({"store": f"sqlite:{path}", "ok": True, "repaired": False})
+        else:
+            out.print(f"ok       sqlite:{path}: quick_check passed; nothing to repair")
+        return
+    stamp = _stamp()
+    backup = args.backup or f"{path}.backup-{stamp}"
+    target = args.output or f"{path}.repaired-{stamp}"
+    scratch = _backup_and_scratch(path, backup, target)
+    try:
+        copies = await copy_readable_sessions(scratch, target)
+    except StoreError as exc:
+        _remove(target)
+        raise CorruptStoreError(
+            f"sqlite:{path} cannot be opened to copy its sessions ({exc}); the backup is {backup}"
+        ) from exc
+    finally:
+        _remove(scratch)
+    for c in copies:  # errors name the scratch copy; the user knows the file as ``path``
+        c.problem = c.problem and c.problem.replace(scratch, path)
+    rows: list[dict[str, Any]] = [
+        {
+            "session": c.session_id,
+            "copied": c.copied,
+            "entries": c.total,
+            "problem": c.problem,
+            "notes": c.notes,
+        }
+        for c in copies
+    ]
+    if args.json:
+        print_json(
+            {
+                "store": f"sqlite:{path}",
+                "ok": False,
+                "problems": problems,
+                "backup": backup,
+                "repaired": target,
+                "sessions": rows,
+            }
+        )
+        return
+    for c in copies:
+        if c.problem is None:
+            notes = f" ({'; '.join(c.notes)})" if c.notes else ""
+            out.print(f"copied   {c.session_id}: {c.copied} entries{notes}", markup=False)
+        else:
+            extra = f" ({'; '.join(c.notes)})" if c.notes else ""
+            out.print(
+                f"LOST     {c.session_id}: copied {c.copied} entries{extra}: {c.problem}",
+                markup=False,
+            )
+    out.print(
+        f"backup of the damaged file: {backup}\nreadable sessions copied into: {target} "
+        "(check it, then move it into place)",
+        markup=False,
+    )
