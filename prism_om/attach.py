@@ -497,6 +497,12 @@ class AttachedObservationalMemory:
         except PrismMemoryError as exc:
             # Memory work never fails the user's call; the error is reported, not raised.
             self._emit("observational-memory:post-run-error", {"error": str(exc)})
+        except Exception as exc:
+            # A host hook (``compaction_request``, a strategy) failing its own way is
+            # reported the same way: the user's turn already happened and is stored.
+            self._emit(
+                "observational-memory:post-run-error", {"error": f"{type(exc).__name__}: {exc}"}
+            )
 
     def _token_threshold(self, kind: str) -> float | None:
         """The token count at which ``kind`` fires, for the token-based gates."""

@@ -16,7 +16,7 @@ from .entries import (
 from .errors import SessionMismatchError
 from .stores.base import ANY_MEMORY_HEAD, AnyMemoryHead, SessionStore
 
-__all__ = ["Session"]
+__all__ = ["Session", "stored_on_branch"]
 
 
 class Session:
@@ -95,3 +95,29 @@ class Session:
     async def checkout(self, entry_id: str) -> None:
         """Move the current leaf back to ``entry_id``; the next append forks from there."""
         await self.store.set_leaf(self.id, entry_id)
+
+
+async def stored_on_branch(store: SessionStore, entry: SessionEntry) -> SessionEntry | None:
+    """The stored copy of ``entry`` when it lies on its session's current branch with the
+    content it was given, else None.
+
+    The check a memory writer makes after appending through a host callback: an entry
+    that landed in another session, branch or store fails it. The parent is left out of
+    the comparison, because an append at the leaf chooses it (after later entries from
+    other writers, which must not be undone).
+    """
+    stored = await store.get(entry.id)
+    if (
+        stored is None
+        or stored.session_id != entry.session_id
+        or _content(stored) != _content(entry)
+        or not await store.is_on_branch(entry.session_id, entry.id)
+    ):
+        return None
+    return stored
+
+
+def _content(entry: SessionEntry) -> dict[str, Any]:
+    wire = entry.to_wire()
+    wire.pop("parentId", None)
+    return wire

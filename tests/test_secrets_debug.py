@@ -248,3 +248,24 @@ async def test_a_full_attached_session_emits_nothing_secret() -> None:
     assert {"om.flush.start", "om.flush.done", "om.append", "om.worker.completed"} <= names
     assert attached.compactions
     assert_clean(events)
+
+
+async def test_a_hook_raising_a_foreign_error_does_not_fail_the_turn() -> None:
+    events: Events = []
+
+    async def hook(request: CompactionRequest) -> CompactionRequest:
+        raise KeyError(f"hook lost {SECRET}")
+
+    store = MemoryStore()
+    agent = Agent(Session(store, "s1"), echo_provider(), compaction_hooks=[hook])
+    attached = memory(events, False, trigger={"type": "entries", "count": 1}).attach(agent)
+    reply = await attached.agent.run("The launch moved to Friday 14 June.")
+    # The turn is stored and returned; the hook's failure is reported, redacted.
+    assert reply is not None
+    assert [e.role for e in await store.branch("s1") if e.kind == "message"][:2] == [
+        "user",
+        "assistant",
+    ]
+    assert [e for e, _ in events] == ["observational-memory:post-run-error"]
+    assert_clean(events)
+    assert (attached.runtime.last_error or "").startswith("KeyError: ")

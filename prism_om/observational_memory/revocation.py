@@ -227,8 +227,9 @@ def create_observational_memory_drop_handler(
     Reads the session's ledger once (at its current leaf) and appends one
     ``om.observations.dropped`` entry, parent = that leaf, naming every active
     observation whose id or any ``sourceEntryIds`` is withheld by the tombstones.
-    Appends nothing (returns None) when none matches. Afterwards the entry must be the
-    session's leaf, else ``BranchMismatchError`` (``append_entry`` is bound elsewhere).
+    Appends nothing (returns None) when none matches. Afterwards the entry must be on the
+    session's current branch with the content given, else ``BranchMismatchError``
+    (``append_entry`` is bound elsewhere); later entries of other writers may follow it.
     """
     if not callable(append_entry):
         raise InvalidInputError("append_entry must be an async callable (entry) -> None")
@@ -252,11 +253,16 @@ def create_observational_memory_drop_handler(
             session.id, {"type": OBSERVATIONS_DROPPED, "observationIds": ids}, parent_id=leaf
         )
         await append_entry(entry)
-        if await session.leaf() != entry.id:
+        # Imported here: the store layer imports this package while it loads.
+        from ..session import stored_on_branch
+
+        # Not "is it the leaf": a writer appending right after it (the next turn) is fine.
+        stored = await stored_on_branch(session.store, entry)
+        if stored is None:
             raise BranchMismatchError(
-                f"drop entry {entry.id!r} did not land at the leaf of session {session.id!r}: "
-                "append_entry must append to this session's store"
+                f"drop entry {entry.id!r} did not land on the current branch of session "
+                f"{session.id!r}: append_entry must append to this session's store"
             )
-        return entry
+        return stored
 
     return drop

@@ -300,7 +300,9 @@ class WorkScopeController:
             self.session.id, data, parent_id=await self.session.store.leaf(self.session.id)
         )
         await self._append_entry(entry)
-        return entry
+        # An append at the leaf may have chosen another parent: return what was stored.
+        stored = await self.session.store.get(entry.id)
+        return stored if stored is not None else entry
 
 
 def _unique(values: Sequence[str], what: str) -> list[str]:

@@ -71,7 +71,7 @@ from ..observational_memory.settings import (
     resolve_observational_memory_settings,
 )
 from ..providers.base import CredentialResolver, Provider, bound_error_text, sanitize_cache_key
-from ..session import Session
+from ..session import Session, stored_on_branch
 from ..stores.base import ANY_MEMORY_HEAD, AnyMemoryHead, check_memory_head
 from ..tokens import TokenEstimator, get_estimator
 from ._common import WorkerCall
@@ -642,14 +642,8 @@ class ObservationalMemoryRuntime:
             # The host's append cannot compare inside its lock: narrow the race at least.
             check_memory_head(sid, head, await store.memory_head(sid))
             await self._append_entry(entry)
-        stored = await store.get(entry.id)
-        landed = (
-            stored is not None
-            and stored.session_id == sid
-            and _content(stored) == _content(entry)
-            and await store.is_on_branch(sid, entry.id)
-        )
-        if not landed:
+        stored = await stored_on_branch(store, entry)
+        if stored is None:
             restored = False
             # Only a leaf moved off the branch comes back; a leaf below ``previous`` holds
             # later entries (another writer's), which stay where they are.
@@ -668,7 +662,6 @@ class ObservationalMemoryRuntime:
             self._last_error = self._error(message)
             self._emit("om.append.mismatch", {"entryId": entry.id, "leaf": leaf})
             raise BranchMismatchError(message)
-        assert stored is not None
         progress.entry_ids.append(stored.id)
         self._emit("om.append", {"entryId": stored.id, "type": data["type"]})
         return stored
@@ -691,13 +684,6 @@ class ObservationalMemoryRuntime:
 
     def _record_error(self, text: str) -> None:
         self._last_error = self._error(text)
-
-
-def _content(entry: SessionEntry) -> dict[str, Any]:
-    """An entry's wire form less its parent, which an at-leaf append may have chosen."""
-    wire = entry.to_wire()
-    wire.pop("parentId", None)
-    return wire
 
 
 def _takes_keyword(func: Callable[..., Any], name: str) -> bool:
