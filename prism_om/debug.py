@@ -28,7 +28,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from .observational_memory.redact import Redactor, redactor
+from .core.redaction import Redactor, redactor
 
 __all__ = [
     "COMPACTION_TRIGGER_ERROR",

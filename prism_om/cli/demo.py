@@ -22,11 +22,11 @@ from typing import Any
 
 from rich.text import Text
 
+from .. import RecordedObservation
 from ..attach import AttachedObservationalMemory, create_observational_memory
 from ..entries import SessionEntry
 from ..host import Agent, AgentTool
 from ..observational_memory import (
-    RecordedObservation,
     recall_observational_memory,
     recall_observational_memory_branch_page,
 )
@@ -239,7 +239,7 @@ async def _tour(store: SessionStore, run: SessionRun, *, est_name: str) -> None:
     out = console()
     sid = run.session_id
     ledger = await store.ledger(sid)
-    active = ledger.undropped_observations()
+    active = ledger.live_observations()
     heading(
         f"observations recorded in {sid}",
         f"{len(ledger.observations)} in all; the dropper retired "

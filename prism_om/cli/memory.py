@@ -10,8 +10,9 @@ from typing import Any
 
 from rich.text import Text
 
+from ..core.redaction import Redactor
 from ..entries import SessionEntry
-from ..observational_memory import Redactor, create_observational_memory_compaction_strategy
+from ..observational_memory import create_observational_memory_compaction_strategy
 from ..providers.base import Provider
 from ..session import Session
 from ..tokens import get_estimator

@@ -8,14 +8,11 @@ from typing import Any
 
 from rich.text import Text
 
+from .. import BranchPage, MemoryRecall, RecordedObservation, RecordedReflection
+from ..core.redaction import Redactor
 from ..entries import SessionEntry, entry_text
 from ..errors import CorruptStoreError
 from ..observational_memory import (
-    BranchPage,
-    MemoryRecall,
-    RecordedObservation,
-    RecordedReflection,
-    Redactor,
     create_memory_status_command,
     create_memory_view_command,
     recall_observational_memory,

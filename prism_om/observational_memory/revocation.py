@@ -31,10 +31,10 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
+from ..core.projection import active_memory, invalidated_observation_ids
+from ..core.records import ENTRY_ID_MAX_CHARS, OBSERVATIONS_DROPPED
 from ..entries import SessionEntry, custom_entry, validate_session_id
 from ..errors import BranchMismatchError, InvalidIdError, InvalidInputError
-from .projection import active_memory, invalidated_observation_ids
-from .records import ENTRY_ID_MAX_CHARS, OBSERVATIONS_DROPPED
 
 if TYPE_CHECKING:
     from ..session import Session

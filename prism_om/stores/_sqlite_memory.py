@@ -15,14 +15,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..observational_memory.ledger import (
+from ..core.ledger import (
     Coverage,
     ObservationalMemoryLedger,
     RecordedObservation,
     RecordedReflection,
 )
-from ..observational_memory.parse import parse_memory_record
-from ..observational_memory.records import (
+from ..core.parse import parse_memory_record
+from ..core.records import (
     FOLDED_TYPE,
     OBSERVATIONS_RECORDED,
     REFLECTIONS_RECORDED,

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from ..entries import SessionEntry, custom_entry, entry_from_wire, entry_wire_bytes
-from ..errors import EntryTooLargeError, MemoryRecordTooLargeError
-from ..observational_memory.limits import (
+from ..core.limits import (
     MAX_ENTRY_BYTES,
     MAX_OBSERVATIONS_PER_REFLECTION,
     MAX_SOURCES_PER_OBSERVATION,
 )
+from ..entries import SessionEntry, custom_entry, entry_from_wire, entry_wire_bytes
+from ..errors import EntryTooLargeError, MemoryRecordTooLargeError
 from ..stores.base import SessionStore
 from .generate import make_message
 

@@ -13,14 +13,13 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from ..core.branch_reads import entries_after_cursor, last_eligible_messages
+from ..core.ledger import fold_ledger
+from ..core.ledger_views import live_ledger, restrict_ledger
+from ..core.scope_map import fold_work_scope_map
 from ..entries import SessionEntry, custom_entry
 from ..errors import MemoryRecordError
-from ..observational_memory.branch_reads import entries_after_cursor, last_eligible_messages
-from ..observational_memory.context import build_observational_memory_context_blocks
-from ..observational_memory.coverage import unscanned_entries
-from ..observational_memory.ledger import fold_observational_memory_ledger
-from ..observational_memory.scope_map import fold_work_scope_map
-from ..stores._derived import restrict_ledger, without_dropped
+from ..observational_memory import build_observational_memory_context_blocks, unscanned_entries
 from ..stores.base import SessionStore
 from ..tokens import get_estimator
 from .conformance import StoreOpener, snapshot
@@ -49,16 +48,16 @@ class MemoryConformance:
 
     async def _check_leaf(self, store: SessionStore, sid: str, leaf: str) -> None:
         branch = await store.branch(sid, leaf)
-        assert await store.ledger(sid, leaf) == fold_observational_memory_ledger(branch)
+        assert await store.ledger(sid, leaf) == fold_ledger(branch)
         assert await store.entry_count(sid, leaf) == len(branch)
         estimator = get_estimator()
         tokens = sum(estimator.count_entry(e) for e in branch if e.kind == "message")
         assert await store.branch_tokens(sid, leaf) == tokens
-        ledger = fold_observational_memory_ledger(branch)
+        ledger = fold_ledger(branch)
         some = {r.id for r in ledger.observations[::3]} | {r.id for r in ledger.reflections[::2]}
         some |= {"ffffffffffff", *ledger.dropped_observation_ids[:2]}
         assert await store.memory_subset(sid, some, leaf) == restrict_ledger(ledger, some)
-        assert await store.live_ledger(sid, leaf) == without_dropped(ledger)
+        assert await store.live_ledger(sid, leaf) == live_ledger(ledger)
         if leaf == await store.leaf(sid):
             assert await store.memory_subset(sid, some) == restrict_ledger(ledger, some)
         picked = [e.id for e in branch[::7]] + ["no-such-entry"]
@@ -212,6 +211,4 @@ class MemoryConformance:
             await store.append_many([*good, bad])
         assert await store.sessions() == []
         await store.append_many(good)
-        assert len((await store.ledger("v2")).observations) == len(
-            fold_observational_memory_ledger(good).observations
-        )
+        assert len((await store.ledger("v2")).observations) == len(fold_ledger(good).observations)

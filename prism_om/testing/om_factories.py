@@ -27,8 +27,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from prism_om.entries import SessionEntry, compaction_entry, custom_entry, message_entry
-from prism_om.observational_memory.records import (
+from prism_om.core.records import (
     FOLDED_TYPE,
     OBSERVATIONS_DROPPED,
     OBSERVATIONS_RECORDED,
@@ -36,6 +35,7 @@ from prism_om.observational_memory.records import (
     Observation,
     Reflection,
 )
+from prism_om.entries import SessionEntry, compaction_entry, custom_entry, message_entry
 
 __all__ = [
     "BASE_TIME",

@@ -50,6 +50,11 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from ..core.limits import MemoryWorkerLimits, resolve_memory_worker_limits
+from ..core.projection import active_memory
+from ..core.records import Observation
+from ..core.redaction import Redactor
+from ..core.relevance import observation_pool_tokens
 from ..debug import PROVIDER_TEXT_SANITIZED, WORKER_INPUT_TRUNCATED, DebugEmitter, DebugSink
 from ..entries import SessionEntry, custom_entry
 from ..errors import (
@@ -58,12 +63,7 @@ from ..errors import (
     PrismMemoryError,
     StaleCoverageError,
 )
-from ..observational_memory.coverage import observations_uncovered_by_reflection
-from ..observational_memory.limits import MemoryWorkerLimits, resolve_memory_worker_limits
-from ..observational_memory.projection import active_memory
-from ..observational_memory.records import Observation
-from ..observational_memory.redact import Redactor
-from ..observational_memory.relevance import observation_pool_tokens
+from ..observational_memory import observations_uncovered_by_reflection
 from ..observational_memory.settings import (
     ObservationalMemorySettings,
     WorkerSettings,
