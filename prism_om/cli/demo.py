@@ -22,8 +22,8 @@ from typing import Any
 
 from rich.text import Text
 
-from .. import RecordedObservation
 from ..attach import AttachedObservationalMemory, create_observational_memory
+from ..core.ledger import RecordedObservation
 from ..entries import SessionEntry
 from ..host import Agent, AgentTool
 from ..observational_memory import (
