@@ -406,11 +406,6 @@ class AttachedObservationalMemory:
         self._tasks: set[asyncio.Task[None]] = set()
         self._insufficient = False
 
-    @property
-    def session(self) -> AttachedAgent:
-        """The proxied agent (the specification's "proxied session")."""
-        return self.agent
-
     async def flush(self, **options: Any) -> FlushResult:
         """Run the pipeline now; skipped with ``run_active`` while a proxied run is in flight."""
         if self._runs_active:

@@ -24,6 +24,7 @@ from rich.text import Text
 
 from ..attach import AttachedObservationalMemory, create_observational_memory
 from ..core.ledger import RecordedObservation
+from ..debug import MEMORY_APPENDED
 from ..entries import SessionEntry
 from ..host import Agent, AgentTool
 from ..observational_memory import (
@@ -146,7 +147,9 @@ async def _replay(
         DEMO_SETTINGS,
         observation={"provider": OfflineMemoryProvider(), "model": OFFLINE_MODEL},
         reflection={"provider": OfflineMemoryProvider(), "model": OFFLINE_MODEL},
-        debug=lambda event, data: records.update([data["type"]] if event == "om.append" else []),
+        debug=lambda event, data: records.update(
+            [data["type"]] if event == MEMORY_APPENDED else []
+        ),
         debug_log=True,  # the record counts come from trace events
     )
     clock = _ReplayClock(spec["start"])

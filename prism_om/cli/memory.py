@@ -11,6 +11,7 @@ from typing import Any
 from rich.text import Text
 
 from ..core.redaction import Redactor
+from ..debug import MEMORY_APPENDED
 from ..entries import SessionEntry
 from ..observational_memory import create_observational_memory_compaction_strategy
 from ..providers.base import Provider
@@ -76,7 +77,7 @@ def _spinner(
     appended = {"records": 0}
 
     def sink(event: str, data: dict[str, Any]) -> None:
-        if event == "om.append":
+        if event == MEMORY_APPENDED:
             appended["records"] += 1
             status.update(f"{data.get('type', 'record')}: {appended['records']} record(s) so far")
         elif event.startswith("om.worker"):

@@ -47,7 +47,6 @@ from .records import (
 
 __all__ = [
     "Coverage",
-    "LedgerBuilder",
     "ObservationalMemoryLedger",
     "RecordedObservation",
     "RecordedReflection",
@@ -132,13 +131,9 @@ class ObservationalMemoryLedger:
     def reflections_by_id(self) -> dict[str, RecordedReflection]:
         return {r.id: r for r in self.reflections}
 
-    @cached_property
-    def dropped_ids(self) -> frozenset[str]:
-        return frozenset(self.dropped_observation_ids)
-
     def live_observations(self) -> list[RecordedObservation]:
         """Recorded observations that no drop retired, in record order."""
-        dropped = self.dropped_ids
+        dropped = frozenset(self.dropped_observation_ids)
         return [r for r in self.observations if r.id not in dropped]
 
 

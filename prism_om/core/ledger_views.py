@@ -26,7 +26,7 @@ def restrict_ledger(
 
 def live_ledger(ledger: ObservationalMemoryLedger) -> ObservationalMemoryLedger:
     """The ledger less its dropped observations and drop list: same active memory."""
-    dropped = ledger.dropped_ids
+    dropped = frozenset(ledger.dropped_observation_ids)
     return replace(
         ledger,
         observations=tuple(r for r in ledger.observations if r.id not in dropped),

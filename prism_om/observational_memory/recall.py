@@ -282,7 +282,7 @@ def _recall_observation(
         found=True,
         text=red.text(obs.text),
         item=red.value(obs.model_dump(by_alias=True, mode="json")),
-        dropped=obs.id in owner.dropped_ids,
+        dropped=obs.id in owner.dropped_observation_ids,
         recorded_entry_id=recorded.recorded_entry_id,
         recorded_at=recorded.recorded_at,
         **page,
@@ -300,12 +300,14 @@ def _recall_reflection(
     refl = recorded.reflection
     supports: list[tuple[RecordedObservation, bool]] = []
     missing: list[str] = []
+    # A set per ledger: a reflection may rest on thousands of observations.
+    dropped = {id(lg): frozenset(lg.dropped_observation_ids) for lg in ledgers}
     for obs_id in refl.observation_ids:
         owner = next((lg for lg in ledgers if obs_id in lg.observations_by_id), None)
         if owner is None:
             missing.append(obs_id)
         else:
-            supports.append((owner.observations_by_id[obs_id], obs_id in owner.dropped_ids))
+            supports.append((owner.observations_by_id[obs_id], obs_id in dropped[id(owner)]))
     withheld = invalidated_observation_ids([r for r, _ in supports], invalid)
     if refl.id in invalid or withheld:
         return MemoryRecall(id=refl.id, kind="reflection", found=False, reason="revoked")

@@ -109,16 +109,7 @@ from .base import (
     check_page_args,
 )
 
-__all__ = [
-    "AppendHook",
-    "BRANCH_PATH_CTE",
-    "DAMAGED_SUFFIX",
-    "MIGRATIONS",
-    "LeafPosition",
-    "PlacedEntry",
-    "SqliteStore",
-    "branch_rows_sql",
-]
+__all__ = ["DAMAGED_SUFFIX", "MIGRATIONS", "SqliteStore"]
 
 T = TypeVar("T")
 Params = Sequence[Any] | Mapping[str, Any]

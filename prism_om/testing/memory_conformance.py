@@ -16,7 +16,8 @@ import pytest
 from ..core.branch_reads import entries_after_cursor, last_eligible_messages
 from ..core.ledger import fold_ledger
 from ..core.ledger_views import live_ledger, restrict_ledger
-from ..core.scope_map import fold_work_scope_map
+from ..core.records import OBSERVATIONS_DROPPED, OBSERVATIONS_RECORDED, REFLECTIONS_RECORDED
+from ..core.scope_map import SCOPE_OPENED, fold_work_scope_map
 from ..entries import SessionEntry, custom_entry
 from ..errors import MemoryRecordError
 from ..observational_memory import build_observational_memory_context_blocks, unscanned_entries
@@ -117,7 +118,7 @@ class MemoryConformance:
         b = BranchBuilder(session_id="v1")
         b.message("user")
         b.message("assistant")
-        b.custom({"type": "om.scope.opened", "id": "task:a"})
+        b.custom({"type": SCOPE_OPENED, "id": "task:a"})
         first = b.observe(covers=True)
         await store.append_many(b.entries)
         sid, leaf = "v1", b.path[-1].id
@@ -136,7 +137,7 @@ class MemoryConformance:
                 "observedAt": "2026-01-05T09:00:00Z",
             }
 
-        rec = "om.observations.recorded"
+        rec = OBSERVATIONS_RECORDED
         await self._refused(
             store, record({"type": rec, "observations": [observation("ABC", [message_id])]}), "ABC"
         )
@@ -157,7 +158,7 @@ class MemoryConformance:
             store,
             record(
                 {
-                    "type": "om.reflections.recorded",
+                    "type": REFLECTIONS_RECORDED,
                     "reflections": [
                         {"id": "bbbbbbbbbbbb", "text": "r", "observationIds": ["cccccccccccc"]}
                     ],
@@ -167,7 +168,7 @@ class MemoryConformance:
         )
         await self._refused(
             store,
-            record({"type": "om.observations.dropped", "observationIds": ["dddddddddddd"]}),
+            record({"type": OBSERVATIONS_DROPPED, "observationIds": ["dddddddddddd"]}),
             "dddddddddddd",
         )
         await self._refused(
@@ -204,7 +205,7 @@ class MemoryConformance:
         good = list(b.entries)
         bad = custom_entry(
             "v2",
-            {"type": "om.observations.dropped", "observationIds": ["ffffffffffff"]},
+            {"type": OBSERVATIONS_DROPPED, "observationIds": ["ffffffffffff"]},
             parent_id=good[-1].id,
         )
         with pytest.raises(MemoryRecordError):
