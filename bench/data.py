@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
+from prism_om.core.records import OBSERVATIONS_RECORDED
 from prism_om.entries import Role, SessionEntry, custom_entry
-from prism_om.observational_memory.records import OBSERVATIONS_RECORDED
 from prism_om.testing.generate import make_message
 
 __all__ = ["MESSAGES_PER_OBSERVATION", "SESSION_ID", "Dataset", "build_dataset", "continuation"]

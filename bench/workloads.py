@@ -8,13 +8,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from prism_om import ContextBlock
 from prism_om.entries import SessionEntry
 from prism_om.observational_memory import (
-    ContextBlock,
     build_observational_memory_context_blocks,
+    recall_observational_memory,
+    recall_observational_memory_branch_page,
 )
-from prism_om.observational_memory.page import recall_observational_memory_branch_page
-from prism_om.observational_memory.recall import recall_observational_memory
 from prism_om.stores import SessionStore, open_store
 
 from .data import SESSION_ID, Dataset

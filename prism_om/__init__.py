@@ -5,16 +5,68 @@ default; JSONL and in-memory too); observer, reflector and dropper workers keep 
 dated observations and reflections over it, each pointing at the exact entries it came
 from. Start with ``open_store``, ``Session``, ``Agent`` and
 ``create_observational_memory(...).attach(agent)``.
+
+Layers, bottom to top (a module imports only its own layer and those below; checked by
+``tests/test_layers.py``): ``entries``, ``ids``, ``errors``, ``tokens``, ``_gc`` ->
+``core`` (pure records, folds, validation and renderers) -> ``stores``, ``session``,
+``debug`` -> ``observational_memory`` (services: the entries-or-store facades, recall,
+paging, commands, scopes, revocation, settings) and ``providers`` -> ``workers`` ->
+``attach``, ``host``, ``extension``, ``funnel``, ``importers``, ``testing`` -> ``cli``.
 """
 
 from __future__ import annotations
 
-from . import observational_memory as _om
 from .attach import (
     AttachedObservationalMemory,
     CompactionContext,
     ObservationalMemory,
     create_observational_memory,
+)
+from .core.context_blocks import MEMORY_BLOCK_NAME, RECENT_MESSAGES_BLOCK_NAME, ContextBlock
+from .core.ledger import ObservationalMemoryLedger, RecordedObservation, RecordedReflection
+from .core.limits import (
+    DEFAULT_MAX_WORKER_ARGUMENT_BYTES,
+    DEFAULT_MAX_WORKER_ERROR_BYTES,
+    DEFAULT_MAX_WORKER_MESSAGE_BYTES,
+    DEFAULT_MAX_WORKER_RESULT_BYTES,
+    DEFAULT_MAX_WORKER_TOOL_CALLS,
+    DEFAULT_MAX_WORKER_TOOL_CALLS_PER_TURN,
+    DEFAULT_MAX_WORKER_TURNS,
+    FOLDED_PAYLOAD_MAX_BYTES,
+    MAX_ENTRY_BYTES,
+    MAX_OBSERVATIONS_PER_REFLECTION,
+    MAX_SOURCES_PER_OBSERVATION,
+    MAX_WORKER_ARGUMENT_BYTES_HARD_CAP,
+    MAX_WORKER_ERROR_BYTES_HARD_CAP,
+    MAX_WORKER_MESSAGE_BYTES_HARD_CAP,
+    MAX_WORKER_RESULT_BYTES_HARD_CAP,
+    MAX_WORKER_TOOL_CALLS_HARD_CAP,
+    MAX_WORKER_TOOL_CALLS_PER_TURN_HARD_CAP,
+    MAX_WORKER_TURNS_HARD_CAP,
+    PAGE_LIMIT_DEFAULT,
+    PAGE_LIMIT_HARD_CAP,
+    RECALL_SOURCES_DEFAULT_LIMIT,
+    RECALL_SOURCES_HARD_CAP,
+    RECENT_WINDOW_MAX_BYTES,
+    RENDERED_MEMORY_MAX_BYTES,
+    WORKER_LIMIT_DEFAULTS,
+    WORKER_LIMIT_HARD_CAPS,
+    MemoryWorkerLimits,
+    resolve_memory_worker_limits,
+)
+from .core.projection import ObservationalMemoryProjection
+from .core.records import FoldedMemory, Observation, Reflection
+from .core.render import render_observational_memory
+from .core.scope_map import WorkScope, WorkScopeMap, fold_work_scope_map
+from .core.sources import eligible_observation_sources, is_eligible_observation_source_entry
+from .core.work_memory import WorkMemoryProjection, project_work_memory
+from .debug import (
+    DEBUG_EVENTS,
+    ERROR_EVENTS,
+    TRACE_EVENTS,
+    WARNING_EVENTS,
+    DebugSink,
+    is_error_event,
 )
 from .entries import (
     Message,
@@ -25,39 +77,71 @@ from .entries import (
     entry_from_wire,
     message_entry,
 )
+from .errors import (
+    AmbiguousInputError,
+    BranchMismatchError,
+    CorruptStoreError,
+    DuplicateEntryError,
+    EntryNotFoundError,
+    EntryTooLargeError,
+    InvalidEntryError,
+    InvalidIdError,
+    InvalidInputError,
+    InvalidSessionIdError,
+    LimitExceededError,
+    MemoryRecordError,
+    MemoryRecordTooLargeError,
+    PageTooLargeError,
+    PrismMemoryError,
+    ReadOnlyStoreError,
+    RemovedSettingError,
+    RootExistsError,
+    ScopeDeniedError,
+    SessionMismatchError,
+    StaleCoverageError,
+    StoreBusyError,
+    StoreClosedError,
+    StoreError,
+    StoreNotFoundError,
+    StoreRuleError,
+    UnknownParentError,
+    WorkerError,
+)
 from .extension import create_observational_memory_extension
 from .funnel import funnel_child_messages_to_workspace
 from .host import Agent, AgentTool, CompactionRequest
 from .ids import create_entry_id, create_memory_id, is_memory_id
-from .observational_memory import *  # noqa: F403 - the memory API, re-exported whole
-
-# The specification's worker-limit table: each default and hard cap by its named constant.
-from .observational_memory.limits import (
-    DEFAULT_MAX_WORKER_ARGUMENT_BYTES,
-    DEFAULT_MAX_WORKER_ERROR_BYTES,
-    DEFAULT_MAX_WORKER_MESSAGE_BYTES,
-    DEFAULT_MAX_WORKER_RESULT_BYTES,
-    DEFAULT_MAX_WORKER_TOOL_CALLS,
-    DEFAULT_MAX_WORKER_TOOL_CALLS_PER_TURN,
-    DEFAULT_MAX_WORKER_TURNS,
-    FOLDED_PAYLOAD_MAX_BYTES,
-    MAX_WORKER_ARGUMENT_BYTES_HARD_CAP,
-    MAX_WORKER_ERROR_BYTES_HARD_CAP,
-    MAX_WORKER_MESSAGE_BYTES_HARD_CAP,
-    MAX_WORKER_RESULT_BYTES_HARD_CAP,
-    MAX_WORKER_TOOL_CALLS_HARD_CAP,
-    MAX_WORKER_TOOL_CALLS_PER_TURN_HARD_CAP,
-    MAX_WORKER_TURNS_HARD_CAP,
-    PAGE_LIMIT_DEFAULT,
-    PAGE_LIMIT_HARD_CAP,
-    RECENT_WINDOW_MAX_BYTES,
-    RENDERED_MEMORY_MAX_BYTES,
-    WORKER_LIMIT_DEFAULTS,
-    WORKER_LIMIT_HARD_CAPS,
+from .observational_memory import (
+    build_observational_memory_context_blocks,
+    build_observational_memory_projection,
+    create_deletion_propagator,
+    create_folded_memory_details,
+    create_memory_status_command,
+    create_memory_view_command,
+    create_observational_memory_commands,
+    create_observational_memory_compaction_strategy,
+    create_observational_memory_drop_handler,
+    create_recall_memory_tool,
+    create_work_scope_controller,
+    fold_observational_memory_ledger,
+    list_invalidated_ids,
+    merge_observational_memory_ledgers,
+    observations_uncovered_by_reflection,
+    recall_observational_memory,
+    recall_observational_memory_branch_page,
+    render_recent_message_window,
+    resolve_observational_memory_settings,
+    resolve_shared_scopes,
+    select_recent_message_entries,
+    unscanned_entries,
+    with_work_scope,
 )
+from .observational_memory.page import BranchPage
+from .observational_memory.recall import MemoryRecall
+from .observational_memory.settings import ObservationalMemorySettings
 from .providers import Provider, ProviderRequest, ScriptedProvider
 from .session import Session
-from .stores import SessionStore, open_store
+from .stores import MemoryStore, SessionStore, SessionSummary, open_store
 from .tokens import estimate_entry_tokens, estimate_message_tokens, get_estimator
 from .workers import (
     Model,
@@ -72,44 +156,93 @@ from .workers import (
 __version__ = "0.1.0"
 
 __all__ = [
+    # sessions, entries and stores
+    "Message",
+    "SessionEntry",
+    "ToolCall",
+    "compaction_entry",
+    "custom_entry",
+    "entry_from_wire",
+    "message_entry",
+    "create_entry_id",
+    "create_memory_id",
+    "is_memory_id",
+    "MemoryStore",
+    "Session",
+    "SessionStore",
+    "SessionSummary",
+    "open_store",
+    # activation, host and workers
     "Agent",
     "AgentTool",
     "AttachedObservationalMemory",
     "CompactionContext",
     "CompactionRequest",
-    "Message",
     "Model",
     "ObservationalMemory",
     "OfflineMemoryProvider",
     "Provider",
     "ProviderRequest",
     "ScriptedProvider",
-    "Session",
-    "SessionEntry",
-    "SessionStore",
-    "ToolCall",
-    "compaction_entry",
-    "create_entry_id",
-    "create_memory_id",
     "create_observational_memory",
     "create_observational_memory_extension",
     "create_observational_memory_runtime",
-    "custom_entry",
-    "entry_from_wire",
-    "estimate_entry_tokens",
-    "estimate_message_tokens",
     "funnel_child_messages_to_workspace",
-    "get_estimator",
-    "is_memory_id",
-    "message_entry",
-    "open_store",
     "resolve_input_cap",
     "run_dropper",
     "run_observer",
     "run_reflector",
-    # and every name of prism_om.observational_memory:
-    *_om.__all__,
-    # the worker-limit table:
+    "estimate_entry_tokens",
+    "estimate_message_tokens",
+    "get_estimator",
+    # the specification's key exports
+    "build_observational_memory_context_blocks",
+    "build_observational_memory_projection",
+    "create_deletion_propagator",
+    "create_folded_memory_details",
+    "create_memory_status_command",
+    "create_memory_view_command",
+    "create_observational_memory_commands",
+    "create_observational_memory_compaction_strategy",
+    "create_observational_memory_drop_handler",
+    "create_recall_memory_tool",
+    "create_work_scope_controller",
+    "eligible_observation_sources",
+    "fold_observational_memory_ledger",
+    "fold_work_scope_map",
+    "is_eligible_observation_source_entry",
+    "list_invalidated_ids",
+    "merge_observational_memory_ledgers",
+    "observations_uncovered_by_reflection",
+    "project_work_memory",
+    "recall_observational_memory",
+    "recall_observational_memory_branch_page",
+    "render_observational_memory",
+    "render_recent_message_window",
+    "resolve_memory_worker_limits",
+    "resolve_observational_memory_settings",
+    "resolve_shared_scopes",
+    "select_recent_message_entries",
+    "unscanned_entries",
+    "with_work_scope",
+    # the values they return
+    "MEMORY_BLOCK_NAME",
+    "RECENT_MESSAGES_BLOCK_NAME",
+    "BranchPage",
+    "ContextBlock",
+    "FoldedMemory",
+    "MemoryRecall",
+    "Observation",
+    "ObservationalMemoryLedger",
+    "ObservationalMemoryProjection",
+    "ObservationalMemorySettings",
+    "RecordedObservation",
+    "RecordedReflection",
+    "Reflection",
+    "WorkMemoryProjection",
+    "WorkScope",
+    "WorkScopeMap",
+    # limits: the worker-limit table and the record and recall caps
     "DEFAULT_MAX_WORKER_ARGUMENT_BYTES",
     "DEFAULT_MAX_WORKER_ERROR_BYTES",
     "DEFAULT_MAX_WORKER_MESSAGE_BYTES",
@@ -118,6 +251,9 @@ __all__ = [
     "DEFAULT_MAX_WORKER_TOOL_CALLS_PER_TURN",
     "DEFAULT_MAX_WORKER_TURNS",
     "FOLDED_PAYLOAD_MAX_BYTES",
+    "MAX_ENTRY_BYTES",
+    "MAX_OBSERVATIONS_PER_REFLECTION",
+    "MAX_SOURCES_PER_OBSERVATION",
     "MAX_WORKER_ARGUMENT_BYTES_HARD_CAP",
     "MAX_WORKER_ERROR_BYTES_HARD_CAP",
     "MAX_WORKER_MESSAGE_BYTES_HARD_CAP",
@@ -127,8 +263,47 @@ __all__ = [
     "MAX_WORKER_TURNS_HARD_CAP",
     "PAGE_LIMIT_DEFAULT",
     "PAGE_LIMIT_HARD_CAP",
+    "RECALL_SOURCES_DEFAULT_LIMIT",
+    "RECALL_SOURCES_HARD_CAP",
     "RECENT_WINDOW_MAX_BYTES",
     "RENDERED_MEMORY_MAX_BYTES",
     "WORKER_LIMIT_DEFAULTS",
     "WORKER_LIMIT_HARD_CAPS",
+    "MemoryWorkerLimits",
+    # debug events
+    "DEBUG_EVENTS",
+    "ERROR_EVENTS",
+    "TRACE_EVENTS",
+    "WARNING_EVENTS",
+    "DebugSink",
+    "is_error_event",
+    # errors
+    "AmbiguousInputError",
+    "BranchMismatchError",
+    "CorruptStoreError",
+    "DuplicateEntryError",
+    "EntryNotFoundError",
+    "EntryTooLargeError",
+    "InvalidEntryError",
+    "InvalidIdError",
+    "InvalidInputError",
+    "InvalidSessionIdError",
+    "LimitExceededError",
+    "MemoryRecordError",
+    "MemoryRecordTooLargeError",
+    "PageTooLargeError",
+    "PrismMemoryError",
+    "ReadOnlyStoreError",
+    "RemovedSettingError",
+    "RootExistsError",
+    "ScopeDeniedError",
+    "SessionMismatchError",
+    "StaleCoverageError",
+    "StoreBusyError",
+    "StoreClosedError",
+    "StoreError",
+    "StoreNotFoundError",
+    "StoreRuleError",
+    "UnknownParentError",
+    "WorkerError",
 ]

@@ -34,6 +34,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from .core.context_blocks import ContextBlock
+from .core.projection import active_memory
+from .core.relevance import observation_pool_tokens
+from .core.render import render_observational_memory
 from .debug import COMPACTION_INSUFFICIENT, COMPACTION_TRIGGER_ERROR
 from .entries import SessionEntry, compaction_entry
 from .errors import AmbiguousInputError, InvalidInputError, PrismMemoryError
@@ -43,15 +47,12 @@ from .host.context import (
     load_history_since_compaction,
     to_provider_messages,
 )
+from .observational_memory import build_observational_memory_context_blocks
 from .observational_memory.commands import (
     ObservationalMemoryCommands,
     create_observational_memory_commands,
 )
-from .observational_memory.context import ContextBlock, build_observational_memory_context_blocks
-from .observational_memory.projection import active_memory
 from .observational_memory.recall_tool import RecallMemoryTool, create_recall_memory_tool
-from .observational_memory.relevance import observation_pool_tokens
-from .observational_memory.render import render_observational_memory
 from .observational_memory.settings import (
     ObservationalMemorySettings,
     reject_removed_settings,
@@ -404,11 +405,6 @@ class AttachedObservationalMemory:
         self._runs_active = 0
         self._tasks: set[asyncio.Task[None]] = set()
         self._insufficient = False
-
-    @property
-    def session(self) -> AttachedAgent:
-        """The proxied agent (the specification's "proxied session")."""
-        return self.agent
 
     async def flush(self, **options: Any) -> FlushResult:
         """Run the pipeline now; skipped with ``run_active`` while a proxied run is in flight."""

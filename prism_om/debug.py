@@ -28,10 +28,20 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from .observational_memory.redact import Redactor, redactor
+from .core.redaction import Redactor, redactor
 
 __all__ = [
+    "APPEND_MISMATCH",
     "COMPACTION_TRIGGER_ERROR",
+    "DROPPER_TOPPED_UP",
+    "FLUSH_DONE",
+    "FLUSH_SKIPPED",
+    "FLUSH_START",
+    "MEMORY_APPENDED",
+    "SCOPE_BOUND_EVENT",
+    "WORKER_COMPLETED",
+    "WORKER_FAILED",
+    "WORKER_SKIPPED",
     "DEBUG_EVENTS",
     "ERROR_EVENTS",
     "POST_RUN_ERROR",
@@ -54,25 +64,36 @@ PROVIDER_TEXT_SANITIZED: Final = "prism:provider-text-sanitized"
 COMPACTION_INSUFFICIENT: Final = "observational-memory:compaction-insufficient"
 """A compaction left the next request at or above its gate's threshold."""
 WORKER_INPUT_TRUNCATED: Final = "om.worker.input_truncated"
+# The runtime's own events, one constant each so emitters and listeners share the name.
+WORKER_FAILED: Final = "om.worker.failed"
+APPEND_MISMATCH: Final = "om.append.mismatch"
+FLUSH_SKIPPED: Final = "om.flush.skipped"
+FLUSH_START: Final = "om.flush.start"
+FLUSH_DONE: Final = "om.flush.done"
+WORKER_SKIPPED: Final = "om.worker.skipped"
+WORKER_COMPLETED: Final = "om.worker.completed"
+SCOPE_BOUND_EVENT: Final = "om.scope.bound"
+DROPPER_TOPPED_UP: Final = "om.dropper.topped_up"
+MEMORY_APPENDED: Final = "om.append"
 
 ERROR_EVENTS: Final = frozenset(
     {
         COMPACTION_TRIGGER_ERROR,
         POST_RUN_ERROR,
-        "om.worker.failed",
-        "om.append.mismatch",
+        WORKER_FAILED,
+        APPEND_MISMATCH,
     }
 )
 TRACE_EVENTS: Final = frozenset(
     {
-        "om.flush.skipped",
-        "om.flush.start",
-        "om.flush.done",
-        "om.worker.skipped",
-        "om.worker.completed",
-        "om.scope.bound",
-        "om.dropper.topped_up",
-        "om.append",
+        FLUSH_SKIPPED,
+        FLUSH_START,
+        FLUSH_DONE,
+        WORKER_SKIPPED,
+        WORKER_COMPLETED,
+        SCOPE_BOUND_EVENT,
+        DROPPER_TOPPED_UP,
+        MEMORY_APPENDED,
         PROVIDER_TEXT_SANITIZED,
     }
 )

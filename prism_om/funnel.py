@@ -15,9 +15,9 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from .core.sources import is_eligible_observation_source_entry
 from .entries import SessionEntry, validate_session_id
 from .ids import create_entry_id
-from .observational_memory.sources import is_eligible_observation_source_entry
 from .stores.base import SessionStore
 
 __all__ = ["FunnelStore", "funnel_child_messages_to_workspace"]

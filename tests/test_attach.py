@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 
 from prism_om.attach import COMPACTION_TRIGGER_ERROR, CompactionContext, create_observational_memory
+from prism_om.core.projection import active_memory
+from prism_om.core.relevance import observation_pool_tokens
 from prism_om.errors import AmbiguousInputError, InvalidInputError, RemovedSettingError
 from prism_om.host import Agent
 from prism_om.observational_memory import (
-    active_memory,
     build_observational_memory_context_blocks,
-    observation_pool_tokens,
     recall_observational_memory,
 )
 from prism_om.providers import ProviderRequest, ScriptedProvider, TextEvent

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from prism_om.core.validation import validate_memory_record_on_branch
 from prism_om.entries import SessionEntry, custom_entry
 from prism_om.errors import MemoryRecordError
-from prism_om.observational_memory import validate_memory_record_on_branch
 from prism_om.stores import SessionStore, open_store
 from prism_om.stores._tree import TreeIndex
 from prism_om.stores.jsonl import JsonlStore

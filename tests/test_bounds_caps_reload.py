@@ -9,13 +9,10 @@ from typing import Any
 import pytest
 
 import prism_om.stores.base as base
+from prism_om import MAX_ENTRY_BYTES, MAX_SOURCES_PER_OBSERVATION
 from prism_om.entries import custom_entry
 from prism_om.errors import EntryTooLargeError, MemoryRecordTooLargeError
-from prism_om.observational_memory import (
-    MAX_ENTRY_BYTES,
-    MAX_SOURCES_PER_OBSERVATION,
-    recall_observational_memory,
-)
+from prism_om.observational_memory import recall_observational_memory
 from prism_om.testing.conformance import StoreOpener
 from prism_om.testing.generate import make_message
 

@@ -9,14 +9,11 @@ from typing import Any
 
 import pytest
 
+from prism_om import RECALL_SOURCES_DEFAULT_LIMIT, RECALL_SOURCES_HARD_CAP
+from prism_om.core.records import REFLECTIONS_RECORDED
 from prism_om.errors import AmbiguousInputError, InvalidInputError, PageTooLargeError
-from prism_om.observational_memory import (
-    RECALL_SOURCES_DEFAULT_LIMIT,
-    RECALL_SOURCES_HARD_CAP,
-    recall_observational_memory,
-)
+from prism_om.observational_memory import recall_observational_memory
 from prism_om.observational_memory.recall_tool import create_recall_memory_tool
-from prism_om.observational_memory.records import REFLECTIONS_RECORDED
 from prism_om.stores.base import SessionStore
 from prism_om.testing.conformance import StoreOpener
 from prism_om.testing.memory_conformance import load_builder

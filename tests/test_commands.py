@@ -10,8 +10,15 @@ from typing import Any
 
 import pytest
 
+from prism_om.core.context_blocks import MEMORY_BLOCK_NAME
+from prism_om.core.projection import active_memory
+from prism_om.core.render import render_observational_memory
 from prism_om.entries import SessionEntry
 from prism_om.errors import AmbiguousInputError, SessionMismatchError
+from prism_om.observational_memory import (
+    build_observational_memory_context_blocks,
+    fold_observational_memory_ledger,
+)
 from prism_om.observational_memory.commands import (
     VIEW_USAGE,
     CommandResult,
@@ -19,13 +26,6 @@ from prism_om.observational_memory.commands import (
     create_memory_view_command,
     create_observational_memory_commands,
 )
-from prism_om.observational_memory.context import (
-    MEMORY_BLOCK_NAME,
-    build_observational_memory_context_blocks,
-)
-from prism_om.observational_memory.ledger import fold_observational_memory_ledger
-from prism_om.observational_memory.projection import active_memory
-from prism_om.observational_memory.render import render_observational_memory
 from prism_om.stores.base import SessionStore
 from prism_om.testing.conformance import StoreOpener
 from prism_om.testing.memory_conformance import load_builder

@@ -7,18 +7,18 @@ from typing import Any
 
 import pytest
 
+from prism_om.core import limits as lim
+from prism_om.core.limits import (
+    MemoryWorkerLimits,
+    resolve_memory_worker_limits,
+    resolve_page_limit,
+    validate_limit,
+)
 from prism_om.errors import (
     AmbiguousInputError,
     InvalidInputError,
     LimitExceededError,
     PageTooLargeError,
-)
-from prism_om.observational_memory import limits as lim
-from prism_om.observational_memory.limits import (
-    MemoryWorkerLimits,
-    resolve_memory_worker_limits,
-    resolve_page_limit,
-    validate_limit,
 )
 
 KIB, MIB = 1024, 1024 * 1024

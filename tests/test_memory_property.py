@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from prism_om.observational_memory import fold_observational_memory_ledger, fold_work_scope_map
+from prism_om import fold_work_scope_map
+from prism_om.observational_memory import fold_observational_memory_ledger
 from prism_om.stores import open_store
 from prism_om.testing.memory_conformance import load_builder
 from prism_om.testing.om_factories import BranchBuilder, branch_builders

@@ -9,21 +9,22 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prism_om.entries import SessionEntry, compaction_entry, custom_entry, message_entry
-from prism_om.errors import EntryNotFoundError, MemoryRecordError
-from prism_om.observational_memory import (
-    Coverage,
+from prism_om import (
     ObservationalMemoryLedger,
     RecordedObservation,
     RecordedReflection,
-    build_observational_memory_projection,
     eligible_observation_sources,
-    extend_observational_memory_ledger,
-    fold_observational_memory_ledger,
     is_eligible_observation_source_entry,
+)
+from prism_om.core.ledger import Coverage, extend_observational_memory_ledger
+from prism_om.core.validation import validate_memory_record_on_branch
+from prism_om.entries import SessionEntry, compaction_entry, custom_entry, message_entry
+from prism_om.errors import EntryNotFoundError, MemoryRecordError
+from prism_om.observational_memory import (
+    build_observational_memory_projection,
+    fold_observational_memory_ledger,
     observations_uncovered_by_reflection,
     unscanned_entries,
-    validate_memory_record_on_branch,
 )
 from prism_om.testing.om_factories import BranchBuilder, branch_builders, random_builder
 
@@ -146,7 +147,7 @@ def test_fold_records_observations_reflections_drops_and_coverage() -> None:
         ledger.drop_covers_up_to_id,
     ) == (m1, o1, m2)
     assert (ledger.last_observations_entry_id, ledger.last_reflections_entry_id) == (o1, r1)
-    assert [r.id for r in ledger.undropped_observations()] == [B]
+    assert [r.id for r in ledger.live_observations()] == [B]
 
 
 def test_empty_branch_and_branch_without_memory_fold_to_the_empty_ledger() -> None:

@@ -9,30 +9,29 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from prism_om import (
+    MEMORY_BLOCK_NAME,
+    RECENT_MESSAGES_BLOCK_NAME,
+    Observation,
+    Reflection,
+    render_observational_memory,
+)
+from prism_om.core.limits import (
+    RECENT_WINDOW_MAX_BYTES,
+    RENDERED_MEMORY_MAX_BYTES,
+)
+from prism_om.core.recent_window import recent_message_window
+from prism_om.core.redaction import REDACTION_MARKER, Redactor, redact_text, redact_value
+from prism_om.core.render import render_observational_memory_details
 from prism_om.entries import SessionEntry, message_entry
 from prism_om.errors import InvalidInputError, LimitExceededError
 from prism_om.observational_memory import (
-    MEMORY_BLOCK_NAME,
-    RECENT_MESSAGES_BLOCK_NAME,
-    REDACTION_MARKER,
-    Observation,
-    Redactor,
-    Reflection,
     build_observational_memory_context_blocks,
     build_observational_memory_projection,
     create_folded_memory_details,
     create_observational_memory_compaction_strategy,
-    recent_message_window,
-    redact_text,
-    redact_value,
-    render_observational_memory,
-    render_observational_memory_details,
     render_recent_message_window,
     select_recent_message_entries,
-)
-from prism_om.observational_memory.limits import (
-    RECENT_WINDOW_MAX_BYTES,
-    RENDERED_MEMORY_MAX_BYTES,
 )
 from prism_om.testing.om_factories import BranchBuilder, branch_builders, random_builder
 from prism_om.tokens import get_estimator

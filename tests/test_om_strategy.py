@@ -7,6 +7,8 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from prism_om.core.limits import FOLDED_PAYLOAD_MAX_BYTES
+from prism_om.core.validation import validate_memory_record_on_branch
 from prism_om.entries import SessionEntry
 from prism_om.errors import (
     InvalidEntryError,
@@ -20,11 +22,9 @@ from prism_om.observational_memory import (
     create_folded_memory_details,
     create_observational_memory_compaction_strategy,
     fold_observational_memory_ledger,
-    folded_payload_bytes,
     select_recent_message_entries,
-    validate_memory_record_on_branch,
 )
-from prism_om.observational_memory.limits import FOLDED_PAYLOAD_MAX_BYTES
+from prism_om.observational_memory.folded import folded_payload_bytes
 from prism_om.testing.om_factories import BranchBuilder, branch_builders, random_builder
 from prism_om.tokens import get_estimator
 

@@ -6,9 +6,7 @@ from typing import Any
 
 import pytest
 
-from prism_om.entries import SessionEntry, compaction_entry, custom_entry, message_entry
-from prism_om.errors import MemoryRecordError, StoreRuleError
-from prism_om.observational_memory import (
+from prism_om.core.validation import (
     BranchFacts,
     IdRequirement,
     MemoryRecordNeeds,
@@ -17,6 +15,8 @@ from prism_om.observational_memory import (
     validate_memory_record,
     validate_memory_record_on_branch,
 )
+from prism_om.entries import SessionEntry, compaction_entry, custom_entry, message_entry
+from prism_om.errors import MemoryRecordError, StoreRuleError
 
 A, B, C = "aaaaaaaaaaaa", "bbbbbbbbbbbb", "cccccccccccc"
 R1 = "eeeeeeeeeeee"

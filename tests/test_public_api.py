@@ -69,3 +69,27 @@ def test_import_needs_no_optional_dependency_and_starts_nothing() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_the_package_exports_types_stores_errors_and_limits_by_name() -> None:
+    import prism_om.errors
+
+    wanted = {
+        "Session",
+        "SessionSummary",
+        "SessionEntry",
+        "SessionStore",
+        "MemoryStore",
+        "open_store",
+        "create_observational_memory",
+        "MAX_ENTRY_BYTES",
+        "MAX_SOURCES_PER_OBSERVATION",
+        "MAX_OBSERVATIONS_PER_REFLECTION",
+        "RECALL_SOURCES_DEFAULT_LIMIT",
+        "RECALL_SOURCES_HARD_CAP",
+        "WORKER_LIMIT_DEFAULTS",
+        "WORKER_LIMIT_HARD_CAPS",
+        "DebugSink",
+        *prism_om.errors.__all__,
+    }
+    assert sorted(wanted - set(prism_om.__all__)) == []

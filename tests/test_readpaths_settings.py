@@ -14,14 +14,11 @@ from typing import Any
 
 import pytest
 
+from prism_om import MEMORY_BLOCK_NAME
 from prism_om.attach import create_observational_memory
 from prism_om.errors import InvalidInputError
 from prism_om.host import Agent
-from prism_om.observational_memory import (
-    MEMORY_BLOCK_NAME,
-    create_memory_view_command,
-    create_recall_memory_tool,
-)
+from prism_om.observational_memory import create_memory_view_command, create_recall_memory_tool
 from prism_om.observational_memory.scope_controller import create_work_scope_controller
 from prism_om.observational_memory.shared_scopes import ScopeAccessEvent, SharedScopeSpec
 from prism_om.providers import ScriptedProvider

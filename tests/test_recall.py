@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from prism_om.core.ledger_views import restrict_ledger
+from prism_om.core.records import REFLECTIONS_RECORDED
 from prism_om.entries import SessionEntry
 from prism_om.errors import (
     EntryNotFoundError,
@@ -17,15 +19,13 @@ from prism_om.errors import (
     PageTooLargeError,
     PrismMemoryError,
 )
-from prism_om.observational_memory.ledger import fold_observational_memory_ledger
-from prism_om.observational_memory.page import (
-    SUMMARY_CHARS,
-    BranchPage,
+from prism_om.observational_memory import (
+    fold_observational_memory_ledger,
+    recall_observational_memory,
     recall_observational_memory_branch_page,
 )
-from prism_om.observational_memory.recall import MemoryRecall, recall_observational_memory
-from prism_om.observational_memory.records import REFLECTIONS_RECORDED
-from prism_om.stores._derived import restrict_ledger
+from prism_om.observational_memory.page import SUMMARY_CHARS, BranchPage
+from prism_om.observational_memory.recall import MemoryRecall
 from prism_om.stores.base import SessionStore
 from prism_om.testing.conformance import StoreOpener, snapshot
 from prism_om.testing.memory_conformance import load_builder

@@ -20,9 +20,11 @@ from prism_om.errors import (
     PrismMemoryError,
     SessionMismatchError,
 )
-from prism_om.observational_memory.ledger import fold_observational_memory_ledger
-from prism_om.observational_memory.page import recall_observational_memory_branch_page
-from prism_om.observational_memory.recall import recall_observational_memory
+from prism_om.observational_memory import (
+    fold_observational_memory_ledger,
+    recall_observational_memory,
+    recall_observational_memory_branch_page,
+)
 from prism_om.observational_memory.recall_tool import RecallMemoryTool, create_recall_memory_tool
 from prism_om.stores.base import SessionStore
 from prism_om.testing.conformance import StoreOpener, snapshot

@@ -7,6 +7,9 @@ from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
+from prism_om.core.context_blocks import MEMORY_BLOCK_NAME, ContextBlock
+from prism_om.core.projection import active_memory
+from prism_om.core.records import OBSERVATIONS_DROPPED
 from prism_om.entries import SessionEntry
 from prism_om.errors import (
     BranchMismatchError,
@@ -14,14 +17,10 @@ from prism_om.errors import (
     InvalidInputError,
     InvalidSessionIdError,
 )
-from prism_om.observational_memory.context import (
-    MEMORY_BLOCK_NAME,
-    ContextBlock,
+from prism_om.observational_memory import (
     build_observational_memory_context_blocks,
+    fold_observational_memory_ledger,
 )
-from prism_om.observational_memory.ledger import fold_observational_memory_ledger
-from prism_om.observational_memory.projection import active_memory
-from prism_om.observational_memory.records import OBSERVATIONS_DROPPED
 from prism_om.observational_memory.revocation import (
     TOMBSTONES_RECORDED,
     TombstoneSet,

@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 import pytest
 from test_revocation import story
 
+from prism_om.core.records import OBSERVATIONS_DROPPED
 from prism_om.entries import SessionEntry, custom_entry, message_entry
 from prism_om.errors import BranchMismatchError
-from prism_om.observational_memory.records import OBSERVATIONS_DROPPED
 from prism_om.observational_memory.revocation import (
     TombstoneSet,
     create_observational_memory_drop_handler,

@@ -251,7 +251,7 @@ async def test_lowest_relevance_dropper_runs_without_a_model_call() -> None:
     result = await rt.flush(force=True)
     assert result.dropped_observation_ids
     ledger = await session.store.ledger(session.id)
-    active = [r for r in ledger.observations if r.id not in ledger.dropped_ids]
+    active = [r for r in ledger.observations if r.id not in ledger.dropped_observation_ids]
     assert sum(len(r.observation.text) for r in active) > 0
     assert all(r.observation.id for r in active)
     assert {r.tools[0].name for r in provider.requests} == {RECORD_OBSERVATIONS}

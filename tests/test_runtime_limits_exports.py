@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import prism_om
-from prism_om.observational_memory import limits
+from prism_om.core import limits
 
 TABLE = {
     # name: (default constant, hard-cap constant, default, hard cap)

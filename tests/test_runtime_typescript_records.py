@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from prism_om import render_observational_memory
 from prism_om.attach import create_observational_memory
 from prism_om.entries import SessionEntry
 from prism_om.host import Agent
@@ -18,7 +19,6 @@ from prism_om.observational_memory import (
     build_observational_memory_context_blocks,
     fold_observational_memory_ledger,
     recall_observational_memory,
-    render_observational_memory,
 )
 from prism_om.observational_memory.recall_tool import create_recall_memory_tool
 from prism_om.providers import ScriptedProvider, TextEvent

@@ -9,24 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prism_om.entries import SessionEntry, custom_entry
-from prism_om.errors import (
-    InvalidIdError,
-    InvalidInputError,
-    InvalidSessionIdError,
-    LimitExceededError,
-    MemoryRecordError,
-    ScopeDeniedError,
-)
-from prism_om.observational_memory.context import build_observational_memory_context_blocks
-from prism_om.observational_memory.ledger import fold_observational_memory_ledger
-from prism_om.observational_memory.render import render_observational_memory
-from prism_om.observational_memory.scope_controller import (
-    WorkScopeController,
-    create_work_scope_controller,
-    with_work_scope,
-)
-from prism_om.observational_memory.scope_map import (
+from prism_om.core.render import render_observational_memory
+from prism_om.core.scope_map import (
     MAX_BINDS_PER_SCOPE,
     MAX_PRINCIPALS_PER_SCOPE,
     MAX_SCOPE_DEPTH,
@@ -39,8 +23,26 @@ from prism_om.observational_memory.scope_map import (
     memory_ref,
     parse_memory_ref,
 )
+from prism_om.core.work_memory import project_work_memory
+from prism_om.entries import SessionEntry, custom_entry
+from prism_om.errors import (
+    InvalidIdError,
+    InvalidInputError,
+    InvalidSessionIdError,
+    LimitExceededError,
+    MemoryRecordError,
+    ScopeDeniedError,
+)
+from prism_om.observational_memory import (
+    build_observational_memory_context_blocks,
+    fold_observational_memory_ledger,
+)
+from prism_om.observational_memory.scope_controller import (
+    WorkScopeController,
+    create_work_scope_controller,
+    with_work_scope,
+)
 from prism_om.observational_memory.strategy import create_observational_memory_compaction_strategy
-from prism_om.observational_memory.work_memory import project_work_memory
 from prism_om.session import Session
 from prism_om.stores.base import SessionStore
 from prism_om.testing.conformance import StoreOpener, snapshot

@@ -14,6 +14,7 @@ import pytest
 import prism_om
 from prism_om import debug as debug_module
 from prism_om.attach import COMPACTION_TRIGGER_ERROR, create_observational_memory
+from prism_om.core.redaction import REDACTION_MARKER
 from prism_om.debug import (
     DEBUG_EVENTS,
     ERROR_EVENTS,
@@ -25,7 +26,6 @@ from prism_om.debug import (
 from prism_om.errors import InvalidInputError
 from prism_om.host import Agent
 from prism_om.host.agent import CompactionRequest
-from prism_om.observational_memory import REDACTION_MARKER
 from prism_om.providers import ProviderEvent, ProviderRequest, ScriptedProvider, TextEvent
 from prism_om.session import Session
 from prism_om.stores.memory import MemoryStore

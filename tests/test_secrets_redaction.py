@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from prism_om.core.redaction import REDACTION_MARKER, Redactor
 from prism_om.entries import message_entry
-from prism_om.observational_memory import REDACTION_MARKER, Redactor, render_recent_message_window
+from prism_om.observational_memory import render_recent_message_window
 from prism_om.providers import ProviderRequest, ScriptedProvider
 from prism_om.session import Session
 from prism_om.stores.memory import MemoryStore

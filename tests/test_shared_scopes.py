@@ -7,17 +7,15 @@ from typing import Any
 
 import pytest
 
+from prism_om.core.ledger import ObservationalMemoryLedger
+from prism_om.core.scope_map import WorkScopeMap
 from prism_om.entries import SessionEntry
 from prism_om.errors import InvalidSessionIdError
-from prism_om.observational_memory.ledger import (
-    ObservationalMemoryLedger,
-    fold_observational_memory_ledger,
-)
+from prism_om.observational_memory import fold_observational_memory_ledger
 from prism_om.observational_memory.scope_controller import (
     WorkScopeController,
     create_work_scope_controller,
 )
-from prism_om.observational_memory.scope_map import WorkScopeMap
 from prism_om.observational_memory.shared_scopes import (
     BranchEntries,
     ScopeAccessEvent,

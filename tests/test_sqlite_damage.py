@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from prism_om.core.records import OBSERVATIONS_RECORDED
 from prism_om.entries import SessionEntry, message_entry
 from prism_om.errors import CorruptStoreError, StoreError
-from prism_om.observational_memory.records import OBSERVATIONS_RECORDED
 from prism_om.stores.sqlite import DAMAGED_SUFFIX, SqliteStore
 from prism_om.testing.om_factories import random_builder
 

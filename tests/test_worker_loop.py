@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from prism_om.core.limits import resolve_memory_worker_limits
+from prism_om.core.redaction import Redactor
 from prism_om.entries import message_entry
-from prism_om.observational_memory.limits import resolve_memory_worker_limits
-from prism_om.observational_memory.redact import Redactor
 from prism_om.providers import (
     DoneEvent,
     ProviderEvent,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from prism_om.core.records import Observation
 from prism_om.entries import custom_entry, message_entry
-from prism_om.observational_memory.records import Observation
 from prism_om.providers import ScriptedProvider
 from prism_om.workers import (
     RECORD_OBSERVATIONS,

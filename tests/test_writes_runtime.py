@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from prism_om.core.records import OBSERVATIONS_RECORDED
 from prism_om.entries import SessionEntry
 from prism_om.host import Agent
-from prism_om.observational_memory.records import OBSERVATIONS_RECORDED
 from prism_om.providers import ProviderEvent, ProviderRequest, ScriptedProvider
 from prism_om.session import Session
 from prism_om.stores import SessionStore, open_store

@@ -14,11 +14,10 @@ import statistics
 import tempfile
 import time
 
+from prism_om import ContextBlock, ObservationalMemoryLedger
 from prism_om.entries import SessionEntry, custom_entry
 from prism_om.ids import create_memory_id
 from prism_om.observational_memory import (
-    ContextBlock,
-    ObservationalMemoryLedger,
     build_observational_memory_context_blocks,
     fold_observational_memory_ledger,
 )

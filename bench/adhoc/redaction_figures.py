@@ -12,8 +12,8 @@ import string
 import time
 from collections.abc import Callable
 
+from prism_om.core.redaction import Redactor
 from prism_om.entries import entry_from_wire, find_lone_surrogate, message_entry
-from prism_om.observational_memory.redact import Redactor
 
 SECRETS = ['sk-live-"q"\\KEY-7781', "hunter2, the long one", "user-sk-live", "tok-123456"]
 

@@ -9,8 +9,8 @@ import traceback
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, NoReturn
 
+from ..core.limits import MAX_SAFE_INTEGER
 from ..errors import InvalidInputError, PrismMemoryError, StoreRuleError
-from ..observational_memory.limits import MAX_SAFE_INTEGER
 from .common import (
     DEFAULT_DB,
     EXIT_FAILURE,

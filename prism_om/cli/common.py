@@ -125,7 +125,7 @@ def count_argument(minimum: int, maximum: int) -> Callable[[str], int]:
 
 def entry_id_argument(text: str) -> str:
     """An argparse type: an entry id (1-256 characters)."""
-    from ..observational_memory.records import ENTRY_ID_MAX_CHARS
+    from ..core.records import ENTRY_ID_MAX_CHARS
 
     if not text or len(text) > ENTRY_ID_MAX_CHARS:
         raise argparse.ArgumentTypeError(

@@ -23,10 +23,11 @@ from typing import Any
 from rich.text import Text
 
 from ..attach import AttachedObservationalMemory, create_observational_memory
+from ..core.ledger import RecordedObservation
+from ..debug import MEMORY_APPENDED
 from ..entries import SessionEntry
 from ..host import Agent, AgentTool
 from ..observational_memory import (
-    RecordedObservation,
     recall_observational_memory,
     recall_observational_memory_branch_page,
 )
@@ -146,7 +147,9 @@ async def _replay(
         DEMO_SETTINGS,
         observation={"provider": OfflineMemoryProvider(), "model": OFFLINE_MODEL},
         reflection={"provider": OfflineMemoryProvider(), "model": OFFLINE_MODEL},
-        debug=lambda event, data: records.update([data["type"]] if event == "om.append" else []),
+        debug=lambda event, data: records.update(
+            [data["type"]] if event == MEMORY_APPENDED else []
+        ),
         debug_log=True,  # the record counts come from trace events
     )
     clock = _ReplayClock(spec["start"])
@@ -239,7 +242,7 @@ async def _tour(store: SessionStore, run: SessionRun, *, est_name: str) -> None:
     out = console()
     sid = run.session_id
     ledger = await store.ledger(sid)
-    active = ledger.undropped_observations()
+    active = ledger.live_observations()
     heading(
         f"observations recorded in {sid}",
         f"{len(ledger.observations)} in all; the dropper retired "

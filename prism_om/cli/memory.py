@@ -10,8 +10,10 @@ from typing import Any
 
 from rich.text import Text
 
+from ..core.redaction import Redactor
+from ..debug import MEMORY_APPENDED
 from ..entries import SessionEntry
-from ..observational_memory import Redactor, create_observational_memory_compaction_strategy
+from ..observational_memory import create_observational_memory_compaction_strategy
 from ..providers.base import Provider
 from ..session import Session
 from ..tokens import get_estimator
@@ -75,7 +77,7 @@ def _spinner(
     appended = {"records": 0}
 
     def sink(event: str, data: dict[str, Any]) -> None:
-        if event == "om.append":
+        if event == MEMORY_APPENDED:
             appended["records"] += 1
             status.update(f"{data.get('type', 'record')}: {appended['records']} record(s) so far")
         elif event.startswith("om.worker"):

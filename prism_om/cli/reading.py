@@ -8,19 +8,18 @@ from typing import Any
 
 from rich.text import Text
 
+from ..core.ledger import RecordedObservation, RecordedReflection
+from ..core.redaction import Redactor
 from ..entries import SessionEntry, entry_text
 from ..errors import CorruptStoreError
 from ..observational_memory import (
-    BranchPage,
-    MemoryRecall,
-    RecordedObservation,
-    RecordedReflection,
-    Redactor,
     create_memory_status_command,
     create_memory_view_command,
     recall_observational_memory,
     recall_observational_memory_branch_page,
 )
+from ..observational_memory.page import BranchPage
+from ..observational_memory.recall import MemoryRecall
 from ..stores import SessionStore, SessionSummary
 from ..stores._summary import summarize_entries, utc_timestamp
 from .common import CliUsageError, open_cli_store, require_session

@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping
 from typing import Final
 
-from ..observational_memory.redact import Redactor
+from ..core.redaction import Redactor
 
 __all__ = ["SECRETS_ENV", "SECRETS_HELP", "add_secret_option", "cli_redactor", "cli_secrets"]
 

@@ -36,32 +36,31 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from ..errors import InvalidInputError
-from ..tokens import TokenEstimator, get_estimator
-from ._source import is_store
-from .context import MEMORY_BLOCK_NAME, ContextBlock, build_observational_memory_context_blocks
-from .ledger import ObservationalMemoryLedger, fold_observational_memory_ledger
-from .limits import validate_limit
-from .projection import active_memory
-from .recall_tool import BranchSource, GetEntries
-from .recent import DEFAULT_KEEP_RECENT_ENTRIES, check_keep_recent_entries
-from .redact import Redactor, redactor
-from .relevance import observation_pool_tokens
-from .render import render_observational_memory_details
-from .scope_map import WorkScopeMap, fold_work_scope_map
-from .shared_scopes import (
-    ScopeAccessEvent,
-    SharedScopeSpec,
-    resolve_shared_scopes,
-    shared_scope_block,
-)
-from .textcap import truncate_utf8
-from .withheld import (
+from ..core.context_blocks import MEMORY_BLOCK_NAME, ContextBlock
+from ..core.ledger import ObservationalMemoryLedger, fold_ledger
+from ..core.limits import validate_limit
+from ..core.projection import active_memory
+from ..core.recent_window import DEFAULT_KEEP_RECENT_ENTRIES, check_keep_recent_entries
+from ..core.redaction import Redactor, redactor
+from ..core.relevance import observation_pool_tokens
+from ..core.render import render_observational_memory_details
+from ..core.scope_map import WorkScopeMap, fold_work_scope_map
+from ..core.text_caps import truncate_utf8
+from ..core.withheld import (
     REVOKED_MARKER,
     InvalidationSource,
     check_invalidation_source,
     resolve_invalidation,
     withheld_memory_ids,
+)
+from ..errors import InvalidInputError
+from ..tokens import TokenEstimator, get_estimator
+from ._source import BranchSource, GetEntries, build_observational_memory_context_blocks, is_store
+from .shared_scopes import (
+    ScopeAccessEvent,
+    SharedScopeSpec,
+    resolve_shared_scopes,
+    shared_scope_block,
 )
 
 if TYPE_CHECKING:
@@ -173,7 +172,7 @@ class _MemoryCommand:
                 scope_map=scope_map,
             )
         else:
-            ledger = fold_observational_memory_ledger(branch)
+            ledger = fold_ledger(branch)
             scope_map = fold_work_scope_map(branch)
             blocks = build_observational_memory_context_blocks(
                 branch,

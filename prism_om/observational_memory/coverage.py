@@ -12,56 +12,33 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Iterable, Sequence
-from typing import TYPE_CHECKING, overload
+from collections.abc import Iterable, Sequence
 
+from ..core.ledger import ObservationalMemoryLedger, fold_ledger
+from ..core.projection import active_memory
+from ..core.records import Observation
 from ..entries import SessionEntry
 from ..errors import EntryNotFoundError
-from ._source import is_store, store_session
-from .ledger import ObservationalMemoryLedger, fold_observational_memory_ledger
-from .projection import active_memory
-from .records import Observation
+from ..stores.base import SessionStore
 
-if TYPE_CHECKING:
-    from ..stores.base import SessionStore
+__all__ = [
+    "observations_uncovered_by_reflection_from_entries",
+    "observations_uncovered_by_reflection_from_store",
+    "unscanned_entries_from_entries",
+    "unscanned_entries_from_store",
+]
 
-__all__ = ["observations_uncovered_by_reflection", "unscanned_entries"]
 
-
-@overload
-def unscanned_entries(
+def unscanned_entries_from_entries(
     entries: Sequence[SessionEntry], ledger: ObservationalMemoryLedger | None = None
-) -> list[SessionEntry]: ...
-
-
-@overload
-def unscanned_entries(
-    entries: SessionStore,
-    ledger: ObservationalMemoryLedger | None = None,
-    *,
-    session_id: str,
-    leaf_id: str | None = None,
-) -> Awaitable[list[SessionEntry]]: ...
-
-
-def unscanned_entries(
-    entries: Sequence[SessionEntry] | SessionStore,
-    ledger: ObservationalMemoryLedger | None = None,
-    *,
-    session_id: str | None = None,
-    leaf_id: str | None = None,
-) -> list[SessionEntry] | Awaitable[list[SessionEntry]]:
+) -> list[SessionEntry]:
     """Entries after the observation coverage cursor of ``ledger`` (folded from ``entries``).
 
     Raises ``EntryNotFoundError`` when the cursor names no entry of ``entries``: guessing
-    would either observe the whole branch again or skip part of it. Given a store, reads
-    only the entries after the cursor.
+    would either observe the whole branch again or skip part of it.
     """
-    if is_store(entries):
-        sid = store_session(session_id, "unscanned_entries")
-        return _unscanned_from_store(entries, sid, leaf_id, ledger)
     if ledger is None:
-        ledger = fold_observational_memory_ledger(entries)
+        ledger = fold_ledger(entries)
     cursor = ledger.observation_covers_up_to_id
     if cursor is None:
         return list(entries)
@@ -73,12 +50,13 @@ def unscanned_entries(
     )
 
 
-async def _unscanned_from_store(
+async def unscanned_entries_from_store(
     store: SessionStore,
     session_id: str,
-    leaf_id: str | None,
-    ledger: ObservationalMemoryLedger | None,
+    leaf_id: str | None = None,
+    ledger: ObservationalMemoryLedger | None = None,
 ) -> list[SessionEntry]:
+    """Like ``unscanned_entries_from_entries``, reading only the entries after the cursor."""
     if ledger is None:
         ledger = await store.ledger(session_id, leaf_id)
     cursor = ledger.observation_covers_up_to_id
@@ -90,48 +68,27 @@ async def _unscanned_from_store(
         ) from None
 
 
-@overload
-def observations_uncovered_by_reflection(
+def observations_uncovered_by_reflection_from_entries(
     source: Sequence[SessionEntry] | ObservationalMemoryLedger,
     *,
     invalidated_ids: Iterable[str] | None = None,
-) -> list[Observation]: ...
-
-
-@overload
-def observations_uncovered_by_reflection(
-    source: SessionStore,
-    *,
-    session_id: str,
-    leaf_id: str | None = None,
-    invalidated_ids: Iterable[str] | None = None,
-) -> Awaitable[list[Observation]]: ...
-
-
-def observations_uncovered_by_reflection(
-    source: Sequence[SessionEntry] | ObservationalMemoryLedger | SessionStore,
-    *,
-    session_id: str | None = None,
-    leaf_id: str | None = None,
-    invalidated_ids: Iterable[str] | None = None,
-) -> list[Observation] | Awaitable[list[Observation]]:
+) -> list[Observation]:
     """Active observations recorded after the latest reflection coverage, in record order."""
-    if is_store(source):
-        sid = store_session(session_id, "observations_uncovered_by_reflection")
-        return _uncovered_from_store(source, sid, leaf_id, invalidated_ids)
-    ledger = (
-        source
-        if isinstance(source, ObservationalMemoryLedger)
-        else fold_observational_memory_ledger(source)
-    )
+    ledger = source if isinstance(source, ObservationalMemoryLedger) else fold_ledger(source)
     observations, _ = active_memory(ledger, frozenset(invalidated_ids or ()))
     coverage = ledger.reflection_coverage
     after = -1 if coverage is None else coverage.record_position
     return [r.observation for r in observations if r.recorded_position > after]
 
 
-async def _uncovered_from_store(
-    store: SessionStore, session_id: str, leaf_id: str | None, invalidated: Iterable[str] | None
+async def observations_uncovered_by_reflection_from_store(
+    store: SessionStore,
+    session_id: str,
+    leaf_id: str | None = None,
+    invalidated_ids: Iterable[str] | None = None,
 ) -> list[Observation]:
+    """Like ``observations_uncovered_by_reflection_from_entries``, over the store's ledger."""
     ledger = await store.ledger(session_id, leaf_id)
-    return observations_uncovered_by_reflection(ledger, invalidated_ids=invalidated)
+    return observations_uncovered_by_reflection_from_entries(
+        ledger, invalidated_ids=invalidated_ids
+    )

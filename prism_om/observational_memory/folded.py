@@ -11,12 +11,15 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
+from ..core.projection import (
+    ObservationalMemoryProjection,
+    build_observational_memory_projection_from_entries,
+)
+from ..core.records import FoldedMemory, Observation, Reflection
+from ..core.redaction import Redactor, redactor
+from ..core.text_caps import utf8_len
 from ..entries import SessionEntry
 from ..errors import InvalidInputError
-from .projection import ObservationalMemoryProjection, build_observational_memory_projection
-from .records import FoldedMemory, Observation, Reflection
-from .redact import Redactor, redactor
-from .textcap import utf8_len
 
 __all__ = [
     "create_folded_memory_details",
@@ -68,7 +71,9 @@ def create_folded_memory_details(
     projection = (
         source
         if isinstance(source, ObservationalMemoryProjection)
-        else build_observational_memory_projection(source, invalidated_ids=invalidated_ids)
+        else build_observational_memory_projection_from_entries(
+            source, invalidated_ids=invalidated_ids
+        )
     )
     red = redactor(secrets)
     trimmed = list(dict.fromkeys(dropped_observation_ids))

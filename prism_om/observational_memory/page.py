@@ -28,19 +28,16 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import Any, Literal
 
+from ..core.branch_reads import page_around_cursor
+from ..core.limits import PAGE_LIMIT_DEFAULT, resolve_page_limit
+from ..core.records import ENTRY_ID_MAX_CHARS
+from ..core.redaction import Redactor, redactor
+from ..core.withheld import withheld_page_message
 from ..entries import SessionEntry, entry_text
 from ..errors import InvalidIdError, InvalidInputError
-from ._source import is_store, store_session
-from .branch_reads import page_around_cursor
-from .limits import PAGE_LIMIT_DEFAULT, resolve_page_limit
-from .records import ENTRY_ID_MAX_CHARS
-from .redact import Redactor, redactor
-from .withheld import withheld_page_message
-
-if TYPE_CHECKING:
-    from ..stores.base import SessionStore
+from ..stores.base import SessionStore
 
 __all__ = [
     "SUMMARY_CHARS",
@@ -49,7 +46,8 @@ __all__ = [
     "PageDirection",
     "build_branch_page",
     "page_message",
-    "recall_observational_memory_branch_page",
+    "recall_observational_memory_branch_page_from_entries",
+    "recall_observational_memory_branch_page_from_store",
     "validate_page_request",
 ]
 
@@ -165,8 +163,7 @@ def build_branch_page(
     )
 
 
-@overload
-def recall_observational_memory_branch_page(
+def recall_observational_memory_branch_page_from_entries(
     entries: Sequence[SessionEntry],
     cursor: str,
     *,
@@ -176,52 +173,17 @@ def recall_observational_memory_branch_page(
     secrets: Iterable[str] | Redactor | None = None,
     default_limit: int = PAGE_LIMIT_DEFAULT,
     invalidated_ids: Iterable[str] | None = None,
-) -> BranchPage: ...
-
-
-@overload
-def recall_observational_memory_branch_page(
-    entries: SessionStore,
-    cursor: str,
-    *,
-    session_id: str,
-    leaf_id: str | None = None,
-    limit: int | None = None,
-    direction: PageDirection = "forward",
-    detail: PageDetail = "summary",
-    secrets: Iterable[str] | Redactor | None = None,
-    default_limit: int = PAGE_LIMIT_DEFAULT,
-    invalidated_ids: Iterable[str] | None = None,
-) -> Awaitable[BranchPage]: ...
-
-
-def recall_observational_memory_branch_page(
-    entries: Sequence[SessionEntry] | SessionStore,
-    cursor: str,
-    *,
-    session_id: str | None = None,
-    leaf_id: str | None = None,
-    limit: int | None = None,
-    direction: PageDirection = "forward",
-    detail: PageDetail = "summary",
-    secrets: Iterable[str] | Redactor | None = None,
-    default_limit: int = PAGE_LIMIT_DEFAULT,
-    invalidated_ids: Iterable[str] | None = None,
-) -> BranchPage | Awaitable[BranchPage]:
+) -> BranchPage:
     """Page eligible messages after (``forward``) or before (``backward``) ``cursor``.
 
-    Given the branch's entries (root first): pure, O(n). Given a store and ``session_id``:
-    an awaitable over ``store.page_messages()``, an indexed query on an indexed store.
-    ``invalidated_ids`` withholds the text of revoked messages (see the module docstring).
+    Over the branch's entries (root first): pure, O(n). ``invalidated_ids`` withholds the
+    text of revoked messages (see the module docstring).
     """
     cursor, size, way, level = validate_page_request(
         cursor, limit, direction, detail, default_limit
     )
     red = redactor(secrets)
     invalid = frozenset(invalidated_ids or ())
-    if is_store(entries):
-        sid = store_session(session_id, "recall_observational_memory_branch_page")
-        return _page_store(entries, sid, leaf_id, cursor, size, way, level, red, invalid)
     chosen, more = page_around_cursor(entries, cursor, size, way)
     return build_branch_page(
         chosen,
@@ -233,6 +195,31 @@ def recall_observational_memory_branch_page(
         secrets=red,
         invalidated_ids=invalid,
     )
+
+
+def recall_observational_memory_branch_page_from_store(
+    store: SessionStore,
+    session_id: str,
+    cursor: str,
+    *,
+    leaf_id: str | None = None,
+    limit: int | None = None,
+    direction: PageDirection = "forward",
+    detail: PageDetail = "summary",
+    secrets: Iterable[str] | Redactor | None = None,
+    default_limit: int = PAGE_LIMIT_DEFAULT,
+    invalidated_ids: Iterable[str] | None = None,
+) -> Awaitable[BranchPage]:
+    """A page from a store, over ``store.page_messages()`` (an indexed query where indexed).
+
+    The arguments are checked now, before anything is read; the read runs when awaited.
+    """
+    cursor, size, way, level = validate_page_request(
+        cursor, limit, direction, detail, default_limit
+    )
+    red = redactor(secrets)
+    invalid = frozenset(invalidated_ids or ())
+    return _page_store(store, session_id, leaf_id, cursor, size, way, level, red, invalid)
 
 
 async def _page_store(

@@ -42,24 +42,21 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import Any, Literal
 
-from ..entries import SessionEntry
-from ..errors import InvalidIdError, InvalidInputError, PageTooLargeError
-from ..ids import is_memory_id
-from ._source import is_store, store_session
-from .ledger import (
+from ..core.ledger import (
     ObservationalMemoryLedger,
     RecordedObservation,
     RecordedReflection,
-    fold_observational_memory_ledger,
+    fold_ledger,
 )
-from .limits import RECALL_SOURCES_DEFAULT_LIMIT, RECALL_SOURCES_HARD_CAP
-from .projection import invalidated_observation_ids
-from .redact import Redactor, redactor
-
-if TYPE_CHECKING:
-    from ..stores.base import SessionStore
+from ..core.limits import RECALL_SOURCES_DEFAULT_LIMIT, RECALL_SOURCES_HARD_CAP
+from ..core.projection import invalidated_observation_ids
+from ..core.redaction import Redactor, redactor
+from ..entries import SessionEntry
+from ..errors import InvalidIdError, InvalidInputError, PageTooLargeError
+from ..ids import is_memory_id
+from ..stores.base import SessionStore
 
 __all__ = [
     "MemoryKind",
@@ -67,7 +64,8 @@ __all__ = [
     "RecallReason",
     "check_memory_id",
     "check_sources_window",
-    "recall_observational_memory",
+    "recall_observational_memory_from_entries",
+    "recall_observational_memory_from_store",
 ]
 
 MemoryKind = Literal["observation", "reflection"]
@@ -159,8 +157,7 @@ class MemoryRecall:
         return out
 
 
-@overload
-def recall_observational_memory(
+def recall_observational_memory_from_entries(
     entries: Sequence[SessionEntry],
     memory_id: str,
     *,
@@ -169,41 +166,10 @@ def recall_observational_memory(
     extra_ledgers: Sequence[ObservationalMemoryLedger] | None = None,
     sources_offset: int = 0,
     sources_limit: int | None = None,
-) -> MemoryRecall: ...
+) -> MemoryRecall:
+    """Recall one memory id with its exact source entries, from the branch (root first).
 
-
-@overload
-def recall_observational_memory(
-    entries: SessionStore,
-    memory_id: str,
-    *,
-    session_id: str,
-    leaf_id: str | None = None,
-    invalidated_ids: Iterable[str] | None = None,
-    secrets: Iterable[str] | Redactor | None = None,
-    extra_ledgers: Sequence[ObservationalMemoryLedger] | None = None,
-    sources_offset: int = 0,
-    sources_limit: int | None = None,
-) -> Awaitable[MemoryRecall]: ...
-
-
-def recall_observational_memory(
-    entries: Sequence[SessionEntry] | SessionStore,
-    memory_id: str,
-    *,
-    session_id: str | None = None,
-    leaf_id: str | None = None,
-    invalidated_ids: Iterable[str] | None = None,
-    secrets: Iterable[str] | Redactor | None = None,
-    extra_ledgers: Sequence[ObservationalMemoryLedger] | None = None,
-    sources_offset: int = 0,
-    sources_limit: int | None = None,
-) -> MemoryRecall | Awaitable[MemoryRecall]:
-    """Recall one memory id with its exact source entries.
-
-    Given the branch's entries (root first): pure, O(n). Given a store and ``session_id``:
-    an awaitable that reads the branch's ledger and then each source with ``store.get``,
-    never the branch itself.
+    Pure, O(n). ``recall_observational_memory_from_store`` answers the same from a store.
 
     ``extra_ledgers`` (folded ledgers of granted shared scopes) let ids recorded outside
     this branch resolve; the branch's own ledger wins on an id both hold. Their sources
@@ -219,12 +185,33 @@ def recall_observational_memory(
     invalid = frozenset(invalidated_ids or ())
     red = redactor(secrets)
     extras = tuple(extra_ledgers or ())
-    if is_store(entries):
-        sid = store_session(session_id, "recall_observational_memory")
-        return _recall_store(entries, sid, leaf_id, memory_id, invalid, red, extras, window)
     by_id = {e.id: e for e in entries}
-    ledger = fold_observational_memory_ledger(entries)
+    ledger = fold_ledger(entries)
     return _recall(ledger, extras, memory_id, invalid, red, by_id.get, window)
+
+
+def recall_observational_memory_from_store(
+    store: SessionStore,
+    session_id: str,
+    memory_id: str,
+    *,
+    leaf_id: str | None = None,
+    invalidated_ids: Iterable[str] | None = None,
+    secrets: Iterable[str] | Redactor | None = None,
+    extra_ledgers: Sequence[ObservationalMemoryLedger] | None = None,
+    sources_offset: int = 0,
+    sources_limit: int | None = None,
+) -> Awaitable[MemoryRecall]:
+    """Recall from a store: the branch's ledger rows of this id, then each source by id.
+
+    The arguments are checked now, before anything is read; the reads run when awaited.
+    """
+    memory_id = check_memory_id(memory_id)
+    window = check_sources_window(sources_offset, sources_limit)
+    invalid = frozenset(invalidated_ids or ())
+    red = redactor(secrets)
+    extras = tuple(extra_ledgers or ())
+    return _recall_store(store, session_id, leaf_id, memory_id, invalid, red, extras, window)
 
 
 async def _recall_store(
@@ -295,7 +282,7 @@ def _recall_observation(
         found=True,
         text=red.text(obs.text),
         item=red.value(obs.model_dump(by_alias=True, mode="json")),
-        dropped=obs.id in owner.dropped_ids,
+        dropped=obs.id in owner.dropped_observation_ids,
         recorded_entry_id=recorded.recorded_entry_id,
         recorded_at=recorded.recorded_at,
         **page,
@@ -313,12 +300,14 @@ def _recall_reflection(
     refl = recorded.reflection
     supports: list[tuple[RecordedObservation, bool]] = []
     missing: list[str] = []
+    # A set per ledger: a reflection may rest on thousands of observations.
+    dropped = {id(lg): frozenset(lg.dropped_observation_ids) for lg in ledgers}
     for obs_id in refl.observation_ids:
         owner = next((lg for lg in ledgers if obs_id in lg.observations_by_id), None)
         if owner is None:
             missing.append(obs_id)
         else:
-            supports.append((owner.observations_by_id[obs_id], obs_id in owner.dropped_ids))
+            supports.append((owner.observations_by_id[obs_id], obs_id in dropped[id(owner)]))
     withheld = invalidated_observation_ids([r for r, _ in supports], invalid)
     if refl.id in invalid or withheld:
         return MemoryRecall(id=refl.id, kind="reflection", found=False, reason="revoked")

@@ -29,39 +29,39 @@ page carries no text. ``page_limit`` is the page size when a call gives no ``lim
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias
 
-from ..entries import SessionEntry, validate_session_id
-from ..errors import AmbiguousInputError, InvalidInputError, SessionMismatchError
+from ..core.ledger import ObservationalMemoryLedger
+from ..core.limits import PAGE_LIMIT_DEFAULT, PAGE_LIMIT_HARD_CAP, resolve_page_limit
+from ..core.redaction import Redactor, redactor
+from ..core.withheld import InvalidationSource, check_invalidation_source, resolve_invalidation
+from ..entries import validate_session_id
+from ..errors import AmbiguousInputError, InvalidInputError
 from ..ids import MEMORY_ID_PATTERN
 from ..providers.base import ToolDefinition
-from .ledger import ObservationalMemoryLedger
-from .limits import PAGE_LIMIT_DEFAULT, PAGE_LIMIT_HARD_CAP, resolve_page_limit
-from .page import recall_observational_memory_branch_page, validate_page_request
-from .recall import check_memory_id, check_sources_window, recall_observational_memory
-from .redact import Redactor, redactor
-from .withheld import InvalidationSource, check_invalidation_source, resolve_invalidation
-
-if TYPE_CHECKING:
-    from ..stores.base import SessionStore
+from ..stores.base import SessionStore
+from ._source import BranchSource, GetEntries, maybe_await
+from .page import (
+    recall_observational_memory_branch_page_from_entries,
+    recall_observational_memory_branch_page_from_store,
+    validate_page_request,
+)
+from .recall import (
+    check_memory_id,
+    check_sources_window,
+    recall_observational_memory_from_entries,
+    recall_observational_memory_from_store,
+)
 
 __all__ = [
     "RECALL_TOOL_NAME",
-    "BranchSource",
-    "GetEntries",
     "GetSharedLedgers",
     "RecallMemoryTool",
     "create_recall_memory_tool",
 ]
 
 RECALL_TOOL_NAME: Final = "recall"
-
-GetEntries: TypeAlias = Callable[
-    [str], "Awaitable[Sequence[SessionEntry]] | Sequence[SessionEntry]"
-]
-"""Host callback: the current branch (root first) of the calling session."""
 
 GetSharedLedgers: TypeAlias = Callable[
     [str],
@@ -123,62 +123,6 @@ def _parameters() -> dict[str, Any]:
             },
         },
     }
-
-
-async def _maybe_await(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
-
-
-class BranchSource:
-    """One session's current branch, from a host callback or from a store.
-
-    Shared by the recall tool and the commands. Every read first makes sure the branch
-    belongs to the calling session, so a tool or command wired to the wrong session fails
-    closed with ``SessionMismatchError`` instead of answering from someone else's memory.
-    """
-
-    def __init__(
-        self, *, get_entries: GetEntries | None = None, store: SessionStore | None = None
-    ) -> None:
-        if (get_entries is None) == (store is None):
-            raise AmbiguousInputError("pass exactly one of get_entries= or store=")
-        if get_entries is not None and not callable(get_entries):
-            raise InvalidInputError("get_entries must be callable: (session_id) -> entries")
-        self.get_entries = get_entries
-        self.store = store
-
-    async def entries(self, session_id: str) -> list[SessionEntry]:
-        """The callback's branch for ``session_id``, checked entry by entry."""
-        assert self.get_entries is not None
-        result = await _maybe_await(self.get_entries(session_id))
-        if isinstance(result, str | bytes | Mapping) or not isinstance(result, Iterable):
-            raise InvalidInputError("get_entries must return a list of SessionEntry")
-        entries = list(result)
-        for entry in entries:
-            if not isinstance(entry, SessionEntry):
-                raise InvalidInputError(
-                    f"get_entries returned a {type(entry).__name__}, not a SessionEntry"
-                )
-            if entry.session_id != session_id:
-                raise SessionMismatchError(
-                    f"get_entries({session_id!r}) returned entry {entry.id!r} of session "
-                    f"{entry.session_id!r}: the branch must be the calling session's"
-                )
-        return entries
-
-    async def check_store_session(self, session_id: str) -> SessionStore:
-        """The store, once it is known to hold ``session_id``."""
-        assert self.store is not None
-        if await self.store.leaf(session_id) is None:
-            raise SessionMismatchError(f"session {session_id!r} is not in store {self.store.url!r}")
-        return self.store
-
-    async def open(self, session_id: str) -> list[SessionEntry] | SessionStore:
-        """The calling session's branch entries, or the store once it holds the session."""
-        session_id = validate_session_id(session_id)
-        if self.store is None:
-            return await self.entries(session_id)
-        return await self.check_store_session(session_id)
 
 
 class RecallMemoryTool:
@@ -250,7 +194,7 @@ class RecallMemoryTool:
         )
         if self._source.store is None:
             entries = await self._source.entries(session_id)
-            page = recall_observational_memory_branch_page(
+            page = recall_observational_memory_branch_page_from_entries(
                 entries,
                 cursor,
                 limit=limit,
@@ -261,10 +205,10 @@ class RecallMemoryTool:
             )
         else:
             store = await self._source.check_store_session(session_id)
-            page = await recall_observational_memory_branch_page(
+            page = await recall_observational_memory_branch_page_from_store(
                 store,
+                session_id,
                 cursor,
-                session_id=session_id,
                 limit=limit,
                 direction=direction,
                 detail=detail,
@@ -280,7 +224,7 @@ class RecallMemoryTool:
         if self._source.store is None:
             entries = await self._source.entries(session_id)
             extra = await self._shared_ledgers(session_id)
-            result = recall_observational_memory(
+            result = recall_observational_memory_from_entries(
                 entries,
                 memory_id,
                 secrets=self._redactor,
@@ -291,10 +235,10 @@ class RecallMemoryTool:
         else:
             store = await self._source.check_store_session(session_id)
             extra = await self._shared_ledgers(session_id)
-            result = await recall_observational_memory(
+            result = await recall_observational_memory_from_store(
                 store,
+                session_id,
                 memory_id,
-                session_id=session_id,
                 secrets=self._redactor,
                 extra_ledgers=extra,
                 invalidated_ids=await resolve_invalidation(self._invalidated),
@@ -305,7 +249,7 @@ class RecallMemoryTool:
     async def _shared_ledgers(self, session_id: str) -> list[ObservationalMemoryLedger]:
         if self._shared is None:
             return []
-        ledgers = list(await _maybe_await(self._shared(session_id)))
+        ledgers = list(await maybe_await(self._shared(session_id)))
         for ledger in ledgers:
             if not isinstance(ledger, ObservationalMemoryLedger):
                 raise InvalidInputError(

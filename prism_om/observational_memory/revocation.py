@@ -31,10 +31,11 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
+from ..core.projection import active_memory, invalidated_observation_ids
+from ..core.records import ENTRY_ID_MAX_CHARS, OBSERVATIONS_DROPPED
 from ..entries import SessionEntry, custom_entry, validate_session_id
 from ..errors import BranchMismatchError, InvalidIdError, InvalidInputError
-from .projection import active_memory, invalidated_observation_ids
-from .records import ENTRY_ID_MAX_CHARS, OBSERVATIONS_DROPPED
+from ..session import stored_on_branch
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -253,9 +254,6 @@ def create_observational_memory_drop_handler(
             session.id, {"type": OBSERVATIONS_DROPPED, "observationIds": ids}, parent_id=leaf
         )
         await append_entry(entry)
-        # Imported here: the store layer imports this package while it loads.
-        from ..session import stored_on_branch
-
         # Not "is it the leaf": a writer appending right after it (the next turn) is fine.
         stored = await stored_on_branch(session.store, entry)
         if stored is None:

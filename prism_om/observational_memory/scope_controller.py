@@ -29,17 +29,8 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any, Protocol, Required, TypedDict, TypeVar, overload
 
-from ..entries import SessionEntry, custom_entry, validate_session_id
-from ..errors import (
-    InvalidIdError,
-    InvalidInputError,
-    LimitExceededError,
-    MemoryRecordError,
-    ScopeDeniedError,
-)
-from ..stores.base import SessionStore
-from .redact import Redactor, redactor
-from .scope_map import (
+from ..core.redaction import Redactor, redactor
+from ..core.scope_map import (
     MAX_BINDS_PER_SCOPE,
     MAX_PRINCIPALS_PER_SCOPE,
     MAX_SCOPE_DEPTH,
@@ -60,6 +51,15 @@ from .scope_map import (
     is_scope_id,
     parse_memory_ref,
 )
+from ..entries import SessionEntry, custom_entry, validate_session_id
+from ..errors import (
+    InvalidIdError,
+    InvalidInputError,
+    LimitExceededError,
+    MemoryRecordError,
+    ScopeDeniedError,
+)
+from ..stores.base import SessionStore
 
 __all__ = [
     "AppendEntry",

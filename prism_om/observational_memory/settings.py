@@ -29,6 +29,13 @@ from pydantic import (
 from pydantic.alias_generators import to_camel, to_snake
 from pydantic_core import ErrorDetails, PydanticCustomError
 
+from ..core.limits import (
+    DEFAULT_MAX_WORKER_TURNS,
+    MAX_SAFE_INTEGER,
+    MAX_WORKER_TURNS_HARD_CAP,
+    PAGE_LIMIT_DEFAULT,
+    PAGE_LIMIT_HARD_CAP,
+)
 from ..errors import (
     AmbiguousInputError,
     InvalidInputError,
@@ -37,13 +44,6 @@ from ..errors import (
     RemovedSettingError,
 )
 from ..tokens import DEFAULT_ENCODING
-from .limits import (
-    DEFAULT_MAX_WORKER_TURNS,
-    MAX_SAFE_INTEGER,
-    MAX_WORKER_TURNS_HARD_CAP,
-    PAGE_LIMIT_DEFAULT,
-    PAGE_LIMIT_HARD_CAP,
-)
 
 __all__ = [
     "DEFAULT_COMPACT_AFTER_TOKENS",

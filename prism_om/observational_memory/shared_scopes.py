@@ -42,27 +42,25 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from ..entries import SessionEntry, validate_session_id
-from ..tokens import TokenEstimator, get_estimator
-from ._source import is_store
-from .context import ContextBlock
-from .ledger import (
+from ..core.context_blocks import ContextBlock
+from ..core.ledger import (
     ObservationalMemoryLedger,
     RecordedObservation,
     RecordedReflection,
-    fold_observational_memory_ledger,
 )
-from .projection import active_memory
-from .records import Observation, Reflection
-from .redact import Redactor
-from .render import render_observational_memory
-from .scope_map import (
+from ..core.projection import active_memory
+from ..core.records import Observation, Reflection
+from ..core.redaction import Redactor
+from ..core.render import render_observational_memory
+from ..core.scope_map import (
     ROOT_SCOPE_ID,
     WorkScopeMap,
-    fold_work_scope_map,
     is_scope_id,
     memory_ref,
 )
+from ..entries import SessionEntry, validate_session_id
+from ..tokens import TokenEstimator, get_estimator
+from ._source import read_ledger_and_scopes
 
 __all__ = [
     "AccessReason",
@@ -130,7 +128,7 @@ class SharedScopeMemory:
 
     @property
     def observations(self) -> tuple[Observation, ...]:
-        return tuple(r.observation for r in self.ledger.undropped_observations())
+        return tuple(r.observation for r in self.ledger.live_observations())
 
     @property
     def reflections(self) -> tuple[Reflection, ...]:
@@ -191,24 +189,6 @@ def _bound_to(
     )
 
 
-async def _read_branch(
-    source: Any, session_id: str
-) -> tuple[ObservationalMemoryLedger, WorkScopeMap] | None:
-    """A branch's ledger and scope map, or None when it cannot be read or is empty."""
-    try:
-        if is_store(source):
-            if await source.leaf(session_id) is None:
-                return None
-            return await source.ledger(session_id), await source.scope_map(session_id)
-        entries = list(await source(session_id) or ())
-    except Exception:
-        # Any failure behind the host's boundary (missing tenant, I/O, bad id) denies.
-        return None
-    if not entries:
-        return None
-    return fold_observational_memory_ledger(entries), fold_work_scope_map(entries)
-
-
 async def _notify(
     on_access: Callable[[ScopeAccessEvent], object] | None, event: ScopeAccessEvent
 ) -> None:
@@ -231,7 +211,7 @@ async def _resolve_one(
         return deny("unknown")
     if scope_id not in scope_map.scopes:
         return deny("not_opened_locally")
-    owner_branch = await _read_branch(spec.entries, owner)
+    owner_branch = await read_ledger_and_scopes(spec.entries, owner)
     if owner_branch is None:
         return deny("unreachable")
     owner_ledger, owner_map = owner_branch
@@ -253,7 +233,7 @@ async def _resolve_one(
     for participant in scope.principals:
         if participant in (principal_id, owner):
             continue
-        branch = await _read_branch(spec.entries, participant)
+        branch = await read_ledger_and_scopes(spec.entries, participant)
         if branch is None:
             continue  # an unreachable participant contributes nothing; the owner decides
         contributors.append(participant)

@@ -7,7 +7,7 @@ supplied entry, whose summary is the rendered memory and whose ``data`` is::
      memory: {type: "om.folded", version: 1, fullFold, observations, reflections,
               droppedObservationIds}}
 
-``keepEntryIds`` is ``select_recent_message_entries`` with the strategy's
+``keepEntryIds`` is ``select_recent_message_entries_from_entries`` with the strategy's
 ``keep_recent_entries`` (and optional ``recent_message_max_tokens``), the same selection as
 the recent-messages context block, and the summary leaves out observations resting only
 on those kept messages, exactly as the memory block does.
@@ -33,23 +33,26 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.limits import FOLDED_PAYLOAD_MAX_BYTES, validate_limit
+from ..core.projection import (
+    build_observational_memory_projection_from_entries,
+    is_visible_observation,
+)
+from ..core.recent_window import (
+    DEFAULT_KEEP_RECENT_ENTRIES,
+    check_keep_recent_entries,
+    select_recent_message_entries_from_entries,
+)
+from ..core.records import COMPACTION_STRATEGY_NAME, FoldedMemory, Observation, Reflection
+from ..core.redaction import Redactor
+from ..core.relevance import lowest_relevance_order
+from ..core.render import render_observational_memory
+from ..core.scope_map import WorkScopeMap, fold_work_scope_map
+from ..core.work_memory import project_work_memory
 from ..entries import SessionEntry, compaction_entry
 from ..errors import InvalidInputError, LimitExceededError, SessionMismatchError
 from ..tokens import TokenEstimator, get_estimator
 from .folded import folded_payload_bytes, redact_memory_item
-from .limits import FOLDED_PAYLOAD_MAX_BYTES, validate_limit
-from .projection import build_observational_memory_projection, is_visible_observation
-from .recent import (
-    DEFAULT_KEEP_RECENT_ENTRIES,
-    check_keep_recent_entries,
-    select_recent_message_entries,
-)
-from .records import COMPACTION_STRATEGY_NAME, FoldedMemory, Observation, Reflection
-from .redact import Redactor
-from .relevance import lowest_relevance_order
-from .render import render_observational_memory
-from .scope_map import WorkScopeMap, fold_work_scope_map
-from .work_memory import project_work_memory
 
 __all__ = [
     "DEFAULT_OBSERVATIONS_POOL_MAX_TOKENS",
@@ -106,13 +109,13 @@ class ObservationalMemoryCompactionStrategy:
         if not entries:
             raise InvalidInputError("nothing to compact: the branch has no entries")
         est = self.estimator or get_estimator()
-        keep = select_recent_message_entries(
+        keep = select_recent_message_entries_from_entries(
             entries,
             self.keep_recent_entries,
             max_tokens=self.recent_message_max_tokens,
             estimator=est,
         )
-        projection = build_observational_memory_projection(
+        projection = build_observational_memory_projection_from_entries(
             entries, invalidated_ids=self.invalidated_ids
         )
         red = self.secrets

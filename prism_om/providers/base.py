@@ -73,7 +73,7 @@ def bound_error_text(
     Redaction runs first: cutting first could leave a secret's prefix behind. It is the
     memory redaction (every escaped form; overlapping secrets replaced as one run).
     """
-    from ..observational_memory.redact import Redactor  # imported late: no import cycle
+    from ..core.redaction import Redactor  # imported late: no import cycle
 
     text = Redactor([s for s in secrets if s], marker=_REDACTED).text(text)
     raw = text.encode("utf-8")

@@ -9,57 +9,22 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable
-from dataclasses import replace
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Literal, Protocol
 
-from ..entries import SessionEntry
-from ..observational_memory.branch_reads import (
-    entries_after_cursor,
-    last_eligible_messages,
-    page_around_cursor,
-)
-from ..observational_memory.ledger import (
+from ..core.branch_reads import entries_after_cursor, last_eligible_messages, page_around_cursor
+from ..core.ledger import (
     ObservationalMemoryLedger,
     branch_source_times,
     extend_observational_memory_ledger,
-    fold_observational_memory_ledger,
+    fold_ledger,
 )
-from ..observational_memory.scope_map import WorkScopeMap, fold_work_scope_map
+from ..core.ledger_views import live_ledger, restrict_ledger
+from ..core.scope_map import WorkScopeMap, fold_work_scope_map
+from ..entries import SessionEntry
 from ..tokens import get_estimator
 from .base import check_page_args
 
-if TYPE_CHECKING:
-    pass
-
-__all__ = [
-    "BranchDerivedReads",
-    "entries_after_cursor",
-    "last_eligible_messages",
-    "page_around_cursor",
-    "restrict_ledger",
-    "without_dropped",
-]
-
-
-def restrict_ledger(
-    ledger: ObservationalMemoryLedger, memory_ids: set[str]
-) -> ObservationalMemoryLedger:
-    """Only the observations, reflections and drops of ``memory_ids``."""
-    return ObservationalMemoryLedger(
-        observations=tuple(r for r in ledger.observations if r.id in memory_ids),
-        reflections=tuple(r for r in ledger.reflections if r.id in memory_ids),
-        dropped_observation_ids=tuple(i for i in ledger.dropped_observation_ids if i in memory_ids),
-    )
-
-
-def without_dropped(ledger: ObservationalMemoryLedger) -> ObservationalMemoryLedger:
-    """The ledger less its dropped observations and drop list: same active memory."""
-    dropped = ledger.dropped_ids
-    return replace(
-        ledger,
-        observations=tuple(r for r in ledger.observations if r.id not in dropped),
-        dropped_observation_ids=(),
-    )
+__all__ = ["BranchDerivedReads"]
 
 
 # Ledgers remembered per adapter instance, by leaf id (oldest evicted first).
@@ -90,7 +55,7 @@ class BranchDerivedReads:
         """
         branch = await self.branch(session_id, leaf_id)
         if not branch:
-            return fold_observational_memory_ledger(branch)
+            return fold_ledger(branch)
         cache: dict[str, ObservationalMemoryLedger] = self.__dict__.setdefault("_ledger_cache", {})
         start, base = 0, None
         for index in range(len(branch) - 1, -1, -1):
@@ -99,7 +64,7 @@ class BranchDerivedReads:
                 start = index + 1
                 break
         if base is None:
-            ledger = fold_observational_memory_ledger(branch)
+            ledger = fold_ledger(branch)
         else:
             ledger = extend_observational_memory_ledger(
                 base,
@@ -124,8 +89,8 @@ class BranchDerivedReads:
     async def live_ledger(
         self: _HasBranch, session_id: str, leaf_id: str | None = None
     ) -> ObservationalMemoryLedger:
-        """The ledger without its dropped observations (see ``without_dropped``)."""
-        return without_dropped(await BranchDerivedReads.ledger(self, session_id, leaf_id))
+        """The ledger without its dropped observations (see ``core.ledger_views.live_ledger``)."""
+        return live_ledger(await BranchDerivedReads.ledger(self, session_id, leaf_id))
 
     async def memory_subset(
         self: _HasBranch, session_id: str, memory_ids: Iterable[str], leaf_id: str | None = None

@@ -15,15 +15,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..observational_memory.ledger import (
+from ..core.ledger import (
     Coverage,
     ObservationalMemoryLedger,
     RecordedObservation,
     RecordedReflection,
 )
-from ..observational_memory.parse import parse_memory_record
-from ..observational_memory.records import (
+from ..core.parse import parse_memory_record
+from ..core.records import (
     FOLDED_TYPE,
+    OBSERVATIONS_DROPPED,
     OBSERVATIONS_RECORDED,
     REFLECTIONS_RECORDED,
     FoldedMemory,
@@ -232,7 +233,7 @@ def ledger_from_rows(
         dropped_observation_ids=tuple(dropped),
         observation_coverage=coverage.get(OBSERVATIONS_RECORDED),
         reflection_coverage=coverage.get(REFLECTIONS_RECORDED),
-        drop_coverage=coverage.get("om.observations.dropped"),
+        drop_coverage=coverage.get(OBSERVATIONS_DROPPED),
         last_observations_entry_id=last.get(OBSERVATIONS_RECORDED),
         last_reflections_entry_id=last.get(REFLECTIONS_RECORDED),
     )

@@ -18,6 +18,19 @@ from collections import ChainMap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..core.records import (
+    FOLDED_TYPE,
+    MEMORY_RECORD_TYPES,
+    OBSERVATIONS_RECORDED,
+    REFLECTIONS_RECORDED,
+)
+from ..core.sources import is_eligible_observation_source_entry
+from ..core.validation import (
+    BranchFacts,
+    MemoryRecordNeeds,
+    memory_record_needs,
+    validate_memory_record,
+)
 from ..entries import SessionEntry
 from ..errors import (
     DuplicateEntryError,
@@ -25,19 +38,6 @@ from ..errors import (
     RootExistsError,
     SessionMismatchError,
     UnknownParentError,
-)
-from ..observational_memory.records import (
-    FOLDED_TYPE,
-    MEMORY_RECORD_TYPES,
-    OBSERVATIONS_RECORDED,
-    REFLECTIONS_RECORDED,
-)
-from ..observational_memory.sources import is_eligible_observation_source_entry
-from ..observational_memory.validation import (
-    BranchFacts,
-    MemoryRecordNeeds,
-    memory_record_needs,
-    validate_memory_record,
 )
 from ._summary import utc_timestamp
 from .base import SessionSummary

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, Literal, Protocol, Self, runtime_checkable
 
+from ..core.limits import MAX_ENTRY_BYTES, resolve_page_limit
+from ..core.validation import check_memory_record_caps
 from ..entries import SessionEntry, check_entry_size, find_lone_surrogate, validate_session_id
 from ..errors import (
     DuplicateEntryError,
@@ -17,12 +19,10 @@ from ..errors import (
     SessionMismatchError,
     StaleCoverageError,
 )
-from ..observational_memory.limits import MAX_ENTRY_BYTES, resolve_page_limit
-from ..observational_memory.validation import check_memory_record_caps
 
 if TYPE_CHECKING:
-    from ..observational_memory.ledger import ObservationalMemoryLedger
-    from ..observational_memory.scope_map import WorkScopeMap
+    from ..core.ledger import ObservationalMemoryLedger
+    from ..core.scope_map import WorkScopeMap
 
 __all__ = [
     "ANY_MEMORY_HEAD",

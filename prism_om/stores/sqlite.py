@@ -59,6 +59,15 @@ import aiosqlite
 from pydantic import ValidationError
 
 from .._gc import collector_paused
+from ..core.ledger import ObservationalMemoryLedger
+from ..core.scope_map import WorkScopeMap, fold_work_scope_map
+from ..core.sources import ELIGIBLE_SOURCE_ROLES
+from ..core.validation import (
+    MemoryRecordNeeds,
+    branch_facts_from_entries,
+    memory_record_needs,
+    validate_memory_record,
+)
 from ..entries import SessionEntry, now_timestamp, validate_session_id
 from ..errors import (
     CorruptStoreError,
@@ -75,15 +84,6 @@ from ..errors import (
     StoreNotFoundError,
     StoreRuleError,
     UnknownParentError,
-)
-from ..observational_memory.ledger import ObservationalMemoryLedger
-from ..observational_memory.scope_map import WorkScopeMap, fold_work_scope_map
-from ..observational_memory.sources import ELIGIBLE_SOURCE_ROLES
-from ..observational_memory.validation import (
-    MemoryRecordNeeds,
-    branch_facts_from_entries,
-    memory_record_needs,
-    validate_memory_record,
 )
 from ..tokens import TokenEstimator, get_estimator
 from ._derived import BranchDerivedReads
@@ -109,16 +109,7 @@ from .base import (
     check_page_args,
 )
 
-__all__ = [
-    "AppendHook",
-    "BRANCH_PATH_CTE",
-    "DAMAGED_SUFFIX",
-    "MIGRATIONS",
-    "LeafPosition",
-    "PlacedEntry",
-    "SqliteStore",
-    "branch_rows_sql",
-]
+__all__ = ["DAMAGED_SUFFIX", "MIGRATIONS", "SqliteStore"]
 
 T = TypeVar("T")
 Params = Sequence[Any] | Mapping[str, Any]

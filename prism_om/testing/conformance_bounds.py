@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 
-from ..entries import SessionEntry, custom_entry, entry_from_wire, entry_wire_bytes
-from ..errors import EntryTooLargeError, MemoryRecordTooLargeError
-from ..observational_memory.limits import (
+from ..core.limits import (
     MAX_ENTRY_BYTES,
     MAX_OBSERVATIONS_PER_REFLECTION,
     MAX_SOURCES_PER_OBSERVATION,
 )
+from ..core.records import OBSERVATIONS_RECORDED, REFLECTIONS_RECORDED
+from ..entries import SessionEntry, custom_entry, entry_from_wire, entry_wire_bytes
+from ..errors import EntryTooLargeError, MemoryRecordTooLargeError
 from ..stores.base import SessionStore
 from .generate import make_message
 
@@ -38,7 +39,7 @@ def _chain(sid: str, count: int, prefix: str = "m") -> list[SessionEntry]:
 
 
 def _observations(parent: str, items: list[dict[str, Any]], eid: str) -> SessionEntry:
-    data = {"type": "om.observations.recorded", "observations": items}
+    data = {"type": OBSERVATIONS_RECORDED, "observations": items}
     return custom_entry("s1", data, parent_id=parent, entry_id=eid, timestamp=_TS)
 
 
@@ -92,7 +93,7 @@ class BoundsConformance:
 
         def reflection(count: int, eid: str) -> SessionEntry:
             data = {
-                "type": "om.reflections.recorded",
+                "type": REFLECTIONS_RECORDED,
                 "reflections": [
                     {
                         "id": _memory_id(10**9),

@@ -13,14 +13,14 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from ..core.branch_reads import entries_after_cursor, last_eligible_messages
+from ..core.ledger import fold_ledger
+from ..core.ledger_views import live_ledger, restrict_ledger
+from ..core.records import OBSERVATIONS_DROPPED, OBSERVATIONS_RECORDED, REFLECTIONS_RECORDED
+from ..core.scope_map import SCOPE_OPENED, fold_work_scope_map
 from ..entries import SessionEntry, custom_entry
 from ..errors import MemoryRecordError
-from ..observational_memory.branch_reads import entries_after_cursor, last_eligible_messages
-from ..observational_memory.context import build_observational_memory_context_blocks
-from ..observational_memory.coverage import unscanned_entries
-from ..observational_memory.ledger import fold_observational_memory_ledger
-from ..observational_memory.scope_map import fold_work_scope_map
-from ..stores._derived import restrict_ledger, without_dropped
+from ..observational_memory import build_observational_memory_context_blocks, unscanned_entries
 from ..stores.base import SessionStore
 from ..tokens import get_estimator
 from .conformance import StoreOpener, snapshot
@@ -49,16 +49,16 @@ class MemoryConformance:
 
     async def _check_leaf(self, store: SessionStore, sid: str, leaf: str) -> None:
         branch = await store.branch(sid, leaf)
-        assert await store.ledger(sid, leaf) == fold_observational_memory_ledger(branch)
+        assert await store.ledger(sid, leaf) == fold_ledger(branch)
         assert await store.entry_count(sid, leaf) == len(branch)
         estimator = get_estimator()
         tokens = sum(estimator.count_entry(e) for e in branch if e.kind == "message")
         assert await store.branch_tokens(sid, leaf) == tokens
-        ledger = fold_observational_memory_ledger(branch)
+        ledger = fold_ledger(branch)
         some = {r.id for r in ledger.observations[::3]} | {r.id for r in ledger.reflections[::2]}
         some |= {"ffffffffffff", *ledger.dropped_observation_ids[:2]}
         assert await store.memory_subset(sid, some, leaf) == restrict_ledger(ledger, some)
-        assert await store.live_ledger(sid, leaf) == without_dropped(ledger)
+        assert await store.live_ledger(sid, leaf) == live_ledger(ledger)
         if leaf == await store.leaf(sid):
             assert await store.memory_subset(sid, some) == restrict_ledger(ledger, some)
         picked = [e.id for e in branch[::7]] + ["no-such-entry"]
@@ -118,7 +118,7 @@ class MemoryConformance:
         b = BranchBuilder(session_id="v1")
         b.message("user")
         b.message("assistant")
-        b.custom({"type": "om.scope.opened", "id": "task:a"})
+        b.custom({"type": SCOPE_OPENED, "id": "task:a"})
         first = b.observe(covers=True)
         await store.append_many(b.entries)
         sid, leaf = "v1", b.path[-1].id
@@ -137,7 +137,7 @@ class MemoryConformance:
                 "observedAt": "2026-01-05T09:00:00Z",
             }
 
-        rec = "om.observations.recorded"
+        rec = OBSERVATIONS_RECORDED
         await self._refused(
             store, record({"type": rec, "observations": [observation("ABC", [message_id])]}), "ABC"
         )
@@ -158,7 +158,7 @@ class MemoryConformance:
             store,
             record(
                 {
-                    "type": "om.reflections.recorded",
+                    "type": REFLECTIONS_RECORDED,
                     "reflections": [
                         {"id": "bbbbbbbbbbbb", "text": "r", "observationIds": ["cccccccccccc"]}
                     ],
@@ -168,7 +168,7 @@ class MemoryConformance:
         )
         await self._refused(
             store,
-            record({"type": "om.observations.dropped", "observationIds": ["dddddddddddd"]}),
+            record({"type": OBSERVATIONS_DROPPED, "observationIds": ["dddddddddddd"]}),
             "dddddddddddd",
         )
         await self._refused(
@@ -205,13 +205,11 @@ class MemoryConformance:
         good = list(b.entries)
         bad = custom_entry(
             "v2",
-            {"type": "om.observations.dropped", "observationIds": ["ffffffffffff"]},
+            {"type": OBSERVATIONS_DROPPED, "observationIds": ["ffffffffffff"]},
             parent_id=good[-1].id,
         )
         with pytest.raises(MemoryRecordError):
             await store.append_many([*good, bad])
         assert await store.sessions() == []
         await store.append_many(good)
-        assert len((await store.ledger("v2")).observations) == len(
-            fold_observational_memory_ledger(good).observations
-        )
+        assert len((await store.ledger("v2")).observations) == len(fold_ledger(good).observations)

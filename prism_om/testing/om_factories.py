@@ -27,8 +27,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from prism_om.entries import SessionEntry, compaction_entry, custom_entry, message_entry
-from prism_om.observational_memory.records import (
+from prism_om.core.records import (
     FOLDED_TYPE,
     OBSERVATIONS_DROPPED,
     OBSERVATIONS_RECORDED,
@@ -36,6 +35,8 @@ from prism_om.observational_memory.records import (
     Observation,
     Reflection,
 )
+from prism_om.core.scope_map import SCOPE_OPENED
+from prism_om.entries import SessionEntry, compaction_entry, custom_entry, message_entry
 
 __all__ = [
     "BASE_TIME",
@@ -324,7 +325,7 @@ class BranchBuilder:
 
     def scope(self) -> SessionEntry:
         """A work-scope record: ignored by the fold, accepted untouched by validation."""
-        return self.custom({"type": "om.scope.opened", "id": f"task:{self.rng.randint(1, 99)}"})
+        return self.custom({"type": SCOPE_OPENED, "id": f"task:{self.rng.randint(1, 99)}"})
 
     def checkout(self, entry_id: str) -> None:
         """Move the leaf back to ``entry_id``; the next append forks the tree."""

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from ..core.records import OBSERVATIONS_RECORDED
 from ..entries import SessionEntry, custom_entry
 from ..errors import (
     DuplicateEntryError,
@@ -27,7 +28,6 @@ from ..errors import (
     StaleCoverageError,
 )
 from ..ids import create_memory_id
-from ..observational_memory.records import OBSERVATIONS_RECORDED
 from ..session import Session
 from ..stores.base import SessionStore
 from .generate import make_message

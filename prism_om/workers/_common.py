@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from ..observational_memory.limits import MemoryWorkerLimits, resolve_memory_worker_limits
-from ..observational_memory.redact import Redactor, redactor
+from ..core.limits import MemoryWorkerLimits, resolve_memory_worker_limits
+from ..core.redaction import Redactor, redactor
 from ..providers.base import Provider, bound_error_text
 from .loop import RequestSettings, WorkerRunError
 from .model import Model, coerce_model

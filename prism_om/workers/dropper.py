@@ -14,9 +14,9 @@ from typing import Any
 
 from typing_extensions import Unpack
 
-from ..observational_memory.records import Observation, ObservationsDropped
-from ..observational_memory.redact import Redactor
-from ..observational_memory.relevance import lowest_relevance_order
+from ..core.records import Observation, ObservationsDropped
+from ..core.redaction import Redactor
+from ..core.relevance import lowest_relevance_order
 from ..providers.base import Provider
 from ..tokens import TokenEstimator, get_estimator
 from ._common import ShortLimits, WorkerCall, direct_call

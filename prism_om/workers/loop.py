@@ -30,10 +30,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from ..core.limits import MemoryWorkerLimits
+from ..core.redaction import Redactor
 from ..entries import sanitize_surrogates_value
 from ..errors import InvalidInputError, WorkerError
-from ..observational_memory.limits import MemoryWorkerLimits
-from ..observational_memory.redact import Redactor
 from ..providers.base import (
     Provider,
     ProviderMessage,

@@ -8,10 +8,10 @@ from typing import Any
 
 from typing_extensions import Unpack
 
+from ..core.records import Observation, ObservationsRecorded
+from ..core.redaction import Redactor
+from ..core.sources import eligible_observation_sources
 from ..entries import SessionEntry
-from ..observational_memory.records import Observation, ObservationsRecorded
-from ..observational_memory.redact import Redactor
-from ..observational_memory.sources import eligible_observation_sources
 from ..providers.base import Provider
 from ..tokens import TokenEstimator, get_estimator
 from ._common import ShortLimits, WorkerCall, direct_call

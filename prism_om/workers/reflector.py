@@ -8,8 +8,8 @@ from typing import Any
 
 from typing_extensions import Unpack
 
-from ..observational_memory.records import Observation, Reflection, ReflectionsRecorded
-from ..observational_memory.redact import Redactor
+from ..core.records import Observation, Reflection, ReflectionsRecorded
+from ..core.redaction import Redactor
 from ..providers.base import Provider
 from ._common import ShortLimits, WorkerCall, direct_call
 from .loop import WorkerRun, run_worker

@@ -50,7 +50,28 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from ..debug import PROVIDER_TEXT_SANITIZED, WORKER_INPUT_TRUNCATED, DebugEmitter, DebugSink
+from ..core.limits import MemoryWorkerLimits, resolve_memory_worker_limits
+from ..core.projection import active_memory
+from ..core.records import OBSERVATIONS_DROPPED, Observation
+from ..core.redaction import Redactor
+from ..core.relevance import observation_pool_tokens
+from ..core.scope_map import SCOPE_BOUND
+from ..debug import (
+    APPEND_MISMATCH,
+    DROPPER_TOPPED_UP,
+    FLUSH_DONE,
+    FLUSH_SKIPPED,
+    FLUSH_START,
+    MEMORY_APPENDED,
+    PROVIDER_TEXT_SANITIZED,
+    SCOPE_BOUND_EVENT,
+    WORKER_COMPLETED,
+    WORKER_FAILED,
+    WORKER_INPUT_TRUNCATED,
+    WORKER_SKIPPED,
+    DebugEmitter,
+    DebugSink,
+)
 from ..entries import SessionEntry, custom_entry
 from ..errors import (
     BranchMismatchError,
@@ -58,12 +79,7 @@ from ..errors import (
     PrismMemoryError,
     StaleCoverageError,
 )
-from ..observational_memory.coverage import observations_uncovered_by_reflection
-from ..observational_memory.limits import MemoryWorkerLimits, resolve_memory_worker_limits
-from ..observational_memory.projection import active_memory
-from ..observational_memory.records import Observation
-from ..observational_memory.redact import Redactor
-from ..observational_memory.relevance import observation_pool_tokens
+from ..observational_memory import observations_uncovered_by_reflection
 from ..observational_memory.settings import (
     ObservationalMemorySettings,
     WorkerSettings,
@@ -272,7 +288,7 @@ class ObservationalMemoryRuntime:
         """Observe, reflect, bind and drop as their thresholds say (``force``: ignore the
         observe/reflect thresholds). Returns at once, skipped, while another flush runs."""
         if self._in_flight:
-            self._emit("om.flush.skipped", {"reason": "in_flight"})
+            self._emit(FLUSH_SKIPPED, {"reason": "in_flight"})
             return FlushResult("skipped", reason="in_flight")
         self._in_flight = True
         try:
@@ -281,7 +297,7 @@ class ObservationalMemoryRuntime:
             self._in_flight = False
 
     async def _flush(self, full_rebuild: bool, force: bool) -> FlushResult:
-        self._emit("om.flush.start", {"force": force, "fullReflectionRebuild": full_rebuild})
+        self._emit(FLUSH_START, {"force": force, "fullReflectionRebuild": full_rebuild})
         progress = _Progress()
         observed = await self._observe(force, progress)
         reflected = await self._reflect(force, full_rebuild, progress)
@@ -305,7 +321,7 @@ class ObservationalMemoryRuntime:
             warnings=warnings,
         )
         self._emit(
-            "om.flush.done",
+            FLUSH_DONE,
             {
                 "status": result.status,
                 "observations": len(result.observation_ids),
@@ -334,15 +350,15 @@ class ObservationalMemoryRuntime:
                 {"worker": outcome.worker, "ids": list(outcome.truncated_ids)},
             )
         if outcome.status == "skipped":
-            self._emit("om.worker.skipped", {"worker": outcome.worker, "reason": outcome.reason})
+            self._emit(WORKER_SKIPPED, {"worker": outcome.worker, "reason": outcome.reason})
         elif outcome.status == "failed":
             self._emit(
-                "om.worker.failed",
+                WORKER_FAILED,
                 {"worker": outcome.worker, "reason": outcome.reason, "error": outcome.error},
             )
         else:
             self._emit(
-                "om.worker.completed",
+                WORKER_COMPLETED,
                 {
                     "worker": outcome.worker,
                     "runs": outcome.runs,
@@ -499,9 +515,11 @@ class ObservationalMemoryRuntime:
         if not scopes.has_host_scopes:
             return
         entry = await self._append(
-            {"type": "om.scope.bound", "scopeId": scopes.current, "refs": refs}, progress
+            {"type": SCOPE_BOUND, "scopeId": scopes.current, "refs": refs}, progress
         )
-        self._emit("om.scope.bound", {"scopeId": scopes.current, "refs": refs, "entryId": entry.id})
+        self._emit(
+            SCOPE_BOUND_EVENT, {"scopeId": scopes.current, "refs": refs, "entryId": entry.id}
+        )
 
     async def _drop(self, progress: _Progress) -> WorkerOutcome:
         spec = self._workers["dropper"]
@@ -548,13 +566,13 @@ class ObservationalMemoryRuntime:
                 self.settings.context.observations_pool_max_tokens
             ):
                 extra = lowest_relevance_drop(remaining, target, est)
-                self._emit("om.dropper.topped_up", {"count": len(extra)})
+                self._emit(DROPPER_TOPPED_UP, {"count": len(extra)})
                 ids.extend(extra)
         try:
             entry = await self._append(
-                {"type": "om.observations.dropped", "observationIds": ids, "coversUpToId": leaf}
+                {"type": OBSERVATIONS_DROPPED, "observationIds": ids, "coversUpToId": leaf}
                 if leaf is not None
-                else {"type": "om.observations.dropped", "observationIds": ids},
+                else {"type": OBSERVATIONS_DROPPED, "observationIds": ids},
                 progress,
                 head,
             )
@@ -660,10 +678,10 @@ class ObservationalMemoryRuntime:
                 "store and branch" + ("; the previous leaf was restored" if restored else "")
             )
             self._last_error = self._error(message)
-            self._emit("om.append.mismatch", {"entryId": entry.id, "leaf": leaf})
+            self._emit(APPEND_MISMATCH, {"entryId": entry.id, "leaf": leaf})
             raise BranchMismatchError(message)
         progress.entry_ids.append(stored.id)
-        self._emit("om.append", {"entryId": stored.id, "type": data["type"]})
+        self._emit(MEMORY_APPENDED, {"entryId": stored.id, "type": data["type"]})
         return stored
 
     def _error(self, text: str) -> str:

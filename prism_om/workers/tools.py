@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any, Final
 
+from ..core.records import Observation, Reflection
 from ..entries import SessionEntry
 from ..ids import create_memory_id
-from ..observational_memory.records import Observation, Reflection
 from ..providers.base import ToolDefinition
 from .loop import ToolInputError, WorkerTool
 
@@ -237,7 +237,7 @@ class ObservationRecorder:
 
 
 def _instant_key(timestamp: str) -> datetime:
-    from ..observational_memory.relevance import instant
+    from ..core.relevance import instant
 
     return instant(timestamp)
 

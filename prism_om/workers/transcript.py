@@ -21,10 +21,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from ..core.records import Observation
+from ..core.redaction import Redactor
+from ..core.sources import is_eligible_observation_source_entry
 from ..entries import SessionEntry, entry_text
-from ..observational_memory.records import Observation
-from ..observational_memory.redact import Redactor
-from ..observational_memory.sources import is_eligible_observation_source_entry
 
 __all__ = [
     "TRUNCATION_MARKER",

@@ -16,30 +16,26 @@ so the window's shape stays aligned with compaction's ``keepEntryIds``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, overload
+from typing import Final
 
 from ..entries import SessionEntry, entry_text
 from ..errors import InvalidInputError
 from ..tokens import TokenEstimator, get_estimator
-from ._source import is_store, store_session
 from .limits import RECENT_WINDOW_MAX_BYTES, validate_limit
-from .redact import Redactor, redactor
+from .redaction import Redactor, redactor
 from .sources import is_eligible_observation_source_entry
-from .textcap import truncate_utf8, utf8_len
+from .text_caps import truncate_utf8, utf8_len
 from .withheld import REVOKED_MARKER
-
-if TYPE_CHECKING:
-    from ..stores.base import SessionStore
 
 __all__ = [
     "DEFAULT_KEEP_RECENT_ENTRIES",
     "RecentMessageWindow",
     "check_keep_recent_entries",
     "recent_message_window",
-    "render_recent_message_window",
-    "select_recent_message_entries",
+    "render_recent_message_window_from_entries",
+    "select_recent_message_entries_from_entries",
 ]
 
 DEFAULT_KEEP_RECENT_ENTRIES: Final = 8
@@ -80,45 +76,15 @@ def check_keep_recent_entries(value: object, name: str = "keep_recent_entries") 
     return value
 
 
-@overload
-def select_recent_message_entries(
+def select_recent_message_entries_from_entries(
     entries: Sequence[SessionEntry],
     keep_recent_entries: int = DEFAULT_KEEP_RECENT_ENTRIES,
     *,
     max_tokens: int | None = None,
     estimator: TokenEstimator | None = None,
-) -> list[SessionEntry]: ...
-
-
-@overload
-def select_recent_message_entries(
-    entries: SessionStore,
-    keep_recent_entries: int = DEFAULT_KEEP_RECENT_ENTRIES,
-    *,
-    session_id: str,
-    leaf_id: str | None = None,
-    max_tokens: int | None = None,
-    estimator: TokenEstimator | None = None,
-) -> Awaitable[list[SessionEntry]]: ...
-
-
-def select_recent_message_entries(
-    entries: Sequence[SessionEntry] | SessionStore,
-    keep_recent_entries: int = DEFAULT_KEEP_RECENT_ENTRIES,
-    *,
-    session_id: str | None = None,
-    leaf_id: str | None = None,
-    max_tokens: int | None = None,
-    estimator: TokenEstimator | None = None,
-) -> list[SessionEntry] | Awaitable[list[SessionEntry]]:
-    """The last eligible message entries of the branch, oldest first. O(n).
-
-    Given a store and ``session_id``, reads only those last messages.
-    """
+) -> list[SessionEntry]:
+    """The last eligible message entries of the branch, oldest first. O(n)."""
     keep = check_keep_recent_entries(keep_recent_entries)
-    if is_store(entries):
-        sid = store_session(session_id, "select_recent_message_entries")
-        return _select_from_store(entries, sid, leaf_id, keep, max_tokens, estimator)
     if max_tokens is not None:
         validate_limit("max_tokens", max_tokens)
     chosen: list[SessionEntry] = []
@@ -137,18 +103,6 @@ def select_recent_message_entries(
                 break
     chosen.reverse()
     return chosen
-
-
-async def _select_from_store(
-    store: SessionStore,
-    session_id: str,
-    leaf_id: str | None,
-    keep: int,
-    max_tokens: int | None,
-    estimator: TokenEstimator | None,
-) -> list[SessionEntry]:
-    recent = await store.recent_messages(session_id, keep, leaf_id)
-    return select_recent_message_entries(recent, keep, max_tokens=max_tokens, estimator=estimator)
 
 
 def _render_message(entry: SessionEntry, red: Redactor, revoked: bool = False) -> str:
@@ -175,7 +129,7 @@ def recent_message_window(
 ) -> RecentMessageWindow:
     """Select and render the recent-message window within its byte cap."""
     validate_limit("max_bytes", max_bytes, hard_cap=RECENT_WINDOW_MAX_BYTES)
-    selected = select_recent_message_entries(
+    selected = select_recent_message_entries_from_entries(
         entries, keep_recent_entries, max_tokens=max_tokens, estimator=estimator
     )
     red = redactor(secrets)
@@ -221,8 +175,7 @@ def recent_message_window(
     )
 
 
-@overload
-def render_recent_message_window(
+def render_recent_message_window_from_entries(
     entries: Sequence[SessionEntry],
     keep_recent_entries: int = DEFAULT_KEEP_RECENT_ENTRIES,
     *,
@@ -231,53 +184,8 @@ def render_recent_message_window(
     secrets: Iterable[str] | Redactor | None = None,
     max_bytes: int = RECENT_WINDOW_MAX_BYTES,
     invalidated_ids: Iterable[str] | None = None,
-) -> str: ...
-
-
-@overload
-def render_recent_message_window(
-    entries: SessionStore,
-    keep_recent_entries: int = DEFAULT_KEEP_RECENT_ENTRIES,
-    *,
-    session_id: str,
-    leaf_id: str | None = None,
-    max_tokens: int | None = None,
-    estimator: TokenEstimator | None = None,
-    secrets: Iterable[str] | Redactor | None = None,
-    max_bytes: int = RECENT_WINDOW_MAX_BYTES,
-) -> Awaitable[str]: ...
-
-
-def render_recent_message_window(
-    entries: Sequence[SessionEntry] | SessionStore,
-    keep_recent_entries: int = DEFAULT_KEEP_RECENT_ENTRIES,
-    *,
-    session_id: str | None = None,
-    leaf_id: str | None = None,
-    max_tokens: int | None = None,
-    estimator: TokenEstimator | None = None,
-    secrets: Iterable[str] | Redactor | None = None,
-    max_bytes: int = RECENT_WINDOW_MAX_BYTES,
-    invalidated_ids: Iterable[str] | None = None,
-) -> str | Awaitable[str]:
+) -> str:
     """The text of the recent-message window (see ``recent_message_window``)."""
-    if is_store(entries):
-        keep = check_keep_recent_entries(keep_recent_entries)
-        sid = store_session(session_id, "render_recent_message_window")
-
-        async def from_store(store: SessionStore) -> str:
-            recent = await store.recent_messages(sid, keep, leaf_id)
-            return render_recent_message_window(
-                recent,
-                keep,
-                max_tokens=max_tokens,
-                estimator=estimator,
-                secrets=secrets,
-                max_bytes=max_bytes,
-                invalidated_ids=invalidated_ids,
-            )
-
-        return from_store(entries)
     return recent_message_window(
         entries,
         keep_recent_entries,

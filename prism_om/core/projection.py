@@ -14,27 +14,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, overload
 
 from ..entries import SessionEntry
-from ._source import is_store, store_session
 from .ledger import (
     ObservationalMemoryLedger,
     RecordedObservation,
     RecordedReflection,
-    fold_observational_memory_ledger,
+    fold_ledger,
 )
 from .records import FoldedMemory, Observation, Reflection
-
-if TYPE_CHECKING:
-    from ..stores.base import SessionStore
 
 __all__ = [
     "ObservationalMemoryProjection",
     "active_memory",
-    "build_observational_memory_projection",
+    "build_observational_memory_projection_from_entries",
     "invalidated_observation_ids",
     "is_visible_observation",
 ]
@@ -72,7 +67,7 @@ def active_memory(
     """Active observations and reflections of ``ledger``, in record order."""
     invalid = frozenset(invalidated_ids or ())
     withheld = invalidated_observation_ids(ledger.observations, invalid) | invalid
-    observations = [r for r in ledger.undropped_observations() if r.id not in withheld]
+    observations = [r for r in ledger.live_observations() if r.id not in withheld]
     reflections = [
         r
         for r in ledger.reflections
@@ -88,43 +83,14 @@ def is_visible_observation(observation: Observation, recent_entry_ids: Collectio
     )
 
 
-@overload
-def build_observational_memory_projection(
+def build_observational_memory_projection_from_entries(
     entries: Sequence[SessionEntry] | ObservationalMemoryLedger,
     *,
     invalidated_ids: Iterable[str] | None = None,
     recent_entry_ids: Iterable[str] | None = None,
-) -> ObservationalMemoryProjection: ...
-
-
-@overload
-def build_observational_memory_projection(
-    entries: SessionStore,
-    *,
-    session_id: str,
-    leaf_id: str | None = None,
-    invalidated_ids: Iterable[str] | None = None,
-    recent_entry_ids: Iterable[str] | None = None,
-) -> Awaitable[ObservationalMemoryProjection]: ...
-
-
-def build_observational_memory_projection(
-    entries: Sequence[SessionEntry] | ObservationalMemoryLedger | SessionStore,
-    *,
-    session_id: str | None = None,
-    leaf_id: str | None = None,
-    invalidated_ids: Iterable[str] | None = None,
-    recent_entry_ids: Iterable[str] | None = None,
-) -> ObservationalMemoryProjection | Awaitable[ObservationalMemoryProjection]:
-    """Project a branch (entries root first, its folded ledger, or a store). O(n)."""
-    if is_store(entries):
-        sid = store_session(session_id, "build_observational_memory_projection")
-        return _project_store(entries, sid, leaf_id, invalidated_ids, recent_entry_ids)
-    ledger = (
-        entries
-        if isinstance(entries, ObservationalMemoryLedger)
-        else fold_observational_memory_ledger(entries)
-    )
+) -> ObservationalMemoryProjection:
+    """Project a branch (entries root first, or its folded ledger). O(n), pure."""
+    ledger = entries if isinstance(entries, ObservationalMemoryLedger) else fold_ledger(entries)
     observations, reflections = active_memory(ledger, frozenset(invalidated_ids or ()))
     active_obs = tuple(r.observation for r in observations)
     active_refl = tuple(r.reflection for r in reflections)
@@ -136,18 +102,4 @@ def build_observational_memory_projection(
         visible_observations=tuple(o for o in active_obs if is_visible_observation(o, recent)),
         visible_reflections=active_refl,
         folded=FoldedMemory(observations=list(active_obs), reflections=list(active_refl)),
-    )
-
-
-async def _project_store(
-    store: SessionStore,
-    session_id: str,
-    leaf_id: str | None,
-    invalidated_ids: Iterable[str] | None,
-    recent_entry_ids: Iterable[str] | None,
-) -> ObservationalMemoryProjection:
-    return build_observational_memory_projection(
-        await store.ledger(session_id, leaf_id),
-        invalidated_ids=invalidated_ids,
-        recent_entry_ids=recent_entry_ids,
     )

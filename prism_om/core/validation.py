@@ -56,8 +56,6 @@ from .records import (
 from .sources import is_eligible_observation_source_entry
 
 __all__ = [
-    "BranchFacts",
-    "IdRequirement",
     "MemoryRecordNeeds",
     "branch_facts_from_entries",
     "check_memory_record_caps",

@@ -10,6 +10,16 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from ..entries import WireModel
 from ..ids import MEMORY_ID_PATTERN
+from .scope_map import (
+    SCOPE_BOUND,
+    SCOPE_CLOSED,
+    SCOPE_ENTERED,
+    SCOPE_GRANTED,
+    SCOPE_LEFT,
+    SCOPE_OPENED,
+    SCOPE_REVOKED,
+    SCOPE_UNBOUND,
+)
 
 __all__ = [
     "COMPACTION_STRATEGY_NAME",
@@ -42,14 +52,14 @@ COMPACTION_STRATEGY_NAME = "observational-memory"
 MEMORY_RECORD_TYPES = frozenset({OBSERVATIONS_RECORDED, REFLECTIONS_RECORDED, OBSERVATIONS_DROPPED})
 SCOPE_RECORD_TYPES = frozenset(
     {
-        "om.scope.opened",
-        "om.scope.closed",
-        "om.scope.entered",
-        "om.scope.left",
-        "om.scope.bound",
-        "om.scope.unbound",
-        "om.scope.granted",
-        "om.scope.revoked",
+        SCOPE_OPENED,
+        SCOPE_CLOSED,
+        SCOPE_ENTERED,
+        SCOPE_LEFT,
+        SCOPE_BOUND,
+        SCOPE_UNBOUND,
+        SCOPE_GRANTED,
+        SCOPE_REVOKED,
     }
 )
 

@@ -35,9 +35,9 @@ from typing import Final
 
 from .limits import RENDERED_MEMORY_MAX_BYTES, validate_limit
 from .records import PRIORITY_RANK, Observation, Reflection
-from .redact import Redactor, redactor
+from .redaction import Redactor, redactor
 from .relevance import instant, lowest_relevance_order
-from .textcap import truncate_utf8, utf8_len
+from .text_caps import truncate_utf8, utf8_len
 
 __all__ = [
     "MEMORY_TITLE",

@@ -14,7 +14,7 @@ from ..entries import SessionEntry
 from ..errors import EntryNotFoundError, InvalidInputError
 from .sources import is_eligible_observation_source_entry
 
-__all__ = ["entries_after_cursor", "last_eligible_messages", "page_around_cursor"]
+__all__ = ["entries_after_cursor", "last_eligible_messages"]
 
 
 def last_eligible_messages(branch: Sequence[SessionEntry], count: int) -> list[SessionEntry]:

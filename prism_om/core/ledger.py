@@ -29,13 +29,11 @@ validate records at append time, so a branch read back from a store never does.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, overload
 
 from ..entries import SessionEntry
-from ._source import is_store, store_session
 from .parse import parse_memory_record
 from .records import (
     FoldedMemory,
@@ -47,18 +45,14 @@ from .records import (
     dated_observation,
 )
 
-if TYPE_CHECKING:
-    from ..stores.base import SessionStore
-
 __all__ = [
     "Coverage",
-    "LedgerBuilder",
     "ObservationalMemoryLedger",
     "RecordedObservation",
     "RecordedReflection",
     "branch_source_times",
     "extend_observational_memory_ledger",
-    "fold_observational_memory_ledger",
+    "fold_ledger",
 ]
 
 
@@ -137,13 +131,9 @@ class ObservationalMemoryLedger:
     def reflections_by_id(self) -> dict[str, RecordedReflection]:
         return {r.id: r for r in self.reflections}
 
-    @cached_property
-    def dropped_ids(self) -> frozenset[str]:
-        return frozenset(self.dropped_observation_ids)
-
-    def undropped_observations(self) -> list[RecordedObservation]:
+    def live_observations(self) -> list[RecordedObservation]:
         """Recorded observations that no drop retired, in record order."""
-        dropped = self.dropped_ids
+        dropped = frozenset(self.dropped_observation_ids)
         return [r for r in self.observations if r.id not in dropped]
 
 
@@ -228,33 +218,8 @@ class LedgerBuilder:
         )
 
 
-@overload
-def fold_observational_memory_ledger(
-    entries: Iterable[SessionEntry],
-) -> ObservationalMemoryLedger: ...
-
-
-@overload
-def fold_observational_memory_ledger(
-    entries: SessionStore, *, session_id: str, leaf_id: str | None = None
-) -> Awaitable[ObservationalMemoryLedger]: ...
-
-
-def fold_observational_memory_ledger(
-    entries: Iterable[SessionEntry] | SessionStore,
-    *,
-    session_id: str | None = None,
-    leaf_id: str | None = None,
-) -> ObservationalMemoryLedger | Awaitable[ObservationalMemoryLedger]:
-    """Fold a branch's entries (root first) into its ledger. O(n), pure.
-
-    Given a store and ``session_id`` instead, returns an awaitable of ``store.ledger()``,
-    which an indexed store answers from its fold tables.
-    """
-    if is_store(entries):
-        return entries.ledger(
-            store_session(session_id, "fold_observational_memory_ledger"), leaf_id
-        )
+def fold_ledger(entries: Iterable[SessionEntry]) -> ObservationalMemoryLedger:
+    """Fold a branch's entries (root first) into its ledger. O(n), pure."""
     branch = entries if isinstance(entries, Sequence) else list(entries)
     builder = LedgerBuilder(source_time=branch_source_times(branch))
     for position, entry in enumerate(branch):

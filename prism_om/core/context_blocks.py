@@ -19,34 +19,31 @@ revoked message in the recent window shows ``[revoked]`` in place of its text.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, overload
+from typing import Final
 
 from ..entries import SessionEntry
 from ..tokens import TokenEstimator, get_estimator
-from ._source import is_store, store_session
-from .ledger import ObservationalMemoryLedger, fold_observational_memory_ledger
-from .projection import build_observational_memory_projection
-from .recent import (
+from .ledger import ObservationalMemoryLedger, fold_ledger
+from .projection import build_observational_memory_projection_from_entries
+from .recent_window import (
     DEFAULT_KEEP_RECENT_ENTRIES,
     check_keep_recent_entries,
     recent_message_window,
-    select_recent_message_entries,
+    select_recent_message_entries_from_entries,
 )
-from .redact import Redactor, redactor
+from .redaction import Redactor, redactor
 from .render import render_observational_memory_details
 from .scope_map import WorkScopeMap, fold_work_scope_map
 from .work_memory import project_work_memory
-
-if TYPE_CHECKING:
-    from ..stores.base import SessionStore
 
 __all__ = [
     "MEMORY_BLOCK_NAME",
     "RECENT_MESSAGES_BLOCK_NAME",
     "ContextBlock",
-    "build_observational_memory_context_blocks",
+    "BlockOptions",
+    "build_observational_memory_context_blocks_from_entries",
     "context_blocks_from_parts",
 ]
 
@@ -69,8 +66,7 @@ class ContextBlock:
     """Rendered reflection then observation ids (memory block only)."""
 
 
-@overload
-def build_observational_memory_context_blocks(
+def build_observational_memory_context_blocks_from_entries(
     entries: Sequence[SessionEntry],
     *,
     keep_recent_entries: int = DEFAULT_KEEP_RECENT_ENTRIES,
@@ -80,61 +76,23 @@ def build_observational_memory_context_blocks(
     estimator: TokenEstimator | None = None,
     passive: bool = False,
     scope_map: WorkScopeMap | None = None,
-) -> list[ContextBlock]: ...
-
-
-@overload
-def build_observational_memory_context_blocks(
-    entries: SessionStore,
-    *,
-    session_id: str,
-    leaf_id: str | None = None,
-    keep_recent_entries: int = DEFAULT_KEEP_RECENT_ENTRIES,
-    recent_message_max_tokens: int | None = None,
-    invalidated_ids: Iterable[str] | None = None,
-    secrets: Iterable[str] | Redactor | None = None,
-    estimator: TokenEstimator | None = None,
-    passive: bool = False,
-    scope_map: WorkScopeMap | None = None,
-) -> Awaitable[list[ContextBlock]]: ...
-
-
-def build_observational_memory_context_blocks(
-    entries: Sequence[SessionEntry] | SessionStore,
-    *,
-    session_id: str | None = None,
-    leaf_id: str | None = None,
-    keep_recent_entries: int = DEFAULT_KEEP_RECENT_ENTRIES,
-    recent_message_max_tokens: int | None = None,
-    invalidated_ids: Iterable[str] | None = None,
-    secrets: Iterable[str] | Redactor | None = None,
-    estimator: TokenEstimator | None = None,
-    passive: bool = False,
-    scope_map: WorkScopeMap | None = None,
-) -> list[ContextBlock] | Awaitable[list[ContextBlock]]:
-    """The context blocks for a branch, in injection order.
-
-    Given entries (root first): O(n), pure. Given a store and ``session_id``: an awaitable
-    that reads the branch's ledger and its last ``keep_recent_entries`` messages only.
-    """
+) -> list[ContextBlock]:
+    """The context blocks for a branch (entries root first), in injection order. O(n), pure."""
     keep = check_keep_recent_entries(keep_recent_entries)
     # Read twice (recent window, projection): a one-shot iterator must not run dry.
     invalid = frozenset(invalidated_ids or ())
-    options = _BlockOptions(keep, recent_message_max_tokens, invalid, secrets, estimator)
-    if is_store(entries):
-        sid = store_session(session_id, "build_observational_memory_context_blocks")
-        return _blocks_from_store(entries, sid, leaf_id, options, passive, scope_map)
+    options = BlockOptions(keep, recent_message_max_tokens, invalid, secrets, estimator)
     if passive:
         return []
-    recent = select_recent_message_entries(entries, keep)
+    recent = select_recent_message_entries_from_entries(entries, keep)
     scopes = scope_map if scope_map is not None else fold_work_scope_map(entries)
-    return context_blocks_from_parts(
-        fold_observational_memory_ledger(entries), recent, options, scope_map=scopes
-    )
+    return context_blocks_from_parts(fold_ledger(entries), recent, options, scope_map=scopes)
 
 
 @dataclass(frozen=True)
-class _BlockOptions:
+class BlockOptions:
+    """The caller's context settings, shared by the entries and store paths."""
+
     keep_recent_entries: int
     recent_message_max_tokens: int | None
     invalidated_ids: Iterable[str] | None
@@ -142,33 +100,10 @@ class _BlockOptions:
     estimator: TokenEstimator | None
 
 
-async def _blocks_from_store(
-    store: SessionStore,
-    session_id: str,
-    leaf_id: str | None,
-    options: _BlockOptions,
-    passive: bool,
-    scope_map: WorkScopeMap | None,
-) -> list[ContextBlock]:
-    if passive:
-        return []
-    # Without invalidated ids, the dropped observations cannot change what is shown, so
-    # the store reads only the live ones; a revocation must see the full ledger (a
-    # reflection resting on a dropped, revoked observation is still withheld).
-    if options.invalidated_ids:
-        ledger = await store.ledger(session_id, leaf_id)
-    else:
-        ledger = await store.live_ledger(session_id, leaf_id)
-    recent = await store.recent_messages(session_id, options.keep_recent_entries, leaf_id)
-    if scope_map is None:
-        scope_map = await store.scope_map(session_id, leaf_id)
-    return context_blocks_from_parts(ledger, recent, options, scope_map=scope_map)
-
-
 def context_blocks_from_parts(
     ledger: ObservationalMemoryLedger,
     recent: Sequence[SessionEntry],
-    options: _BlockOptions,
+    options: BlockOptions,
     *,
     scope_map: WorkScopeMap | None = None,
 ) -> list[ContextBlock]:
@@ -187,7 +122,7 @@ def context_blocks_from_parts(
         secrets=red,
         invalidated_ids=options.invalidated_ids,
     )
-    projection = build_observational_memory_projection(
+    projection = build_observational_memory_projection_from_entries(
         ledger,
         invalidated_ids=options.invalidated_ids,
         recent_entry_ids=window.complete_entry_ids,
