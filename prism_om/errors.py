@@ -70,7 +70,26 @@ __all__ = [
 
 
 class PrismMemoryError(Exception):
-    """Root of every error raised by prism_om."""
+    """Root of every error raised by prism_om.
+
+    Besides its message, an error carries what it is about, as httpx's errors carry
+    their ``request``: ``entry_id``, ``session_id``, ``memory_id`` and ``url`` (the
+    store's), each None when it does not apply or is not known where it was raised.
+    """
+
+    def __init__(
+        self,
+        *args: object,
+        entry_id: str | None = None,
+        session_id: str | None = None,
+        memory_id: str | None = None,
+        url: str | None = None,
+    ) -> None:
+        super().__init__(*args)
+        self.entry_id = entry_id
+        self.session_id = session_id
+        self.memory_id = memory_id
+        self.url = url
 
 
 class InvalidInputError(PrismMemoryError, ValueError):
