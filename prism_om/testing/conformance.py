@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
-import pytest
-
 from ..entries import SessionEntry
 from ..errors import (
     DuplicateEntryError,
@@ -26,6 +24,7 @@ from ..errors import (
 from ..stores._summary import latest_timestamp, summarize_entries, utc_timestamp
 from ..stores.base import SessionStore, SessionSummary
 from ..stores.memory import MemoryStore
+from ._requires import pytest
 from .conformance_bounds import BoundsConformance
 from .generate import LeafOp, Op, generate_ops, make_message
 from .write_conformance import WriteConformance

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from ..core.limits import (
     MAX_ENTRY_BYTES,
     MAX_OBSERVATIONS_PER_REFLECTION,
@@ -20,6 +18,7 @@ from ..core.records import OBSERVATIONS_RECORDED, REFLECTIONS_RECORDED
 from ..entries import SessionEntry, custom_entry, entry_from_wire, entry_wire_bytes
 from ..errors import EntryTooLargeError, MemoryRecordTooLargeError
 from ..stores.base import SessionStore
+from ._requires import pytest
 from .generate import make_message
 
 __all__ = ["BoundsConformance"]

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-import pytest
-
 from ..core.branch_reads import entries_after_cursor, last_eligible_messages
 from ..core.ledger import fold_ledger
 from ..core.ledger_views import live_ledger, restrict_ledger
@@ -23,6 +21,7 @@ from ..errors import MemoryRecordError
 from ..observational_memory import build_observational_memory_context_blocks, unscanned_entries
 from ..stores.base import SessionStore
 from ..tokens import get_estimator
+from ._requires import pytest
 from .conformance import StoreOpener, snapshot
 from .om_factories import BranchBuilder, random_builder
 

@@ -25,8 +25,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from hypothesis import strategies as st
-
 from prism_om.core.records import (
     FOLDED_TYPE,
     OBSERVATIONS_DROPPED,
@@ -37,6 +35,7 @@ from prism_om.core.records import (
 )
 from prism_om.core.scope_map import SCOPE_OPENED
 from prism_om.entries import SessionEntry, compaction_entry, custom_entry, message_entry
+from prism_om.testing._requires import st
 
 __all__ = [
     "BASE_TIME",

@@ -16,8 +16,6 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import pytest
-
 from ..core.records import OBSERVATIONS_RECORDED
 from ..entries import SessionEntry, custom_entry
 from ..errors import (
@@ -30,6 +28,7 @@ from ..errors import (
 from ..ids import create_memory_id
 from ..session import Session
 from ..stores.base import SessionStore
+from ._requires import pytest
 from .generate import make_message
 
 if TYPE_CHECKING:
