@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from ..errors import StoreNotFoundError
+from ..errors import InvalidInputError, StoreNotFoundError
 from ..stores import SessionStore, open_store, parse_store_url
 
 __all__ = [
@@ -33,7 +33,7 @@ EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
-class CliUsageError(Exception):
+class CliUsageError(InvalidInputError):
     """Bad input the CLI itself detects (exit code 2)."""
 
 
