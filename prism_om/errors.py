@@ -246,7 +246,7 @@ class ImportFormatError(InvalidInputError):
     ``str(error)`` reads ``"<path>: line 7: <reason>"`` for JSON lines, ``"<path>: index 3:
     <reason>"`` for an item of a JSON array, or ``"<path>: <reason>"`` for the file as a
     whole. The parts are kept as attributes (``path``, ``reason``, ``line``, ``index``, and
-    ``entry_id`` when the record named one) for callers that render their own message.
+    ``entry_id`` and ``session_id`` when known) for callers that render their own message.
     """
 
     def __init__(
@@ -257,6 +257,7 @@ class ImportFormatError(InvalidInputError):
         line: int | None = None,
         index: int | None = None,
         entry_id: str | None = None,
+        session_id: str | None = None,
     ) -> None:
         self.path = path
         self.reason = reason
@@ -268,7 +269,7 @@ class ImportFormatError(InvalidInputError):
             where = f"{path}: index {index}"
         else:
             where = path
-        super().__init__(f"{where}: {reason}", entry_id=entry_id)
+        super().__init__(f"{where}: {reason}", entry_id=entry_id, session_id=session_id)
 
     def __reduce__(self) -> tuple[object, ...]:
         # Keyword-only attributes would otherwise be lost when the error is pickled.

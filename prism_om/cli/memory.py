@@ -241,7 +241,11 @@ async def _refuse_empty_summary(
         fix = "observe it first"
     problem = f"{why}: a compaction now folds {messages} message(s) into an empty summary"
     if not force:
-        raise CliUsageError(f"{problem}; {fix}, or pass --force to compact anyway")
+        raise CliUsageError(
+            f"{problem}; {fix}, or pass --force to compact anyway",
+            session_id=session.id,
+            url=session.store.url,
+        )
     error_console().print(f"prism-om: warning: {problem} (--force given)")
 
 

@@ -100,7 +100,8 @@ def validate_page_request(
             else f"{cursor[:40]!r}... ({len(cursor):,} characters)"
         )
         raise InvalidIdError(
-            f"cursor must be an entry id (1-{ENTRY_ID_MAX_CHARS} characters), got {shown}"
+            f"cursor must be an entry id (1-{ENTRY_ID_MAX_CHARS} characters), got {shown}",
+            entry_id=cursor if isinstance(cursor, str) else None,
         )
     if direction not in ("forward", "backward"):
         raise InvalidInputError(f"direction must be 'forward' or 'backward', got {direction!r}")
