@@ -522,5 +522,7 @@ def check_entry_size(entry: SessionEntry, max_bytes: int) -> None:
     if size > max_bytes:
         raise EntryTooLargeError(
             f"entry {entry.id!r} of session {entry.session_id!r} is {size:,} bytes serialised, "
-            f"above the hard cap of {max_bytes:,} bytes (MAX_ENTRY_BYTES)"
+            f"above the hard cap of {max_bytes:,} bytes (MAX_ENTRY_BYTES)",
+            entry_id=entry.id,
+            session_id=entry.session_id,
         )

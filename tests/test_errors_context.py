@@ -16,10 +16,17 @@ from prism_om.cli.app import _describe, _exit_code
 from prism_om.cli.common import EXIT_FAILURE, EXIT_USAGE, CliUsageError, require_session
 from prism_om.cli.memory import WorkerRunFailed
 from prism_om.core.records import REFLECTIONS_RECORDED
-from prism_om.entries import SessionEntry, custom_entry, entry_from_wire, message_entry
+from prism_om.entries import (
+    SessionEntry,
+    check_entry_size,
+    custom_entry,
+    entry_from_wire,
+    message_entry,
+)
 from prism_om.errors import (
     BranchMismatchError,
     EntryNotFoundError,
+    EntryTooLargeError,
     ImportFormatError,
     InvalidEntryError,
     InvalidIdError,
@@ -305,3 +312,10 @@ def test_worker_run_error_pickles_with_its_reason() -> None:
         "tool_calls",
         "s1",
     )
+
+
+def test_an_entry_above_its_size_cap_names_the_entry_and_session() -> None:
+    entry = message_entry("s1", "user", "x" * 2000)
+    with pytest.raises(EntryTooLargeError) as caught:
+        check_entry_size(entry, 1000)
+    assert (caught.value.entry_id, caught.value.session_id) == (entry.id, "s1")

@@ -117,7 +117,7 @@ def page_message(
 ) -> dict[str, Any]:
     """One message of a page: id, role, timestamp and text (cut in summary detail)."""
     if entry.message is None:  # page_around_cursor / page_messages return messages only
-        raise InvalidInputError(f"entry {entry.id!r} is not a message")
+        raise InvalidInputError(f"entry {entry.id!r} is not a message", entry_id=entry.id)
     red = redactor(secrets)
     item: dict[str, Any] = {
         "id": entry.id,
