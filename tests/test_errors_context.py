@@ -6,7 +6,7 @@ import importlib
 import inspect
 import pickle
 import pkgutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -319,3 +319,18 @@ def test_an_entry_above_its_size_cap_names_the_entry_and_session() -> None:
     with pytest.raises(EntryTooLargeError) as caught:
         check_entry_size(entry, 1000)
     assert (caught.value.entry_id, caught.value.session_id) == (entry.id, "s1")
+
+
+def test_bad_provider_arguments_are_invalid_input_still_value_errors() -> None:
+    from prism_om.providers import ProviderMessage
+    from prism_om.providers.openai_compat import OpenAICompatibleProvider
+
+    refusals: list[Callable[[], object]] = [
+        lambda: ProviderMessage(role="tool", content="x"),
+        lambda: ScriptedProvider([], then="loop"),  # type: ignore[arg-type]
+        lambda: OpenAICompatibleProvider(base_url="http://x", model="m", timeout=0),
+    ]
+    for refuse in refusals:
+        with pytest.raises(InvalidInputError) as caught:
+            refuse()
+        assert isinstance(caught.value, ValueError)
