@@ -84,6 +84,7 @@ from .errors import (
     DuplicateEntryError,
     EntryNotFoundError,
     EntryTooLargeError,
+    ImportFormatError,
     InvalidEntryError,
     InvalidIdError,
     InvalidInputError,
@@ -97,6 +98,7 @@ from .errors import (
     RemovedSettingError,
     RootExistsError,
     ScopeDeniedError,
+    SessionExistsError,
     SessionMismatchError,
     StaleCoverageError,
     StoreBusyError,
@@ -106,6 +108,7 @@ from .errors import (
     StoreRuleError,
     UnknownParentError,
     WorkerError,
+    WorkerRunError,
 )
 from .extension import create_observational_memory_extension
 from .funnel import funnel_child_messages_to_workspace
@@ -139,7 +142,7 @@ from .observational_memory import (
 from .observational_memory.page import BranchPage
 from .observational_memory.recall import MemoryRecall
 from .observational_memory.settings import ObservationalMemorySettings
-from .providers import Provider, ProviderRequest, ScriptedProvider
+from .providers import Provider, ProviderError, ProviderRequest, ScriptedProvider
 from .session import Session
 from .stores import MemoryStore, SessionStore, SessionSummary, open_store
 from .tokens import estimate_entry_tokens, estimate_message_tokens, get_estimator
@@ -306,4 +309,8 @@ __all__ = [
     "StoreRuleError",
     "UnknownParentError",
     "WorkerError",
+    "WorkerRunError",
+    "ImportFormatError",
+    "SessionExistsError",
+    "ProviderError",
 ]

@@ -67,10 +67,13 @@ def validate_session_id(session_id: object) -> str:
     if not isinstance(session_id, str) or not SESSION_ID_PATTERN.fullmatch(session_id):
         raise InvalidSessionIdError(
             f"invalid session id {session_id!r}: use 1-128 characters of [A-Za-z0-9._:-], "
-            "starting with a letter or digit"
+            "starting with a letter or digit",
+            session_id=session_id if isinstance(session_id, str) else None,
         )
     if ".." in session_id:
-        raise InvalidSessionIdError(f"invalid session id {session_id!r}: '..' is not allowed")
+        raise InvalidSessionIdError(
+            f"invalid session id {session_id!r}: '..' is not allowed", session_id=session_id
+        )
     return session_id
 
 
@@ -366,11 +369,16 @@ def entry_from_wire(wire: object, *, where: str = "entry") -> SessionEntry:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
         ident = wire.get("id") if isinstance(wire, dict) else None
+        session = wire.get("sessionId") if isinstance(wire, dict) else None
         label = f"{where} {ident!r}" if ident else where
         if field:
             label += f": field {field!r}"
         message = first["msg"].removeprefix("Value error, ")
-        raise InvalidEntryError(f"{label}: {message}") from None
+        raise InvalidEntryError(
+            f"{label}: {message}",
+            entry_id=ident if isinstance(ident, str) else None,
+            session_id=session if isinstance(session, str) else None,
+        ) from None
 
 
 def entry_text(entry: SessionEntry) -> str:
@@ -477,7 +485,11 @@ def entry_wire_bytes(entry: SessionEntry) -> int:
     try:
         return len(SessionEntry.__pydantic_serializer__.to_json(entry, by_alias=True))
     except PydanticSerializationError as exc:
-        raise InvalidEntryError(f"entry {entry.id!r} cannot be serialised: {exc}") from None
+        raise InvalidEntryError(
+            f"entry {entry.id!r} cannot be serialised: {exc}",
+            entry_id=entry.id,
+            session_id=entry.session_id,
+        ) from None
 
 
 def _cheap_size_bound(entry: SessionEntry) -> int | None:
@@ -510,5 +522,7 @@ def check_entry_size(entry: SessionEntry, max_bytes: int) -> None:
     if size > max_bytes:
         raise EntryTooLargeError(
             f"entry {entry.id!r} of session {entry.session_id!r} is {size:,} bytes serialised, "
-            f"above the hard cap of {max_bytes:,} bytes (MAX_ENTRY_BYTES)"
+            f"above the hard cap of {max_bytes:,} bytes (MAX_ENTRY_BYTES)",
+            entry_id=entry.id,
+            session_id=entry.session_id,
         )

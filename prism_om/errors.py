@@ -9,10 +9,14 @@ The hierarchy::
     │   ├── InvalidSessionIdError    a session id that is not a safe name
     │   ├── AmbiguousInputError      a request that names two things, or none
     │   ├── PageTooLargeError        a page limit above its hard cap
-    │   └── LimitExceededError       any other cap of the specification
-    │       ├── EntryTooLargeError   an entry above MAX_ENTRY_BYTES serialised
-    │       └── MemoryRecordTooLargeError  a record citing more ids than its cap
-    │                                (also a MemoryRecordError)
+    │   ├── LimitExceededError       any other cap of the specification
+    │   │   ├── EntryTooLargeError   an entry above MAX_ENTRY_BYTES serialised
+    │   │   └── MemoryRecordTooLargeError  a record citing more ids than its cap
+    │   │                            (also a MemoryRecordError)
+    │   ├── ImportFormatError        a transcript file an importer cannot read (path, line)
+    │   ├── SessionExistsError       an import into a session that already has entries
+    │   ├── ToolInputError*          a worker tool call its input does not support
+    │   └── CliUsageError*           a command line the CLI refuses (exit code 2)
     ├── StoreRuleError               an append or move the tree does not allow
     │   ├── DuplicateEntryError      the entry id already exists in the store
     │   ├── UnknownParentError       the parent id is in no session of the store
@@ -29,8 +33,20 @@ The hierarchy::
     │   ├── StoreClosedError         use after close()
     │   ├── StoreNotFoundError       opening a store that does not exist, without create
     │   └── ReadOnlyStoreError       a write to a store opened read-only
-    └── WorkerError                  a memory worker broke one of its limits
+    ├── WorkerError                  a memory worker run failed
+    │   ├── WorkerRunError           a broken worker limit or failing part (``reason``)
+    │   └── WorkerRunFailed*         a CLI flush whose worker failed (exit code 1)
+    └── ProviderError*               a model call failed (``status``, ``provider_id``)
+        └── ScriptExhaustedError*    a scripted provider asked for one turn too many
 
+A ``*`` marks a class defined beside the code that raises it, not here:
+``ProviderError`` and ``ScriptExhaustedError`` in ``prism_om.providers`` (the message is
+redacted with the memory redaction, a layer above this module), ``ToolInputError`` in
+``prism_om.workers``, ``CliUsageError`` and ``WorkerRunFailed`` in ``prism_om.cli``.
+``prism_om`` exports every class a library user catches, ``ProviderError`` included.
+
+Each error carries what it is about as attributes (None when unknown where it was
+raised): ``entry_id``, ``session_id``, ``memory_id`` and the store's ``url``.
 ``RemovedSettingError`` (a removed pre-0.1.5 settings key) derives from both
 ``PrismMemoryError`` and ``TypeError``, as the specification asks for a ``TypeError``.
 """
@@ -44,6 +60,7 @@ __all__ = [
     "DuplicateEntryError",
     "EntryNotFoundError",
     "EntryTooLargeError",
+    "ImportFormatError",
     "InvalidEntryError",
     "InvalidIdError",
     "InvalidInputError",
@@ -58,6 +75,7 @@ __all__ = [
     "RootExistsError",
     "ScopeDeniedError",
     "StaleCoverageError",
+    "SessionExistsError",
     "SessionMismatchError",
     "StoreBusyError",
     "StoreClosedError",
@@ -66,6 +84,7 @@ __all__ = [
     "StoreRuleError",
     "UnknownParentError",
     "WorkerError",
+    "WorkerRunError",
 ]
 
 
@@ -199,3 +218,70 @@ class EntryTooLargeError(LimitExceededError):
 
 class MemoryRecordTooLargeError(LimitExceededError, MemoryRecordError):
     """A memory record citing more sources or observations than its hard cap."""
+
+
+class WorkerRunError(WorkerError):
+    """A worker run failed; ``reason`` names the broken limit or the failing part.
+
+    The message has known secrets redacted and is bounded by ``max_worker_error_bytes``.
+    """
+
+    def __init__(self, reason: str, message: str, *, session_id: str | None = None) -> None:
+        super().__init__(message, session_id=session_id)
+        self.reason = reason
+        self.message = message
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Two positional arguments, but ``args`` holds one: rebuild from the attributes.
+        return (_rebuild_worker_run_error, (self.reason, self.message), self.__dict__)
+
+
+def _rebuild_worker_run_error(reason: str, message: str) -> WorkerRunError:
+    return WorkerRunError(reason, message)
+
+
+class ImportFormatError(InvalidInputError):
+    """A file that is not a transcript of the expected format; nothing was written.
+
+    ``str(error)`` reads ``"<path>: line 7: <reason>"`` for JSON lines, ``"<path>: index 3:
+    <reason>"`` for an item of a JSON array, or ``"<path>: <reason>"`` for the file as a
+    whole. The parts are kept as attributes (``path``, ``reason``, ``line``, ``index``, and
+    ``entry_id`` and ``session_id`` when known) for callers that render their own message.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        reason: str,
+        *,
+        line: int | None = None,
+        index: int | None = None,
+        entry_id: str | None = None,
+        session_id: str | None = None,
+    ) -> None:
+        self.path = path
+        self.reason = reason
+        self.line = line
+        self.index = index
+        if line is not None:
+            where = f"{path}: line {line}"
+        elif index is not None:
+            where = f"{path}: index {index}"
+        else:
+            where = path
+        super().__init__(f"{where}: {reason}", entry_id=entry_id, session_id=session_id)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Keyword-only attributes would otherwise be lost when the error is pickled.
+        where = (self.path, self.reason, self.line, self.index)
+        return (_rebuild_import_format_error, where, self.__dict__)
+
+
+def _rebuild_import_format_error(
+    path: str, reason: str, line: int | None, index: int | None
+) -> ImportFormatError:
+    return ImportFormatError(path, reason, line=line, index=index)
+
+
+class SessionExistsError(InvalidInputError):
+    """An explicitly named target session that already has entries: an import never mixes."""

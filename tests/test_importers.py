@@ -526,7 +526,7 @@ async def test_bad_json_line_names_file_and_line_and_writes_nothing(tmp_path: Pa
         await import_conversation(store, path)
     error = caught.value
     assert isinstance(error, InvalidInputError)
-    assert (error.file, error.line) == (str(path), 3)
+    assert (error.path, error.line) == (str(path), 3)
     assert str(error).startswith(f"{path}: line 3: invalid JSON")
     assert store.batches == [] and await store.sessions() == []
 

@@ -266,15 +266,13 @@ def _exit_code(exc: BaseException) -> int:
 
 
 def _describe(exc: BaseException) -> str:
-    if isinstance(exc, CliUsageError | PrismMemoryError):
+    if isinstance(exc, PrismMemoryError):  # CliUsageError and WorkerRunFailed included
         return str(exc)
     if isinstance(exc, OSError):
         return f"{exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''}"
     if isinstance(exc, ImportError):
         return str(exc)
     name = type(exc).__name__
-    if name == "WorkerRunFailed":
-        return str(exc)
     return f"unexpected {name}: {exc} (rerun with --debug for the traceback)"
 
 

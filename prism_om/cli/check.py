@@ -47,9 +47,9 @@ async def cmd_check(args: argparse.Namespace) -> None:
     url = store_url(args.db)
     scheme, path = parse_store_url(url)
     if scheme == "memory":
-        raise CliUsageError("a memory: store keeps nothing on disk to check")
+        raise CliUsageError("a memory: store keeps nothing on disk to check", url=url)
     if not _exists(path):
-        raise CliUsageError(f"no store at {path!r} ({url})")
+        raise CliUsageError(f"no store at {path!r} ({url})", url=url)
     if scheme == "jsonl":
         await _check_jsonl(path, args)
     else:
@@ -127,7 +127,8 @@ async def _check_jsonl(path: str, args: argparse.Namespace) -> None:
         raise CorruptStoreError(
             f"{len(damaged)} damaged session(s) in jsonl:{path}: "
             f"{', '.join(r.session_id for r in damaged)}; 'prism-om check --repair' cuts "
-            "each back to its last valid entry after copying it to a backup"
+            "each back to its last valid entry after copying it to a backup",
+            url=f"jsonl:{path}",
         )
 
 
@@ -333,7 +334,8 @@ async def _check_sqlite(path: str, args: argparse.Namespace) -> None:
                     out.print(f"DAMAGED  {problem}", markup=False)
             raise CorruptStoreError(
                 f"sqlite:{path} failed PRAGMA quick_check ({len(problems)} problem(s)); "
-                "'prism-om check --repair' copies its readable sessions into a new file"
+                "'prism-om check --repair' copies its readable sessions into a new file",
+                url=f"sqlite:{path}",
             )
         return
     if healthy:
@@ -351,7 +353,8 @@ async def _check_sqlite(path: str, args: argparse.Namespace) -> None:
     except StoreError as exc:
         _remove(target)
         raise CorruptStoreError(
-            f"sqlite:{path} cannot be opened to copy its sessions ({exc}); the backup is {backup}"
+            f"sqlite:{path} cannot be opened to copy its sessions ({exc}); the backup is {backup}",
+            url=f"sqlite:{path}",
         ) from exc
     finally:
         _remove(scratch)

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from ..errors import StoreNotFoundError
+from ..errors import InvalidInputError, StoreNotFoundError
 from ..stores import SessionStore, open_store, parse_store_url
 
 __all__ = [
@@ -33,7 +33,7 @@ EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
-class CliUsageError(Exception):
+class CliUsageError(InvalidInputError):
     """Bad input the CLI itself detects (exit code 2)."""
 
 
@@ -60,14 +60,15 @@ async def open_cli_store(
     if writing and scheme == "memory":
         raise CliUsageError(
             f"--db {db!r} is an in-memory store: nothing written to it would last past this "
-            "command; pass a sqlite: file or a jsonl: directory"
+            "command; pass a sqlite: file or a jsonl: directory",
+            url=url,
         )
     if not create and scheme != "memory" and not _exists(path):
-        raise CliUsageError(_missing(path, url))
+        raise CliUsageError(_missing(path, url), url=url)
     try:
         opened = await open_store(url, read_only=not writing, create=create)
     except StoreNotFoundError as exc:
-        raise CliUsageError(f"{exc}; {_missing(path, url)}") from exc
+        raise CliUsageError(f"{exc}; {_missing(path, url)}", url=url) from exc
     async with opened as store:
         yield store
 
@@ -93,7 +94,11 @@ async def require_session(store: SessionStore, session_id: str) -> None:
         hint = f"; sessions: {', '.join(known[:5])}" if known else "; the store is empty"
         if len(known) > 5:
             hint += f", ... ({len(known)} in all)"
-        raise CliUsageError(f"no session {session_id!r} in {store.url}{hint}")
+        raise CliUsageError(
+            f"no session {session_id!r} in {store.url}{hint}",
+            session_id=session_id,
+            url=store.url,
+        )
 
 
 # -- argument types: a bad value is a one-line usage error (exit 2) naming the argument ------

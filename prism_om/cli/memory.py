@@ -13,6 +13,7 @@ from rich.text import Text
 from ..core.redaction import Redactor
 from ..debug import MEMORY_APPENDED
 from ..entries import SessionEntry
+from ..errors import WorkerError
 from ..observational_memory import create_observational_memory_compaction_strategy
 from ..providers.base import Provider
 from ..session import Session
@@ -35,7 +36,7 @@ __all__ = [
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 
 
-class WorkerRunFailed(Exception):
+class WorkerRunFailed(WorkerError):
     """A flush whose worker failed (exit code 1); what it did record is printed first."""
 
 
@@ -202,7 +203,9 @@ async def cmd_observe(args: argparse.Namespace) -> None:
         else:
             await print_flush(result, session, red)
     if result.status == "failed":
-        raise WorkerRunFailed(f"a memory worker failed: {result.error}")
+        raise WorkerRunFailed(
+            f"a memory worker failed: {result.error}", session_id=session.id, url=store.url
+        )
 
 
 def compaction_figures(entry: SessionEntry, branch_tokens: int) -> dict[str, Any]:
@@ -238,7 +241,11 @@ async def _refuse_empty_summary(
         fix = "observe it first"
     problem = f"{why}: a compaction now folds {messages} message(s) into an empty summary"
     if not force:
-        raise CliUsageError(f"{problem}; {fix}, or pass --force to compact anyway")
+        raise CliUsageError(
+            f"{problem}; {fix}, or pass --force to compact anyway",
+            session_id=session.id,
+            url=session.store.url,
+        )
     error_console().print(f"prism-om: warning: {problem} (--force given)")
 
 

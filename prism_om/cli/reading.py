@@ -22,7 +22,7 @@ from ..observational_memory.page import BranchPage
 from ..observational_memory.recall import MemoryRecall
 from ..stores import SessionStore, SessionSummary
 from ..stores._summary import summarize_entries, utc_timestamp
-from .common import CliUsageError, open_cli_store, require_session
+from .common import CliUsageError, open_cli_store, require_session, store_url
 from .output import clip, console, heading, one_line, print_json, table
 from .redaction import cli_redactor
 from .tombstones import cli_invalidated_ids
@@ -255,7 +255,8 @@ async def cmd_sessions(args: argparse.Namespace) -> None:
         raise CorruptStoreError(
             f"{len(damaged)} damaged session(s) in {url} left out: "
             + "; ".join(f"{sid}: {error}" for sid, error in damaged.items())
-            + " (see 'prism-om check')"
+            + " (see 'prism-om check')",
+            url=url,
         )
 
 
@@ -333,7 +334,10 @@ async def cmd_recall(args: argparse.Namespace) -> None:
     # A revoked id is an answer (withheld, exit 0); an unknown one is bad input.
     if not found.found and found.reason != "revoked":
         raise CliUsageError(
-            f"memory id {args.id!r} is unknown on the current branch of {args.session!r}"
+            f"memory id {args.id!r} is unknown on the current branch of {args.session!r}",
+            memory_id=args.id,
+            session_id=args.session,
+            url=store_url(args.db),
         )
 
 

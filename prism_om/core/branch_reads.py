@@ -38,7 +38,7 @@ def entries_after_cursor(
     for index, entry in enumerate(branch):
         if entry.id == after_id:
             return list(branch[index + 1 :])
-    raise EntryNotFoundError(f"entry {after_id!r} is not on the branch")
+    raise EntryNotFoundError(f"entry {after_id!r} is not on the branch", entry_id=after_id)
 
 
 def page_around_cursor(
@@ -54,11 +54,14 @@ def page_around_cursor(
     """
     position = next((i for i, e in enumerate(branch) if e.id == cursor), None)
     if position is None:
-        raise EntryNotFoundError(f"cursor {cursor!r} is not an entry of the current branch")
+        raise EntryNotFoundError(
+            f"cursor {cursor!r} is not an entry of the current branch", entry_id=cursor
+        )
     if not is_eligible_observation_source_entry(branch[position]):
         raise InvalidInputError(
             f"cursor {cursor!r} is a {branch[position].kind} entry, not a user, assistant "
-            "or tool message"
+            "or tool message",
+            entry_id=cursor,
         )
     if direction == "forward":
         pool = [e for e in branch[position + 1 :] if is_eligible_observation_source_entry(e)]

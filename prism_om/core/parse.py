@@ -74,7 +74,9 @@ def parse_memory_record(entry: SessionEntry) -> MemoryRecord | None:
             else f"known types: {', '.join(sorted(_MODELS))}, om.scope.*"
         )
         raise MemoryRecordError(
-            f"entry {entry.id!r}: unknown memory record type {marker!r} ({hint})"
+            f"entry {entry.id!r}: unknown memory record type {marker!r} ({hint})",
+            entry_id=entry.id,
+            session_id=entry.session_id,
         )
     return _validate(model, entry.data, entry, marker, "data")
 
@@ -95,7 +97,11 @@ def _validate(model: type[_M], data: Any, entry: SessionEntry, marker: str, wher
     except ValidationError as exc:
         first = exc.errors()[0]
         field = _field_path(where, first["loc"])
-        raise MemoryRecordError(f"entry {entry.id!r} ({marker}): {field}: {first['msg']}") from None
+        raise MemoryRecordError(
+            f"entry {entry.id!r} ({marker}): {field}: {first['msg']}",
+            entry_id=entry.id,
+            session_id=entry.session_id,
+        ) from None
 
 
 def _field_path(where: str, loc: tuple[int | str, ...]) -> str:

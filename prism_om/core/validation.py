@@ -217,8 +217,15 @@ def check_memory_record_caps(entry: SessionEntry) -> None:
             raise MemoryRecordTooLargeError(
                 f"entry {entry.id!r} ({entry.custom_type}): data.{key}[{i}].{field} of "
                 f"{item.get('id')!r} lists {len(ids)} ids, above the hard cap of {cap} "
-                f"({cap_name})"
+                f"({cap_name})",
+                entry_id=entry.id,
+                session_id=entry.session_id,
+                memory_id=_str_or_none(item.get("id")),
             )
+
+
+def _str_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _cover(covers_up_to_id: str | None) -> tuple[IdRequirement, ...]:
@@ -230,21 +237,26 @@ def validate_memory_record(
 ) -> None:
     """Raise ``MemoryRecordError`` unless the branch facts satisfy every need."""
     label = f"entry {entry.id!r} ({needs.record_type})"
+    context = {"entry_id": entry.id, "session_id": entry.session_id}
     for req in needs.sources:
         if req.value not in facts.eligible_source_ids:
             raise MemoryRecordError(
                 f"{label}: {req.field} {req.value!r} is not a user, assistant or tool "
-                "message entry earlier on this branch"
+                "message entry earlier on this branch",
+                **context,
             )
     for req in needs.covered_entries:
         if req.value not in facts.entry_ids_on_branch:
             raise MemoryRecordError(
-                f"{label}: {req.field} {req.value!r} is not an entry earlier on this branch"
+                f"{label}: {req.field} {req.value!r} is not an entry earlier on this branch",
+                **context,
             )
     for req in needs.observation_refs:
         if req.value not in facts.recorded_observation_ids:
             raise MemoryRecordError(
-                f"{label}: {req.field} {req.value!r} is not an observation recorded on this branch"
+                f"{label}: {req.field} {req.value!r} is not an observation recorded on this branch",
+                memory_id=req.value,
+                **context,
             )
     for req in needs.new_memory_ids:
         if (
@@ -252,7 +264,9 @@ def validate_memory_record(
             or req.value in facts.recorded_reflection_ids
         ):
             raise MemoryRecordError(
-                f"{label}: {req.field} {req.value!r} is already recorded on this branch"
+                f"{label}: {req.field} {req.value!r} is already recorded on this branch",
+                memory_id=req.value,
+                **context,
             )
 
 

@@ -96,7 +96,8 @@ def _choose_session_id(source: Source, requested: str | None, existing: Collecti
             raise SessionExistsError(
                 f"session {requested!r} already exists in the store; an import never adds "
                 "to an existing session: name another session, or leave the name out to get "
-                "a fresh one"
+                "a fresh one",
+                session_id=requested,
             )
         return requested
     base = default_session_id(source.name, source.digest)

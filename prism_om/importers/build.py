@@ -92,7 +92,7 @@ class EntryFactory:
         try:
             own = coerce_timestamp(value)
         except ValueError as exc:
-            raise self.source.error(pos, str(exc)) from None
+            raise self.source.error(pos, str(exc), session_id=self.session_id) from None
         if own is not None:
             self._last_time = own
             return own
@@ -106,7 +106,9 @@ class EntryFactory:
         try:
             return entry_from_wire(wire, where="entry")
         except InvalidEntryError as exc:
-            raise self.source.error(pos, str(exc)) from None
+            raise self.source.error(
+                pos, str(exc), entry_id=exc.entry_id, session_id=self.session_id
+            ) from None
 
     def tick(self) -> None:
         """One record done; report progress every ``1/100`` of the file and at the end."""

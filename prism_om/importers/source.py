@@ -43,13 +43,24 @@ class Source:
     records: list[Record]
     digest: str
 
-    def error(self, pos: int | None, reason: str) -> ImportFormatError:
+    def error(
+        self,
+        pos: int | None,
+        reason: str,
+        *,
+        entry_id: str | None = None,
+        session_id: str | None = None,
+    ) -> ImportFormatError:
         """An ``ImportFormatError`` located at a record position (None: the whole file)."""
-        if pos is None:
-            return ImportFormatError(self.name, reason)
-        if self.layout == "jsonl":
-            return ImportFormatError(self.name, reason, line=pos)
-        return ImportFormatError(self.name, reason, index=pos)
+        jsonl = pos is not None and self.layout == "jsonl"
+        return ImportFormatError(
+            self.name,
+            reason,
+            line=pos if jsonl else None,
+            index=None if jsonl else pos,
+            entry_id=entry_id,
+            session_id=session_id,
+        )
 
     def where(self, pos: int) -> str:
         """A record position in words, for messages that name a second record."""

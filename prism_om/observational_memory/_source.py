@@ -139,7 +139,9 @@ class BranchSource:
             if entry.session_id != session_id:
                 raise SessionMismatchError(
                     f"get_entries({session_id!r}) returned entry {entry.id!r} of session "
-                    f"{entry.session_id!r}: the branch must be the calling session's"
+                    f"{entry.session_id!r}: the branch must be the calling session's",
+                    entry_id=entry.id,
+                    session_id=session_id,
                 )
         return entries
 
@@ -147,7 +149,11 @@ class BranchSource:
         """The store, once it is known to hold ``session_id``."""
         assert self.store is not None
         if await self.store.leaf(session_id) is None:
-            raise SessionMismatchError(f"session {session_id!r} is not in store {self.store.url!r}")
+            raise SessionMismatchError(
+                f"session {session_id!r} is not in store {self.store.url!r}",
+                session_id=session_id,
+                url=self.store.url,
+            )
         return self.store
 
     async def open(self, session_id: str) -> list[SessionEntry] | SessionStore:

@@ -46,7 +46,8 @@ def unscanned_entries_from_entries(
         if entries[index].id == cursor:
             return list(entries[index + 1 :])
     raise EntryNotFoundError(
-        f"observation coverage cursor {cursor!r} is not an entry of the supplied branch"
+        f"observation coverage cursor {cursor!r} is not an entry of the supplied branch",
+        entry_id=cursor,
     )
 
 
@@ -64,7 +65,10 @@ async def unscanned_entries_from_store(
         return await store.entries_after(session_id, cursor, leaf_id)
     except EntryNotFoundError:
         raise EntryNotFoundError(
-            f"observation coverage cursor {cursor!r} is not an entry of the branch"
+            f"observation coverage cursor {cursor!r} is not an entry of the branch",
+            entry_id=cursor,
+            session_id=session_id,
+            url=store.url,
         ) from None
 
 

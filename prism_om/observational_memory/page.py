@@ -100,7 +100,8 @@ def validate_page_request(
             else f"{cursor[:40]!r}... ({len(cursor):,} characters)"
         )
         raise InvalidIdError(
-            f"cursor must be an entry id (1-{ENTRY_ID_MAX_CHARS} characters), got {shown}"
+            f"cursor must be an entry id (1-{ENTRY_ID_MAX_CHARS} characters), got {shown}",
+            entry_id=cursor if isinstance(cursor, str) else None,
         )
     if direction not in ("forward", "backward"):
         raise InvalidInputError(f"direction must be 'forward' or 'backward', got {direction!r}")
@@ -116,7 +117,7 @@ def page_message(
 ) -> dict[str, Any]:
     """One message of a page: id, role, timestamp and text (cut in summary detail)."""
     if entry.message is None:  # page_around_cursor / page_messages return messages only
-        raise InvalidInputError(f"entry {entry.id!r} is not a message")
+        raise InvalidInputError(f"entry {entry.id!r} is not a message", entry_id=entry.id)
     red = redactor(secrets)
     item: dict[str, Any] = {
         "id": entry.id,

@@ -81,7 +81,10 @@ def check_memory_id(memory_id: object) -> str:
             shown = repr(memory_id)
         else:  # a start and a length, not a megabyte of error message
             shown = f"{memory_id[:40]!r}... ({len(memory_id):,} characters)"
-        raise InvalidIdError(f"invalid memory id {shown}: expected 12 lowercase hex characters")
+        raise InvalidIdError(
+            f"invalid memory id {shown}: expected 12 lowercase hex characters",
+            memory_id=memory_id if isinstance(memory_id, str) else None,
+        )
     assert isinstance(memory_id, str)
     return memory_id
 

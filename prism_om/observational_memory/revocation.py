@@ -259,7 +259,10 @@ def create_observational_memory_drop_handler(
         if stored is None:
             raise BranchMismatchError(
                 f"drop entry {entry.id!r} did not land on the current branch of session "
-                f"{session.id!r}: append_entry must append to this session's store"
+                f"{session.id!r}: append_entry must append to this session's store",
+                entry_id=entry.id,
+                session_id=session.id,
+                url=session.store.url,
             )
         return stored
 

@@ -207,7 +207,10 @@ class WorkScopeController:
         async with self._lock:
             scope = self._owned_scope(await self.scope_map(), scope_id, "grant")
             if scope.closed:
-                raise ScopeDeniedError(f"scope {scope_id!r} is closed: it cannot be granted")
+                raise ScopeDeniedError(
+                    f"scope {scope_id!r} is closed: it cannot be granted",
+                    session_id=self.session.id,
+                )
             wanted = [validate_session_id(p) for p in _unique(principal_ids, "principal_ids")]
             total = len(set(scope.principals) | set(wanted))
             if total > MAX_PRINCIPALS_PER_SCOPE:
@@ -257,17 +260,22 @@ class WorkScopeController:
     def _owned_scope(self, scopes: WorkScopeMap, scope_id: str, action: str) -> WorkScope:
         check_scope_id(scope_id)
         if scope_id == ROOT_SCOPE_ID:
-            raise ScopeDeniedError(f"cannot {action} on the reserved {ROOT_SCOPE_ID!r} root")
+            raise ScopeDeniedError(
+                f"cannot {action} on the reserved {ROOT_SCOPE_ID!r} root",
+                session_id=self.session.id,
+            )
         owner = self._owners.get(scope_id)
         if owner is not None and owner != self.session.id:
             raise ScopeDeniedError(
-                f"cannot {action} on scope {scope_id!r}: it is owned by session {owner!r}"
+                f"cannot {action} on scope {scope_id!r}: it is owned by session {owner!r}",
+                session_id=self.session.id,
             )
         scope = scopes.scopes.get(scope_id)
         if scope is None:
             raise ScopeDeniedError(
                 f"cannot {action} on scope {scope_id!r}: "
-                f"session {self.session.id!r} did not open it"
+                f"session {self.session.id!r} did not open it",
+                session_id=self.session.id,
             )
         return scope
 
@@ -282,7 +290,11 @@ class WorkScopeController:
             kind, memory_id = parsed
             known = ledger.observations_by_id if kind == "observation" else ledger.reflections_by_id
             if memory_id not in known:
-                raise MemoryRecordError(f"{ref!r} names no {kind} recorded on this branch")
+                raise MemoryRecordError(
+                    f"{ref!r} names no {kind} recorded on this branch",
+                    memory_id=memory_id,
+                    session_id=self.session.id,
+                )
 
     def _scope_text(self, key: str, value: object) -> str:
         if not isinstance(value, str):

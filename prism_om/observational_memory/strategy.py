@@ -217,7 +217,9 @@ class ObservationalMemoryCompactionStrategy:
             raise InvalidInputError(f"trigger must be a non-empty string, got {trigger!r}")
         if entries and entries[-1].session_id != session_id:
             raise SessionMismatchError(
-                f"the branch belongs to session {entries[-1].session_id!r}, not {session_id!r}"
+                f"the branch belongs to session {entries[-1].session_id!r}, not {session_id!r}",
+                entry_id=entries[-1].id,
+                session_id=session_id,
             )
         plan = self.plan(entries, scope_map=scope_map)
         data: dict[str, Any] = {

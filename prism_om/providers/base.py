@@ -28,7 +28,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
-from ..errors import PrismMemoryError
+from ..errors import InvalidInputError, PrismMemoryError
 
 if TYPE_CHECKING:
     from ..entries import Message
@@ -168,9 +168,9 @@ class ProviderMessage:
         # rewrite a request that was already sent (or recorded by a test double).
         object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
         if self.role == "tool" and not self.tool_call_id:
-            raise ValueError("a tool message needs tool_call_id")
+            raise InvalidInputError("a tool message needs tool_call_id")
         if self.tool_calls and self.role != "assistant":
-            raise ValueError("only an assistant message carries tool_calls")
+            raise InvalidInputError("only an assistant message carries tool_calls")
 
     @classmethod
     def from_message(cls, message: Message) -> ProviderMessage:

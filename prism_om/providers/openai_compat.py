@@ -28,6 +28,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "prism_om.providers.openai_compat needs httpx: pip install 'prism-om[openai]'"
     ) from exc
 
+from ..errors import InvalidInputError
 from ._sse import SSEDecoder, SSEError
 from .base import (
     CredentialResolver,
@@ -76,7 +77,7 @@ class OpenAICompatibleProvider:
         client: httpx.AsyncClient | None = None,
     ) -> None:
         if timeout <= 0:
-            raise ValueError("timeout must be positive")
+            raise InvalidInputError(f"timeout must be positive, got {timeout!r}")
         self.base_url = base_url.rstrip("/")
         self.url = f"{self.base_url}/chat/completions"
         self.model = model

@@ -33,6 +33,7 @@ from collections.abc import (
 )
 from typing import Any, Literal, TypeAlias
 
+from ..errors import InvalidInputError
 from .base import (
     DoneEvent,
     ProviderError,
@@ -74,7 +75,7 @@ class ScriptedProvider:
         provider_id: str = "scripted",
     ) -> None:
         if then not in ("error", "stop"):
-            raise ValueError(f"then must be 'error' or 'stop', not {then!r}")
+            raise InvalidInputError(f"then must be 'error' or 'stop', not {then!r}")
         self.provider_id = provider_id
         self.then = then
         self.requests: list[ProviderRequest] = []

@@ -33,7 +33,7 @@ from typing import Any, Final, Literal
 from ..core.limits import MemoryWorkerLimits
 from ..core.redaction import Redactor
 from ..entries import sanitize_surrogates_value
-from ..errors import InvalidInputError, WorkerError
+from ..errors import InvalidInputError, WorkerRunError
 from ..providers.base import (
     Provider,
     ProviderMessage,
@@ -76,18 +76,6 @@ WorkerFailure = Literal[
     "provider_error",
     "tool_failed",
 ]
-
-
-class WorkerRunError(WorkerError):
-    """A worker run failed; ``reason`` names the broken limit or the failing part.
-
-    The message has known secrets redacted and is bounded by ``max_worker_error_bytes``.
-    """
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
 
 
 class ToolInputError(InvalidInputError):

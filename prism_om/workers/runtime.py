@@ -679,7 +679,7 @@ class ObservationalMemoryRuntime:
             )
             self._last_error = self._error(message)
             self._emit(APPEND_MISMATCH, {"entryId": entry.id, "leaf": leaf})
-            raise BranchMismatchError(message)
+            raise BranchMismatchError(message, entry_id=entry.id, session_id=sid, url=store.url)
         progress.entry_ids.append(stored.id)
         self._emit(MEMORY_APPENDED, {"entryId": stored.id, "type": data["type"]})
         return stored
