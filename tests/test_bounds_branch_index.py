@@ -182,7 +182,7 @@ async def test_validation_work_grows_with_ids_not_depth(kind: str, tmp_path: Pat
         await store.append_many(chain)
         # A fork near the top, so the path has more than one piece.
         await store.append(make_message("s1", "side", f"m{depth - 10}", "user", "x", 1))
-        await store.set_leaf("s1", f"m{depth - 1}")
+        await store.checkout("s1", f"m{depth - 1}")
 
         index = index_of(store)
         sources = [f"m{i}" for i in range(0, depth, 2)]  # 10,000 ids spread over the branch

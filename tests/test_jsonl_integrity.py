@@ -80,7 +80,7 @@ async def test_file_cut_to_half_is_corrupt_and_nothing_is_rewritten(tmp_path: Pa
             assert "'bad'" in text and f"{committed // 2} bytes" in text
             assert f"{committed} committed bytes" in text
         with pytest.raises(CorruptStoreError):
-            await store.set_leaf("bad", "bad-0")
+            await store.checkout("bad", "bad-0")
         # The summary in the sidecar must not hide the loss.
         summaries = await store.session_summaries()
         assert [s.session_id for s in summaries] == ["good"]
@@ -138,7 +138,7 @@ async def test_one_bad_file_leaves_the_others_readable(tmp_path: Path, damage: o
         assert await store.sessions() == ["good", "bad", "fresh"]
         assert [s.session_id for s in await store.session_summaries()] == ["good", "fresh"]
         with pytest.raises(CorruptStoreError, match=r"bad\.jsonl"):
-            await store.branch("bad")
+            await store.entries("bad")
     async with await JsonlStore.open(tmp_path, fsync=False) as again:
         assert len(await again.list("good")) == 41
 
@@ -174,7 +174,7 @@ async def test_reads_load_only_the_named_session(
     monkeypatch.setattr(JsonlStore, "_load_chunk", spy)
     async with await JsonlStore.open(tmp_path, fsync=False) as store:
         assert parsed == []  # opening reads no session
-        assert len(await store.branch("s2")) == 20
+        assert len(await store.entries("s2")) == 20
         assert await store.leaf("s2") == "s2-19"
         assert await store.get("s2-3") is not None  # found among the loaded sessions
         assert parsed == ["s2"]
@@ -199,7 +199,7 @@ async def test_summaries_follow_appends_forks_and_other_processes(tmp_path: Path
         entries = chain("s", 4)
         await store.append_many(entries[:2])
         await store.append_many(entries[2:])
-        await store.set_leaf("s", "s-1")
+        await store.checkout("s", "s-1")
         await store.append(msg("s", "fork", "s-1"))
         await store.append_many([msg("s", "f2", "s-0"), msg("s", "f3", "f2")])
         await other.append(msg("t", "t0", None))
@@ -239,7 +239,7 @@ async def test_v1_sidecars_are_read_and_summaries_computed_without_writing(
         ]
         assert await store.leaf("alpha") == "a5"
         assert await store.leaf("beta") == "b1"
-        assert [e.id for e in await store.branch("alpha")] == ["a1", "a2", "a5"]
+        assert [e.id for e in await store.entries("alpha")] == ["a1", "a2", "a5"]
     assert file_bytes(v1_store) == before
 
 
@@ -254,7 +254,7 @@ async def test_v1_sidecars_are_backfilled_on_first_write(v1_store: Path) -> None
     async with await JsonlStore.open(v1_store, fsync=False) as store:
         assert await store.leaf("beta") == "b1"
         await store.append(msg("beta", "b3", "b1"))
-        assert [e.id for e in await store.branch("beta")] == ["b1", "b3"]
+        assert [e.id for e in await store.entries("beta")] == ["b1", "b3"]
         assert [(s.session_id, s.entries) for s in await store.session_summaries()] == [
             ("alpha", 5),
             ("beta", 3),
@@ -290,7 +290,7 @@ async def test_read_only_creates_nothing_and_refuses_writes(tmp_path: Path) -> N
         with pytest.raises(ReadOnlyStoreError, match="empty"):
             await store.append(msg("s", "a", None))
         with pytest.raises(ReadOnlyStoreError, match="empty"):
-            await store.set_leaf("s", "a")
+            await store.checkout("s", "a")
         with pytest.raises(ReadOnlyStoreError):
             await store.repair(tmp_path / "backup")
     assert names(tmp_path / "empty") == []  # not even a lock file
@@ -348,7 +348,7 @@ async def main(path):
         print([s.entries for s in await store.session_summaries()])
         try:
             await store.append_many([])
-            await store.set_leaf("s", "s-0")
+            await store.checkout("s", "s-0")
         except ReadOnlyStoreError as exc:
             print("refused", type(exc).__name__)
 
@@ -519,7 +519,7 @@ async def test_the_first_write_sweeps_debris_no_record_names(tmp_path: Path) -> 
 async def test_a_leaf_from_the_sidecar_equals_the_loaded_one(tmp_path: Path) -> None:
     async with await JsonlStore.open(tmp_path, fsync=False) as store:
         await store.append_many(chain("s", 4))
-        await store.set_leaf("s", "s-1")
+        await store.checkout("s", "s-1")
         await store.append_many(chain("t", 2))
     path, side = tmp_path / "t.jsonl", json.loads((tmp_path / "t.leaf.json").read_text())
     async with await JsonlStore.open(tmp_path, read_only=True) as store:
@@ -530,7 +530,7 @@ async def test_a_leaf_from_the_sidecar_equals_the_loaded_one(tmp_path: Path) -> 
     path.write_bytes(path.read_bytes() + b"\n")
     (tmp_path / "t.leaf.json").write_text(json.dumps({**side, "committedBytes": 5}))
     async with await JsonlStore.open(tmp_path, read_only=True) as store:
-        assert await store.leaf("t") == "t-1" == (await store.branch("t"))[-1].id
+        assert await store.leaf("t") == "t-1" == (await store.entries("t"))[-1].id
     path.write_bytes(path.read_bytes()[:-40])  # and a cut file is damage, not a leaf
     (tmp_path / "t.leaf.json").write_text(json.dumps(side))
     async with await JsonlStore.open(tmp_path, read_only=True) as store:

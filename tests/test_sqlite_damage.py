@@ -63,7 +63,7 @@ async def test_a_write_that_meets_damage_refuses_later_writes(tmp_path: Path) ->
         with pytest.raises(CorruptStoreError, match=r"d\.db is damaged.*prism-om check"):
             await store.append(other_message())
         with pytest.raises(CorruptStoreError, match="damaged"):
-            await store.set_leaf("om", before[0])
+            await store.checkout("om", before[0])
         # Reads go on, and the refused writes left nothing behind.
         assert [e.id for e in await store.list("om")] == before
         assert await store.sessions() == ["om"]

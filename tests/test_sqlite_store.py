@@ -97,7 +97,7 @@ async def test_open_store_with_relative_and_absolute_paths(
     for url in (f"sqlite:{absolute_path}", f"sqlite://{absolute_path}"):
         async with await open_store(url) as absolute:
             assert isinstance(absolute, SqliteStore)
-            assert [e.id for e in await absolute.branch("s")] == ["r"]
+            assert [e.id for e in await absolute.entries("s")] == ["r"]
 
 
 async def test_open_refuses_bad_arguments(tmp_path: Path) -> None:
@@ -170,10 +170,10 @@ async def test_closed_store_refuses_everything(tmp_path: Path) -> None:
         lambda: store.append_many([]),
         lambda: store.get("r"),
         lambda: store.list("s"),
-        lambda: store.branch("s"),
+        lambda: store.entries("s"),
         lambda: store.leaves("s"),
         lambda: store.leaf("s"),
-        lambda: store.set_leaf("s", "r"),
+        lambda: store.checkout("s", "r"),
         lambda: store.is_on_branch("s", "r"),
         lambda: store.sessions(),
         lambda: store.entry_count("s"),
@@ -221,8 +221,8 @@ async def test_random_trees_match_the_memory_store(store: SqliteStore) -> None:
             assert await store.leaf(session) == await reference.leaf(session)
             ids = [e.id for e in await reference.list(session)]
             for leaf in [None, *ids]:
-                expected = await reference.branch(session, leaf)
-                assert await store.branch(session, leaf) == expected
+                expected = await reference.entries(session, leaf)
+                assert await store.entries(session, leaf) == expected
                 assert await store.entry_count(session, leaf) == len(expected)
                 assert await store.branch_tokens(session, leaf) == estimate_message_tokens(
                     expected, get_estimator()
@@ -248,7 +248,7 @@ async def test_branch_pieces_are_one_per_fork(store: SqliteStore) -> None:
 
     async def pieces(leaf: str) -> list[tuple[int, int, int]]:
         """The branch's (segment, first depth, last depth) pieces, read from the file."""
-        ids = [e.id for e in await store.branch("s", leaf)]
+        ids = [e.id for e in await store.entries("s", leaf)]
         with plain(Path(store.url.removeprefix("sqlite:"))) as conn:
             marks = ", ".join("?" * len(ids))
             return conn.execute(
@@ -339,18 +339,18 @@ async def test_branch_queries_search_indexes_only(tmp_path: Path) -> None:
         ]
 
 
-async def test_batch_leaf_and_set_leaf_persist(tmp_path: Path) -> None:
+async def test_batch_leaf_and_checkout_persist(tmp_path: Path) -> None:
     path = tmp_path / "leaf.db"
     async with await SqliteStore.open(path) as store:
         await store.append_many(chain("s", ["r", "a", "b"]))
         assert await store.leaf("s") == "b"
-        await store.set_leaf("s", "a")
+        await store.checkout("s", "a")
         await store.append(msg("s", "c", "a"))
-        await store.set_leaf("s", "b")
+        await store.checkout("s", "b")
     async with await SqliteStore.open(path) as store:
         assert await store.leaf("s") == "b"
         assert await store.leaves("s") == ["b", "c"]
-        assert [e.id for e in await store.branch("s")] == ["r", "a", "b"]
+        assert [e.id for e in await store.entries("s")] == ["r", "a", "b"]
 
 
 def bad_record(parent: str) -> SessionEntry:
@@ -452,7 +452,7 @@ async def test_fifty_tasks_one_failing_batch(store: SqliteStore) -> None:
     for task in set(range(50)) - {17}:
         ids = [e.id for e in await store.list(f"t{task}")]
         assert ids == [f"t{task}-{i}" for i in range(20)]
-        assert [e.id for e in await store.branch(f"t{task}")] == ids
+        assert [e.id for e in await store.entries(f"t{task}")] == ids
     assert len(await store.sessions()) == 50
 
 
@@ -466,7 +466,7 @@ async def test_busy_file_raises_store_busy_error(tmp_path: Path) -> None:
                 await store.append(msg("s", "a", "r"))
             assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
             # Reads do not wait for the writer in WAL mode.
-            assert [e.id for e in await store.branch("s")] == ["r"]
+            assert [e.id for e in await store.entries("s")] == ["r"]
             other.execute("ROLLBACK")
         await store.append(msg("s", "a", "r"))
         assert await store.leaf("s") == "a"
@@ -559,7 +559,7 @@ def test_sigkill_keeps_batches_whole(tmp_path: Path) -> None:
                     assert sorted(i for _, i in members) == list(range(size)), (session, number)
                 assert committed <= set(batches), (session, committed - set(batches))
                 assert set(batches) == set(range(len(batches)))
-                assert await store.branch(session) == stored
+                assert await store.entries(session) == stored
 
     asyncio.run(check())
     with plain(path) as conn:
@@ -581,7 +581,7 @@ async def _use(path: Path) -> None:
     """Open the file and touch every kind of read and one write."""
     async with await SqliteStore.open(path) as store:
         await store.list("s")
-        await store.branch("s")
+        await store.entries("s")
         await store.leaves("s")
         await store.get("e00100")
         await store.append(msg("s", "after", await store.leaf("s")))
@@ -652,7 +652,7 @@ async def test_row_with_broken_json_names_the_entry(tmp_path: Path) -> None:
     with plain(path) as conn:
         conn.execute("UPDATE entries SET body = '{\"id\": \"a\", broken' WHERE id = 'a'")
     async with await SqliteStore.open(path) as store:
-        for read in (store.get("a"), store.list("s"), store.branch("s")):
+        for read in (store.get("a"), store.list("s"), store.entries("s")):
             with pytest.raises(CorruptStoreError, match="'a'"):
                 await read
         assert (await store.get("r")) is not None
@@ -738,7 +738,7 @@ async def main(path):
     try:
         await store.append(message_entry("s", "user", "hello", entry_id="r"))
         await store.append(message_entry("s", "assistant", "hi", parent_id="r", entry_id="a"))
-        branch = [e.id for e in await store.branch("s")]
+        branch = [e.id for e in await store.entries("s")]
     finally:
         await store.close()
     schema = load_schema()

@@ -48,8 +48,8 @@ async def test_rule_errors_name_the_entry_the_session_and_the_store(
             (UnknownParentError, store.append(msg("s", "b", "nowhere")), "b", "s"),
             (RootExistsError, store.append(msg("s", "r2", None)), "r2", "s"),
             (SessionMismatchError, store.append(msg("s", "c", "t0")), "c", "s"),
-            (SessionMismatchError, store.set_leaf("s", "t0"), "t0", "s"),
-            (EntryNotFoundError, store.set_leaf("s", "missing"), "missing", "s"),
+            (SessionMismatchError, store.checkout("s", "t0"), "t0", "s"),
+            (EntryNotFoundError, store.checkout("s", "missing"), "missing", "s"),
         ]
         for error, call, entry_id, session_id in cases:
             with pytest.raises(error) as caught:
@@ -58,7 +58,7 @@ async def test_rule_errors_name_the_entry_the_session_and_the_store(
             assert caught.value.session_id == session_id, error  # type: ignore[attr-defined]
             assert caught.value.url == store.url, error  # type: ignore[attr-defined]
         with pytest.raises(EntryNotFoundError) as leaf_error:
-            await store.branch("s", "missing")
+            await store.entries("s", "missing")
         assert (leaf_error.value.entry_id, leaf_error.value.session_id) == ("missing", "s")
         assert leaf_error.value.url == store.url
     with pytest.raises(StoreClosedError) as closed:

@@ -56,11 +56,11 @@ async def test_a_raising_fault_stores_nothing_and_the_store_goes_on(
             # A batch the fault lets through is stored while it stays installed.
             await store.append(msg("b", "a"))
         await store.append(msg("c", "b"))
-        assert [e.id for e in await store.branch("s")] == ["r", "a", "b", "c"]
+        assert [e.id for e in await store.entries("s")] == ["r", "a", "b", "c"]
         assert await store.entry_count("s") == 4
     if kind in ("jsonl", "sqlite"):
         async with await open_kind(kind, tmp_path) as reopened:
-            assert [e.id for e in await reopened.branch("s")] == ["r", "a", "b", "c"]
+            assert [e.id for e in await reopened.entries("s")] == ["r", "a", "b", "c"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -142,4 +142,4 @@ async def test_a_process_killed_at_the_fault_point_leaves_no_part_of_the_batch(
         assert [e.id for e in await store.list("s")] == ["r", "a"]
         assert await store.leaf("s") == "a"
         await store.append_many([msg("b", "a"), msg("c", "b")])
-        assert [e.id for e in await store.branch("s")] == ["r", "a", "b", "c"]
+        assert [e.id for e in await store.entries("s")] == ["r", "a", "b", "c"]

@@ -23,7 +23,7 @@ class TestTreeOnlyStoreConformance(StoreConformance):
 
 
 class TestTreeOnlyMemoryConformance(MemoryConformance):
-    """Every memory read, answered by ``StoreBase`` from ``branch()`` alone."""
+    """Every memory read, answered by ``StoreBase`` from ``entries()`` alone."""
 
 
 def test_tree_only_store_overrides_no_read_of_the_base() -> None:
@@ -38,5 +38,5 @@ def test_an_adapter_missing_a_tree_operation_cannot_be_made() -> None:
     class NoBranch(StoreBase):
         async def append_many(self, entries: object) -> None: ...
 
-    with pytest.raises(TypeError, match="branch"):
+    with pytest.raises(TypeError, match="entries"):
         NoBranch()  # type: ignore[abstract]

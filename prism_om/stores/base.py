@@ -72,7 +72,7 @@ class SessionTree(Protocol):
     * appending to an entry that already has a child starts a new branch;
     * a rejected append or batch writes nothing; a batch belongs to one session;
     * each session has a persisted current leaf: an append moves it to the new entry,
-      ``set_leaf`` moves it anywhere in the session (so the next append forks);
+      ``checkout`` moves it anywhere in the session (so the next append forks);
     * ``append``/``append_many`` place entries under the parents they name (two writers
       naming one parent fork the tree); ``append_at_leaf`` places a batch at the leaf it
       resolves inside the store's write lock, so concurrent writers chain one after
@@ -86,7 +86,7 @@ class SessionTree(Protocol):
     ``append_at_leaf`` batch is in the store entirely or not at all, and a cancelled
     call never leaves a transaction, lock or half-written line behind for the next
     writer (in this process or another). A call cancelled before it starts running
-    writes nothing. ``set_leaf`` follows the same rule.
+    writes nothing. ``checkout`` follows the same rule.
     """
 
     url: str
@@ -135,7 +135,7 @@ class SessionTree(Protocol):
     async def list(self, session_id: str) -> builtins.list[SessionEntry]:
         """Every entry of the session in append order (empty for an unknown session)."""
 
-    async def branch(
+    async def entries(
         self, session_id: str, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
         """The path from the root to ``leaf_id`` (default: the current leaf), root first."""
@@ -146,7 +146,7 @@ class SessionTree(Protocol):
     async def leaf(self, session_id: str) -> str | None:
         """The session's persisted current leaf, or None for an unknown session."""
 
-    async def set_leaf(self, session_id: str, entry_id: str) -> None:
+    async def checkout(self, session_id: str, entry_id: str) -> None:
         """Move the session's current leaf to one of its entries."""
 
     async def sessions(self) -> builtins.list[str]:
@@ -172,7 +172,7 @@ class SessionTree(Protocol):
 class SessionStore(SessionTree, Protocol):
     """A ``SessionTree`` with its memory and branch reads: what the services call.
 
-    Each read is defined by the pure functions over ``branch()``; ``StoreBase`` implements
+    Each read is defined by the pure functions over ``entries()``; ``StoreBase`` implements
     every one of them that way, and an adapter overrides one only to answer it faster
     (SQLite answers them all from its fold tables and indexes). The conformance suite
     checks both give identical results.
@@ -188,7 +188,7 @@ class SessionStore(SessionTree, Protocol):
     ) -> ObservationalMemoryLedger:
         """The branch's folded observational-memory ledger.
 
-        Equal to ``fold_observational_memory_ledger(await self.branch(...))``; an indexed
+        Equal to ``fold_observational_memory_ledger(await self.entries(...))``; an indexed
         store answers it from fold tables, at a cost that follows the memory, not the
         transcript.
         """
@@ -394,8 +394,8 @@ class StoreBase(StoreLifecycle, abc.ABC):
     """The documented base for an adapter: implement the tree, inherit the reads.
 
     An adapter **must implement** the ``SessionTree`` operations: ``append_many``,
-    ``append_at_leaf``, ``memory_head``, ``get``, ``list``, ``branch``, ``leaves``,
-    ``leaf``, ``set_leaf``, ``sessions``, ``session_summaries`` and ``close`` (which sets
+    ``append_at_leaf``, ``memory_head``, ``get``, ``list``, ``entries``, ``leaves``,
+    ``leaf``, ``checkout``, ``sessions``, ``session_summaries`` and ``close`` (which sets
     ``_closed``), keeping every rule written on ``SessionTree``. It calls
     ``super().__init__()``, sets ``url``, calls ``_check_open()`` before touching its
     data, and calls ``_append_fault_point(batch)`` at its append commit point (see
@@ -403,7 +403,7 @@ class StoreBase(StoreLifecycle, abc.ABC):
     bad batch or id (``check_batch_shape`` does the store-free checks), a
     ``StoreRuleError`` subclass for an append or move the tree refuses (nothing stored),
     ``StoreClosedError`` after ``close()``, and another ``StoreError`` when the storage
-    underneath fails. ``branch`` raises ``EntryNotFoundError`` for a leaf outside the
+    underneath fails. ``entries`` raises ``EntryNotFoundError`` for a leaf outside the
     session.
 
     It **inherits**, and **may override** for speed, ``append`` and ``async with`` (from
@@ -411,8 +411,8 @@ class StoreBase(StoreLifecycle, abc.ABC):
     ``SessionStore`` beyond the tree: ``ledger``, ``live_ledger``, ``memory_subset``,
     ``scope_map``, ``recent_messages``, ``entries_after``, ``page_messages``,
     ``entry_count``, ``branch_tokens`` and ``last_compaction``. Each is derived from
-    ``branch()`` with the pure reference functions, costs O(branch), and raises what
-    ``branch()`` raises, plus ``EntryNotFoundError`` / ``InvalidInputError`` where
+    ``entries()`` with the pure reference functions, costs O(branch), and raises what
+    ``entries()`` raises, plus ``EntryNotFoundError`` / ``InvalidInputError`` where
     ``SessionStore`` says so. The conformance suite (``prism_om.testing.conformance``)
     checks an override gives the same answers.
     """
@@ -447,7 +447,7 @@ class StoreBase(StoreLifecycle, abc.ABC):
     async def list(self, session_id: str) -> builtins.list[SessionEntry]: ...
 
     @abc.abstractmethod
-    async def branch(
+    async def entries(
         self, session_id: str, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]: ...
 
@@ -458,7 +458,7 @@ class StoreBase(StoreLifecycle, abc.ABC):
     async def leaf(self, session_id: str) -> str | None: ...
 
     @abc.abstractmethod
-    async def set_leaf(self, session_id: str, entry_id: str) -> None: ...
+    async def checkout(self, session_id: str, entry_id: str) -> None: ...
 
     @abc.abstractmethod
     async def sessions(self) -> builtins.list[str]: ...
@@ -481,8 +481,8 @@ class StoreBase(StoreLifecycle, abc.ABC):
     async def is_on_branch(
         self, session_id: str, entry_id: str, leaf_id: str | None = None
     ) -> bool:
-        """True when ``entry_id`` lies on the branch (a scan of ``branch()``)."""
-        return any(entry.id == entry_id for entry in await self.branch(session_id, leaf_id))
+        """True when ``entry_id`` lies on the branch (a scan of ``entries()``)."""
+        return any(entry.id == entry_id for entry in await self.entries(session_id, leaf_id))
 
     async def ledger(
         self, session_id: str, leaf_id: str | None = None
@@ -492,7 +492,7 @@ class StoreBase(StoreLifecycle, abc.ABC):
         The ledger of every leaf asked for is kept, and a later leaf's ledger extends the
         one of its nearest remembered ancestor instead of folding the branch again.
         """
-        branch = await self.branch(session_id, leaf_id)
+        branch = await self.entries(session_id, leaf_id)
         if not branch:
             return fold_ledger(branch)
         cache = self._ledger_cache
@@ -531,19 +531,19 @@ class StoreBase(StoreLifecycle, abc.ABC):
 
     async def scope_map(self, session_id: str, leaf_id: str | None = None) -> WorkScopeMap:
         """The folded work-scope map of the branch."""
-        return fold_work_scope_map(await self.branch(session_id, leaf_id))
+        return fold_work_scope_map(await self.entries(session_id, leaf_id))
 
     async def recent_messages(
         self, session_id: str, count: int, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
         """The branch's last ``count`` eligible messages, oldest first."""
-        return last_eligible_messages(await self.branch(session_id, leaf_id), count)
+        return last_eligible_messages(await self.entries(session_id, leaf_id), count)
 
     async def entries_after(
         self, session_id: str, after_id: str | None, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
         """Branch entries strictly after ``after_id``; EntryNotFoundError if it is off it."""
-        return entries_after_cursor(await self.branch(session_id, leaf_id), after_id)
+        return entries_after_cursor(await self.entries(session_id, leaf_id), after_id)
 
     async def page_messages(
         self,
@@ -555,11 +555,11 @@ class StoreBase(StoreLifecycle, abc.ABC):
     ) -> tuple[builtins.list[SessionEntry], bool]:
         """Eligible messages after/before ``cursor`` on the branch (see page_around_cursor)."""
         check_page_args(limit, direction)
-        return page_around_cursor(await self.branch(session_id, leaf_id), cursor, limit, direction)
+        return page_around_cursor(await self.entries(session_id, leaf_id), cursor, limit, direction)
 
     async def entry_count(self, session_id: str, leaf_id: str | None = None) -> int:
         """Number of entries on the branch."""
-        return len(await self.branch(session_id, leaf_id))
+        return len(await self.entries(session_id, leaf_id))
 
     async def branch_tokens(self, session_id: str, leaf_id: str | None = None) -> int:
         """Estimated tokens of the branch's message entries.
@@ -570,7 +570,7 @@ class StoreBase(StoreLifecycle, abc.ABC):
         estimator = get_estimator()
         cache = self._token_cache.setdefault(estimator.name, {})
         total = 0
-        for entry in await self.branch(session_id, leaf_id):
+        for entry in await self.entries(session_id, leaf_id):
             if entry.kind != "message":
                 continue
             count = cache.get(entry.id)
@@ -583,7 +583,7 @@ class StoreBase(StoreLifecycle, abc.ABC):
         self, session_id: str, leaf_id: str | None = None
     ) -> SessionEntry | None:
         """The latest compaction entry on the branch, or None."""
-        branch = await self.branch(session_id, leaf_id)
+        branch = await self.entries(session_id, leaf_id)
         return next((e for e in reversed(branch) if e.kind == "compaction"), None)
 
 

@@ -489,7 +489,7 @@ class JsonlStore(StoreBase):
         sid = self._session_arg(session_id)
         return await self._read(sid, lambda index: index.session_entries(sid))
 
-    async def branch(
+    async def entries(
         self, session_id: str, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
         sid = self._session_arg(session_id)
@@ -503,7 +503,7 @@ class JsonlStore(StoreBase):
         sid = self._session_arg(session_id)
         return await self._run(self._leaf_sync, sid)
 
-    async def set_leaf(self, session_id: str, entry_id: str) -> None:
+    async def checkout(self, session_id: str, entry_id: str) -> None:
         sid = self._session_arg(session_id)
         self._ensure_writable()
         await finish_then_cancel(self._run(self._set_leaf_sync, sid, entry_id))

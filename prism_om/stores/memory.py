@@ -85,7 +85,7 @@ class MemoryStore(StoreBase):
     async def list(self, session_id: str) -> builtins.list[SessionEntry]:
         return self._open_index().session_entries(validate_session_id(session_id))
 
-    async def branch(
+    async def entries(
         self, session_id: str, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
         return self._open_index().branch(validate_session_id(session_id), leaf_id)
@@ -96,7 +96,7 @@ class MemoryStore(StoreBase):
     async def leaf(self, session_id: str) -> str | None:
         return self._open_index().leaf(validate_session_id(session_id))
 
-    async def set_leaf(self, session_id: str, entry_id: str) -> None:
+    async def checkout(self, session_id: str, entry_id: str) -> None:
         index = self._open_index()
         index.resolve_leaf(validate_session_id(session_id), entry_id)
         # No await between the check and the move: nothing to cancel half-way.

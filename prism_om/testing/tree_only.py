@@ -4,7 +4,7 @@
 ``SessionTree`` operations to it, and inherits every memory and branch read from
 ``StoreBase``. The conformance suites run over it, which proves that the base's derived
 reads alone satisfy ``SessionStore``: copy this shape to write an adapter, then override
-a read only when it can answer faster than a walk of ``branch()``.
+a read only when it can answer faster than a walk of ``entries()``.
 """
 
 from __future__ import annotations
@@ -67,11 +67,11 @@ class TreeOnlyStore(StoreBase):
         self._check_open()
         return await self._tree.list(session_id)
 
-    async def branch(
+    async def entries(
         self, session_id: str, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
         self._check_open()
-        return await self._tree.branch(session_id, leaf_id)
+        return await self._tree.entries(session_id, leaf_id)
 
     async def leaves(self, session_id: str) -> builtins.list[str]:
         self._check_open()
@@ -81,9 +81,9 @@ class TreeOnlyStore(StoreBase):
         self._check_open()
         return await self._tree.leaf(session_id)
 
-    async def set_leaf(self, session_id: str, entry_id: str) -> None:
+    async def checkout(self, session_id: str, entry_id: str) -> None:
         self._check_open()
-        await self._tree.set_leaf(session_id, entry_id)
+        await self._tree.checkout(session_id, entry_id)
 
     async def sessions(self) -> builtins.list[str]:
         self._check_open()

@@ -102,7 +102,7 @@ class SqliteReads(StoreLifecycle):
         with collector_paused():
             return [self._parse(entry_id, body) for entry_id, body in rows]
 
-    async def branch(
+    async def entries(
         self, session_id: str, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
         position = await self._leaf_position(session_id, leaf_id)

@@ -213,7 +213,7 @@ class SqliteStore(SqliteReads):
 
         return await self._writing("append", work)
 
-    async def set_leaf(self, session_id: str, entry_id: str) -> None:
+    async def checkout(self, session_id: str, entry_id: str) -> None:
         session_id = self._session(session_id)
 
         async def work(conn: aiosqlite.Connection) -> None:
@@ -227,7 +227,7 @@ class SqliteStore(SqliteReads):
                 "UPDATE sessions SET leaf_id = ? WHERE session_id = ?", (entry_id, session_id)
             )
 
-        await self._writing("set_leaf", work)
+        await self._writing("checkout", work)
 
     async def close(self) -> None:
         if self._closed:
