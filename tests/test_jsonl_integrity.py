@@ -16,6 +16,7 @@ import sysconfig
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,6 +27,7 @@ from prism_om.errors import (
     StoreBusyError,
     StoreNotFoundError,
 )
+from prism_om.stores import jsonl as jsonl_module
 from prism_om.stores.base import SessionSummary
 from prism_om.stores.jsonl import JsonlStore
 
@@ -165,30 +167,33 @@ async def test_reads_load_only_the_named_session(
         for sid in ("s1", "s2", "s3"):
             await store.append_many(chain(sid, 20))
     parsed: list[str] = []
-    original = JsonlStore._load_chunk
+    # Every stored line is parsed by entry_from_wire: the sessions of the parsed entries
+    # are the sessions read (20 entries each, so a session read twice shows 40).
+    original = jsonl_module.entry_from_wire
 
-    def spy(self: JsonlStore, sid: str, *args: object, **kwargs: object) -> None:
-        parsed.append(sid)
-        original(self, sid, *args, **kwargs)  # type: ignore[arg-type]
+    def spy(line: object, **kwargs: Any) -> SessionEntry:
+        entry = original(line, **kwargs)
+        parsed.append(entry.session_id)
+        return entry
 
-    monkeypatch.setattr(JsonlStore, "_load_chunk", spy)
+    monkeypatch.setattr(jsonl_module, "entry_from_wire", spy)
     async with await JsonlStore.open(tmp_path, fsync=False) as store:
         assert parsed == []  # opening reads no session
         assert len(await store.entries("s2")) == 20
         assert await store.leaf("s2") == "s2-19"
         assert await store.get("s2-3") is not None  # found among the loaded sessions
-        assert parsed == ["s2"]
+        assert parsed == ["s2"] * 20
         summaries = await store.session_summaries()
         assert await store.sessions() == ["s1", "s2", "s3"]
         assert await store.leaf("s3") == "s3-19"
-        assert parsed == ["s2"]  # listing, and a leaf, read sidecars only
+        assert parsed == ["s2"] * 20  # listing, and a leaf, read sidecars only
         assert [(s.session_id, s.entries) for s in summaries] == [
             ("s1", 20),
             ("s2", 20),
             ("s3", 20),
         ]
         assert await store.get("s3-1") is not None  # an unknown id looks everywhere
-        assert sorted(parsed) == ["s1", "s2", "s3"]
+        assert sorted(parsed) == ["s1"] * 20 + ["s2"] * 20 + ["s3"] * 20
 
 
 async def test_summaries_follow_appends_forks_and_other_processes(tmp_path: Path) -> None:
