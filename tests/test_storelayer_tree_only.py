@@ -40,3 +40,10 @@ def test_an_adapter_missing_a_tree_operation_cannot_be_made() -> None:
 
     with pytest.raises(TypeError, match="entries"):
         NoBranch()  # type: ignore[abstract]
+
+
+def test_the_adapter_types_are_exported() -> None:
+    import prism_om
+
+    assert prism_om.StoreBase is StoreBase and prism_om.SessionTree is SessionTree
+    assert {"StoreBase", "SessionTree", "SessionStore"} <= set(prism_om.__all__)
