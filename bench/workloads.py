@@ -138,14 +138,14 @@ async def run_adapter(
             await timer.measure(lambda: recall_fn(store, memory_id, source_id)),
             note=recall_name,
         )
-        add("branch", await timer.measure(lambda: store.branch(SESSION_ID)))
+        add("branch", await timer.measure(lambda: store.entries(SESSION_ID)))
 
         async def store_path() -> list[ContextBlock]:
             return await build_observational_memory_context_blocks(store, session_id=SESSION_ID)
 
         async def pure_path() -> list[ContextBlock]:
             # The entries form of the builder runs fold_observational_memory_ledger itself.
-            return build_observational_memory_context_blocks(await store.branch(SESSION_ID))
+            return build_observational_memory_context_blocks(await store.entries(SESSION_ID))
 
         same = [b.text for b in await store_path()] == [b.text for b in await pure_path()]
         add(

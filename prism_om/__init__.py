@@ -144,7 +144,7 @@ from .observational_memory.recall import MemoryRecall
 from .observational_memory.settings import ObservationalMemorySettings
 from .providers import Provider, ProviderError, ProviderRequest, ScriptedProvider
 from .session import Session
-from .stores import MemoryStore, SessionStore, SessionSummary, open_store
+from .stores import MemoryStore, SessionStore, SessionSummary, SessionTree, StoreBase, open_store
 from .tokens import estimate_entry_tokens, estimate_message_tokens, get_estimator
 from .workers import (
     Model,
@@ -174,6 +174,8 @@ __all__ = [
     "Session",
     "SessionStore",
     "SessionSummary",
+    "SessionTree",
+    "StoreBase",
     "open_store",
     # activation, host and workers
     "Agent",

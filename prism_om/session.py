@@ -45,7 +45,7 @@ class Session:
 
     async def entries(self) -> list[SessionEntry]:
         """The current branch, root first."""
-        return await self.store.branch(self.id)
+        return await self.store.entries(self.id)
 
     async def append(
         self,
@@ -94,7 +94,7 @@ class Session:
 
     async def checkout(self, entry_id: str) -> None:
         """Move the current leaf back to ``entry_id``; the next append forks from there."""
-        await self.store.set_leaf(self.id, entry_id)
+        await self.store.checkout(self.id, entry_id)
 
 
 async def stored_on_branch(store: SessionStore, entry: SessionEntry) -> SessionEntry | None:

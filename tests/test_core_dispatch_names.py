@@ -128,9 +128,7 @@ def test_internals_are_in_no_public_list(internal: str) -> None:
         name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         if internal in getattr(importlib.import_module(name), "__all__", ()):
             listed.append(name)
-    assert listed == [] or (
-        listed == ["prism_om.stores._derived"] and internal == "BranchDerivedReads"
-    )
+    assert listed == []
 
 
 def test_no_type_checking_block_is_empty() -> None:

@@ -103,7 +103,7 @@ async def test_funnel_copies_child_messages_with_new_ids(store_opener: StoreOpen
                 await session.append_custom({"type": "app.note", "n": turn})
 
         await asyncio.gather(*(child_work(s) for s in children))
-        workspace = await inner.branch("workspace")
+        workspace = await inner.entries("workspace")
         assert len(workspace) == 20, "every eligible child message copied, no fork"
         assert len(await inner.leaves("workspace")) == 1
         child_ids = {e.id for s in children for e in await inner.list(s.id)}
@@ -112,7 +112,7 @@ async def test_funnel_copies_child_messages_with_new_ids(store_opener: StoreOpen
         # A parent session resumed from the persisted leaf continues the same branch.
         parent = Session(inner, "workspace")
         await parent.append_message("assistant", "summary of the children")
-        assert len(await inner.branch("workspace")) == 21
+        assert len(await inner.entries("workspace")) == 21
     finally:
         await inner.close()
 

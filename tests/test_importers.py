@@ -479,7 +479,7 @@ async def test_round_trip_into_the_store() -> None:
     assert result.entry_count == 21 and result.leaf_id == plan.leaf_id
     assert await store.list(plan.session_id) == plan.entries
     assert await store.leaf(plan.session_id) == plan.entries[-1].id
-    branch = await store.branch(plan.session_id)
+    branch = await store.entries(plan.session_id)
     assert branch[0].custom_type == "pi.session" and branch[-1].id == plan.leaf_id
 
 

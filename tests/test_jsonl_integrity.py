@@ -16,6 +16,7 @@ import sysconfig
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,6 +27,7 @@ from prism_om.errors import (
     StoreBusyError,
     StoreNotFoundError,
 )
+from prism_om.stores import jsonl as jsonl_module
 from prism_om.stores.base import SessionSummary
 from prism_om.stores.jsonl import JsonlStore
 
@@ -80,7 +82,7 @@ async def test_file_cut_to_half_is_corrupt_and_nothing_is_rewritten(tmp_path: Pa
             assert "'bad'" in text and f"{committed // 2} bytes" in text
             assert f"{committed} committed bytes" in text
         with pytest.raises(CorruptStoreError):
-            await store.set_leaf("bad", "bad-0")
+            await store.checkout("bad", "bad-0")
         # The summary in the sidecar must not hide the loss.
         summaries = await store.session_summaries()
         assert [s.session_id for s in summaries] == ["good"]
@@ -138,7 +140,7 @@ async def test_one_bad_file_leaves_the_others_readable(tmp_path: Path, damage: o
         assert await store.sessions() == ["good", "bad", "fresh"]
         assert [s.session_id for s in await store.session_summaries()] == ["good", "fresh"]
         with pytest.raises(CorruptStoreError, match=r"bad\.jsonl"):
-            await store.branch("bad")
+            await store.entries("bad")
     async with await JsonlStore.open(tmp_path, fsync=False) as again:
         assert len(await again.list("good")) == 41
 
@@ -165,30 +167,33 @@ async def test_reads_load_only_the_named_session(
         for sid in ("s1", "s2", "s3"):
             await store.append_many(chain(sid, 20))
     parsed: list[str] = []
-    original = JsonlStore._load_chunk
+    # Every stored line is parsed by entry_from_wire: the sessions of the parsed entries
+    # are the sessions read (20 entries each, so a session read twice shows 40).
+    original = jsonl_module.entry_from_wire
 
-    def spy(self: JsonlStore, sid: str, *args: object, **kwargs: object) -> None:
-        parsed.append(sid)
-        original(self, sid, *args, **kwargs)  # type: ignore[arg-type]
+    def spy(line: object, **kwargs: Any) -> SessionEntry:
+        entry = original(line, **kwargs)
+        parsed.append(entry.session_id)
+        return entry
 
-    monkeypatch.setattr(JsonlStore, "_load_chunk", spy)
+    monkeypatch.setattr(jsonl_module, "entry_from_wire", spy)
     async with await JsonlStore.open(tmp_path, fsync=False) as store:
         assert parsed == []  # opening reads no session
-        assert len(await store.branch("s2")) == 20
+        assert len(await store.entries("s2")) == 20
         assert await store.leaf("s2") == "s2-19"
         assert await store.get("s2-3") is not None  # found among the loaded sessions
-        assert parsed == ["s2"]
+        assert parsed == ["s2"] * 20
         summaries = await store.session_summaries()
         assert await store.sessions() == ["s1", "s2", "s3"]
         assert await store.leaf("s3") == "s3-19"
-        assert parsed == ["s2"]  # listing, and a leaf, read sidecars only
+        assert parsed == ["s2"] * 20  # listing, and a leaf, read sidecars only
         assert [(s.session_id, s.entries) for s in summaries] == [
             ("s1", 20),
             ("s2", 20),
             ("s3", 20),
         ]
         assert await store.get("s3-1") is not None  # an unknown id looks everywhere
-        assert sorted(parsed) == ["s1", "s2", "s3"]
+        assert sorted(parsed) == ["s1"] * 20 + ["s2"] * 20 + ["s3"] * 20
 
 
 async def test_summaries_follow_appends_forks_and_other_processes(tmp_path: Path) -> None:
@@ -199,7 +204,7 @@ async def test_summaries_follow_appends_forks_and_other_processes(tmp_path: Path
         entries = chain("s", 4)
         await store.append_many(entries[:2])
         await store.append_many(entries[2:])
-        await store.set_leaf("s", "s-1")
+        await store.checkout("s", "s-1")
         await store.append(msg("s", "fork", "s-1"))
         await store.append_many([msg("s", "f2", "s-0"), msg("s", "f3", "f2")])
         await other.append(msg("t", "t0", None))
@@ -239,7 +244,7 @@ async def test_v1_sidecars_are_read_and_summaries_computed_without_writing(
         ]
         assert await store.leaf("alpha") == "a5"
         assert await store.leaf("beta") == "b1"
-        assert [e.id for e in await store.branch("alpha")] == ["a1", "a2", "a5"]
+        assert [e.id for e in await store.entries("alpha")] == ["a1", "a2", "a5"]
     assert file_bytes(v1_store) == before
 
 
@@ -254,7 +259,7 @@ async def test_v1_sidecars_are_backfilled_on_first_write(v1_store: Path) -> None
     async with await JsonlStore.open(v1_store, fsync=False) as store:
         assert await store.leaf("beta") == "b1"
         await store.append(msg("beta", "b3", "b1"))
-        assert [e.id for e in await store.branch("beta")] == ["b1", "b3"]
+        assert [e.id for e in await store.entries("beta")] == ["b1", "b3"]
         assert [(s.session_id, s.entries) for s in await store.session_summaries()] == [
             ("alpha", 5),
             ("beta", 3),
@@ -290,7 +295,7 @@ async def test_read_only_creates_nothing_and_refuses_writes(tmp_path: Path) -> N
         with pytest.raises(ReadOnlyStoreError, match="empty"):
             await store.append(msg("s", "a", None))
         with pytest.raises(ReadOnlyStoreError, match="empty"):
-            await store.set_leaf("s", "a")
+            await store.checkout("s", "a")
         with pytest.raises(ReadOnlyStoreError):
             await store.repair(tmp_path / "backup")
     assert names(tmp_path / "empty") == []  # not even a lock file
@@ -348,7 +353,7 @@ async def main(path):
         print([s.entries for s in await store.session_summaries()])
         try:
             await store.append_many([])
-            await store.set_leaf("s", "s-0")
+            await store.checkout("s", "s-0")
         except ReadOnlyStoreError as exc:
             print("refused", type(exc).__name__)
 
@@ -519,7 +524,7 @@ async def test_the_first_write_sweeps_debris_no_record_names(tmp_path: Path) -> 
 async def test_a_leaf_from_the_sidecar_equals_the_loaded_one(tmp_path: Path) -> None:
     async with await JsonlStore.open(tmp_path, fsync=False) as store:
         await store.append_many(chain("s", 4))
-        await store.set_leaf("s", "s-1")
+        await store.checkout("s", "s-1")
         await store.append_many(chain("t", 2))
     path, side = tmp_path / "t.jsonl", json.loads((tmp_path / "t.leaf.json").read_text())
     async with await JsonlStore.open(tmp_path, read_only=True) as store:
@@ -530,7 +535,7 @@ async def test_a_leaf_from_the_sidecar_equals_the_loaded_one(tmp_path: Path) -> 
     path.write_bytes(path.read_bytes() + b"\n")
     (tmp_path / "t.leaf.json").write_text(json.dumps({**side, "committedBytes": 5}))
     async with await JsonlStore.open(tmp_path, read_only=True) as store:
-        assert await store.leaf("t") == "t-1" == (await store.branch("t"))[-1].id
+        assert await store.leaf("t") == "t-1" == (await store.entries("t"))[-1].id
     path.write_bytes(path.read_bytes()[:-40])  # and a cut file is damage, not a leaf
     (tmp_path / "t.leaf.json").write_text(json.dumps(side))
     async with await JsonlStore.open(tmp_path, read_only=True) as store:

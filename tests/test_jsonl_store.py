@@ -151,7 +151,7 @@ async def _reopen_append_reopen(directory: Path, expected: list[str]) -> None:
         assert await ids(store, "s") == [*expected, "z"]
     async with await JsonlStore.open(directory, fsync=False) as store:
         assert await ids(store, "s") == [*expected, "z"]
-        assert [e.id for e in await store.branch("s")] == [*expected, "z"]
+        assert [e.id for e in await store.entries("s")] == [*expected, "z"]
     assert_clean_file(directory / "s.jsonl")
 
 
@@ -339,7 +339,7 @@ async def test_fsync_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(jsonl_module.os, "fsync", lambda fd: synced.append(fd) or real_fsync(fd))
     async with await JsonlStore.open(tmp_path / "fast", fsync=False) as store:
         await store.append(msg("s", "a", None))
-        await store.set_leaf("s", "a")
+        await store.checkout("s", "a")
     assert synced == []
     async with await JsonlStore.open(tmp_path / "safe") as store:
         await store.append(msg("s", "a", None))
@@ -372,9 +372,9 @@ async def test_unsafe_session_ids_write_nothing(tmp_path: Path, bad: str) -> Non
         with pytest.raises(InvalidSessionIdError):
             await store.append_many([entry])
         with pytest.raises(InvalidSessionIdError):
-            await store.set_leaf(bad, "a")
+            await store.checkout(bad, "a")
         with pytest.raises(InvalidSessionIdError):
-            await store.branch(bad)
+            await store.entries(bad)
         assert all_files(tmp_path) == before
         assert await store.sessions() == []
 
@@ -396,17 +396,17 @@ async def test_symlinked_session_file_is_refused(tmp_path: Path) -> None:
 async def test_leaf_survives_reopen_and_the_next_append_forks(tmp_path: Path) -> None:
     async with await JsonlStore.open(tmp_path) as store:
         await store.append_many([msg("s", "a", None), msg("s", "b", "a"), msg("s", "c", "b")])
-        await store.set_leaf("s", "a")
+        await store.checkout("s", "a")
     assert sidecar(tmp_path, "s")["leaf"] == "a"
     async with await JsonlStore.open(tmp_path) as store:
         assert await store.leaf("s") == "a"
-        assert [e.id for e in await store.branch("s")] == ["a"]
+        assert [e.id for e in await store.entries("s")] == ["a"]
         await store.append(msg("s", "d", "a"))
     async with await JsonlStore.open(tmp_path) as store:
         assert await store.leaf("s") == "d"
         assert await store.leaves("s") == ["c", "d"]
-        assert [e.id for e in await store.branch("s")] == ["a", "d"]
-        assert [e.id for e in await store.branch("s", "c")] == ["a", "b", "c"]
+        assert [e.id for e in await store.entries("s")] == ["a", "d"]
+        assert [e.id for e in await store.entries("s", "c")] == ["a", "b", "c"]
 
 
 async def test_leaf_moves_by_another_store_are_seen(tmp_path: Path) -> None:
@@ -417,7 +417,7 @@ async def test_leaf_moves_by_another_store_are_seen(tmp_path: Path) -> None:
         await one.append_many([msg("s", "a", None), msg("s", "b", "a")])
         assert await two.leaf("s") == "b"
         for target in ("a", "b", "a"):  # quick successive moves still show
-            await one.set_leaf("s", target)
+            await one.checkout("s", target)
             assert await two.leaf("s") == target
         await two.append(msg("s", "c", "a"))
         assert await one.leaves("s") == ["b", "c"]
@@ -429,7 +429,7 @@ async def test_leaf_moves_by_another_store_are_seen(tmp_path: Path) -> None:
 READS: dict[str, Callable[[JsonlStore, int], Awaitable[Any]]] = {
     "get": lambda store, n: store.get(f"e{n}"),
     "list": lambda store, n: store.list("s1"),
-    "branch": lambda store, n: store.branch("s1"),
+    "branch": lambda store, n: store.entries("s1"),
     "leaf": lambda store, n: store.leaf("s1"),
     "leaves": lambda store, n: store.leaves("s1"),
     "sessions": lambda store, n: store.sessions(),
@@ -488,7 +488,7 @@ async def test_two_processes_append_concurrently_and_lose_nothing(
             sid = "shared" if shared else f"own{p}"
             mine = [i for i in await ids(store, sid) if i.startswith(f"p{p}-")]
             assert mine == [f"p{p}-{i}" for i in range(count)]
-            branch = [e.id for e in await store.branch(sid, f"p{p}-{count - 1}")]
+            branch = [e.id for e in await store.entries(sid, f"p{p}-{count - 1}")]
             assert branch == (["root"] if shared else []) + mine
         if shared:
             assert len(await store.list("shared")) == 2 * count + 1
@@ -560,6 +560,6 @@ async def _check_whole_batches(directory: Path, reported: dict[str, int]) -> Non
         for batch_id, size in reported.items():
             assert len(batches[batch_id]) == size
         # one chain, resumed from the persisted leaf after every crash
-        assert [e.id for e in await store.branch("crash")] == [e.id for e in entries]
+        assert [e.id for e in await store.entries("crash")] == [e.id for e in entries]
         await store.append(msg("crash", "after", entries[-1].id))
     assert_clean_file(directory / "crash.jsonl")

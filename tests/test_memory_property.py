@@ -28,7 +28,7 @@ async def _check(kind: str, builder: BranchBuilder, folder: Path) -> None:
         await load_builder(store, builder, batch=3)
         sid = builder.session_id
         for leaf in await store.leaves(sid):
-            branch = await store.branch(sid, leaf)
+            branch = await store.entries(sid, leaf)
             assert await store.ledger(sid, leaf) == fold_observational_memory_ledger(branch)
             assert await store.scope_map(sid, leaf) == fold_work_scope_map(branch)
 

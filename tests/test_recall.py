@@ -203,14 +203,14 @@ async def test_store_path_never_loads_the_branch(story: Story) -> None:
     from prism_om.stores.memory import MemoryStore
 
     class NoBranch(MemoryStore):
-        async def branch(self, session_id: str, leaf_id: str | None = None) -> list[SessionEntry]:
+        async def entries(self, session_id: str, leaf_id: str | None = None) -> list[SessionEntry]:
             raise AssertionError("recall must not load the branch")
 
         async def ledger(self, session_id: str, leaf_id: str | None = None) -> Any:
             raise AssertionError("recall reads only the rows of the ids it resolves")
 
         async def memory_subset(self, session_id: str, ids: Any, leaf_id: Any = None) -> Any:
-            whole = fold_observational_memory_ledger(await MemoryStore.branch(self, session_id))
+            whole = fold_observational_memory_ledger(await MemoryStore.entries(self, session_id))
             return restrict_ledger(whole, set(ids))
 
     store = NoBranch()

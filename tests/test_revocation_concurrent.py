@@ -46,7 +46,7 @@ async def test_a_turn_landing_right_after_the_drop_is_kept(store: SessionStore) 
         "type": OBSERVATIONS_DROPPED,
         "observationIds": [ids["o1"]],
     }
-    branch = await store.branch("s1")
+    branch = await store.entries("s1")
     assert [e.id for e in branch[-2:]] == [dropped.id, branch[-1].id]
     last = branch[-1].message
     assert last is not None and last.content == "next turn"  # the later turn stays the leaf
@@ -83,4 +83,4 @@ async def test_scope_controller_returns_the_entry_as_stored(store: SessionStore)
     controller = create_work_scope_controller(session=session, append_entry=after_another_writer)
     opened = await controller.open("task:a")
     assert opened == await store.get(opened.id)
-    assert opened.parent_id == (await store.branch("s1"))[-2].id
+    assert opened.parent_id == (await store.entries("s1"))[-2].id

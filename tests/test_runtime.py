@@ -211,7 +211,7 @@ async def test_append_elsewhere_raises_branch_mismatch_and_restores_leaf() -> No
 
     async def other_branch(entry: SessionEntry) -> None:
         await session.store.append(entry)
-        await session.store.set_leaf(session.id, (await session.entries())[0].id)
+        await session.store.checkout(session.id, (await session.entries())[0].id)
 
     rt = create_observational_memory_runtime(
         session=session,

@@ -262,7 +262,7 @@ async def test_a_hook_raising_a_foreign_error_does_not_fail_the_turn() -> None:
     reply = await attached.agent.run("The launch moved to Friday 14 June.")
     # The turn is stored and returned; the hook's failure is reported, redacted.
     assert reply is not None
-    assert [e.role for e in await store.branch("s1") if e.kind == "message"][:2] == [
+    assert [e.role for e in await store.entries("s1") if e.kind == "message"][:2] == [
         "user",
         "assistant",
     ]

@@ -123,7 +123,7 @@ async def test_a_reply_ending_in_half_a_pair_is_kept_with_a_replacement_characte
         reply = await agent.run("What is the answer?")
         assert reply.message is not None
         assert reply.message.content == "The answer is 42 \ufffd"
-        roles = [e.role for e in await store.branch("s1")]
+        roles = [e.role for e in await store.entries("s1")]
         assert roles == ["user", "assistant"]
         assert events == [
             (
@@ -171,7 +171,7 @@ async def test_tool_calls_and_tool_results_with_surrogates_are_stored(
             debug=lambda e, d: events.append((e, d)),
         )
         await agent.run("Look it up.")
-        branch = await store.branch("s1")
+        branch = await store.entries("s1")
         assert [e.role for e in branch] == ["user", "assistant", "tool", "tool", "assistant"]
         assert all(storable(e.to_json()) for e in branch)
         calls = branch[1].message.tool_calls  # type: ignore[union-attr]

@@ -83,7 +83,7 @@ async def setup(store: SessionStore) -> dict[str, Any]:
 
 def by_callback(store: SessionStore) -> BranchEntries:
     async def entries(session_id: str) -> Sequence[SessionEntry]:
-        return await store.branch(session_id)
+        return await store.entries(session_id)
 
     return entries
 

@@ -63,7 +63,7 @@ async def test_a_write_that_meets_damage_refuses_later_writes(tmp_path: Path) ->
         with pytest.raises(CorruptStoreError, match=r"d\.db is damaged.*prism-om check"):
             await store.append(other_message())
         with pytest.raises(CorruptStoreError, match="damaged"):
-            await store.set_leaf("om", before[0])
+            await store.checkout("om", before[0])
         # Reads go on, and the refused writes left nothing behind.
         assert [e.id for e in await store.list("om")] == before
         assert await store.sessions() == ["om"]
@@ -143,7 +143,7 @@ def test_a_write_past_the_file_size_limit_names_the_limit_and_the_file(tmp_path:
 def test_a_full_disk_is_named_with_the_file(monkeypatch: pytest.MonkeyPatch) -> None:
     import resource
 
-    from prism_om.stores import sqlite as sqlite_module
+    from prism_om.stores.sqlite import translate as sqlite_module
 
     class Full:
         f_bavail, f_frsize = 3, 4096
@@ -156,7 +156,7 @@ def test_a_full_disk_is_named_with_the_file(monkeypatch: pytest.MonkeyPatch) -> 
     )
     exc = sqlite3.OperationalError("database or disk is full")
     exc.sqlite_errorcode = sqlite3.SQLITE_FULL  # type: ignore[attr-defined]
-    error = sqlite_module._translate("sqlite:/data/s.db", "append", exc)
+    error = sqlite_module.translate_error("sqlite:/data/s.db", "append", exc)
     assert type(error) is StoreError
     assert "'/data/s.db'" in str(error) and "disk holding it is full (12288 bytes free)" in str(
         error

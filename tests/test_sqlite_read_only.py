@@ -68,11 +68,11 @@ async def test_read_only_store_reads_and_refuses_writes(tmp_path: Path) -> None:
     before = digest(path)
     async with await open_store(f"sqlite:{path}", read_only=True) as store:
         assert await store.sessions() == ["s0", "s1"]
-        assert [e.id for e in await store.branch("s1")] == ["e1.0", "e1.1", "e1.2"]
+        assert [e.id for e in await store.entries("s1")] == ["e1.0", "e1.1", "e1.2"]
         with pytest.raises(ReadOnlyStoreError, match="read-only"):
             await store.append(message_entry("s9", "user", "no", entry_id="x"))
         with pytest.raises(ReadOnlyStoreError, match="read-only"):
-            await store.set_leaf("s0", "e0.0")
+            await store.checkout("s0", "e0.0")
         assert await store.leaf("s0") == "e0.2"
     assert digest(path) == before
     # Where it may, a WAL reader makes SQLite's shared-memory files; it writes nothing.

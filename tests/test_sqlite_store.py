@@ -97,7 +97,7 @@ async def test_open_store_with_relative_and_absolute_paths(
     for url in (f"sqlite:{absolute_path}", f"sqlite://{absolute_path}"):
         async with await open_store(url) as absolute:
             assert isinstance(absolute, SqliteStore)
-            assert [e.id for e in await absolute.branch("s")] == ["r"]
+            assert [e.id for e in await absolute.entries("s")] == ["r"]
 
 
 async def test_open_refuses_bad_arguments(tmp_path: Path) -> None:
@@ -114,9 +114,9 @@ async def test_open_refuses_bad_arguments(tmp_path: Path) -> None:
 async def test_file_settings(tmp_path: Path) -> None:
     path = tmp_path / "full.db"
     async with await SqliteStore.open(path, synchronous="full", busy_timeout_ms=1234) as store:
+        settings = await store.connection_settings()
         for pragma, value in (("journal_mode", "wal"), ("synchronous", 2), ("busy_timeout", 1234)):
-            rows = list(await store._writer.execute_fetchall(f"PRAGMA {pragma}"))
-            assert rows[0][0] == value, pragma
+            assert settings[pragma] == value, pragma
     with plain(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
@@ -141,8 +141,14 @@ async def test_foreign_sqlite_file_is_refused(tmp_path: Path) -> None:
 
 
 async def test_unclosed_store_warns(tmp_path: Path) -> None:
+    before = set(threading.enumerate())
     leaked = await SqliteStore.open(tmp_path / "leak.db")
-    threads = [leaked._writer._thread, leaked._reader._thread]
+    # The store's two connection threads: what its open started, less the event loop's
+    # to_thread pool (which lives on).
+    threads = [
+        t for t in threading.enumerate() if t not in before and not t.name.startswith("asyncio_")
+    ]
+    assert len(threads) == 2
     with pytest.warns(ResourceWarning, match="unclosed"):
         del leaked
         gc.collect()
@@ -164,10 +170,10 @@ async def test_closed_store_refuses_everything(tmp_path: Path) -> None:
         lambda: store.append_many([]),
         lambda: store.get("r"),
         lambda: store.list("s"),
-        lambda: store.branch("s"),
+        lambda: store.entries("s"),
         lambda: store.leaves("s"),
         lambda: store.leaf("s"),
-        lambda: store.set_leaf("s", "r"),
+        lambda: store.checkout("s", "r"),
         lambda: store.is_on_branch("s", "r"),
         lambda: store.sessions(),
         lambda: store.entry_count("s"),
@@ -215,8 +221,8 @@ async def test_random_trees_match_the_memory_store(store: SqliteStore) -> None:
             assert await store.leaf(session) == await reference.leaf(session)
             ids = [e.id for e in await reference.list(session)]
             for leaf in [None, *ids]:
-                expected = await reference.branch(session, leaf)
-                assert await store.branch(session, leaf) == expected
+                expected = await reference.entries(session, leaf)
+                assert await store.entries(session, leaf) == expected
                 assert await store.entry_count(session, leaf) == len(expected)
                 assert await store.branch_tokens(session, leaf) == estimate_message_tokens(
                     expected, get_estimator()
@@ -239,17 +245,28 @@ async def test_branch_pieces_are_one_per_fork(store: SqliteStore) -> None:
             entries.append(msg("s", f"side{index}", f"m{index}"))
         parent = f"m{index}"
     await store.append_many(entries)
-    pieces = await store._branch_pieces("s", "m99")
-    assert len(pieces) == 10
-    assert pieces[0][1] == 0 and pieces[-1][2] == 99
-    assert all(a[2] + 1 == b[1] for a, b in itertools.pairwise(pieces))
+
+    async def pieces(leaf: str) -> list[tuple[int, int, int]]:
+        """The branch's (segment, first depth, last depth) pieces, read from the file."""
+        ids = [e.id for e in await store.entries("s", leaf)]
+        with plain(Path(store.url.removeprefix("sqlite:"))) as conn:
+            marks = ", ".join("?" * len(ids))
+            return conn.execute(
+                "SELECT segment_id, min(depth), max(depth) FROM entries "
+                f"WHERE id IN ({marks}) GROUP BY segment_id ORDER BY min(depth)",
+                ids,
+            ).fetchall()
+
+    main = await pieces("m99")
+    assert len(main) == 10
+    assert main[0][1] == 0 and main[-1][2] == 99
+    assert all(a[2] + 1 == b[1] for a, b in itertools.pairwise(main))
     # side9 came first, so it continued m9's segment and m10 started a new one.
-    assert await store._branch_pieces("s", "side9") == [(1, 0, 10)]
-    assert await store._branch_pieces("s", "m10") == [(1, 0, 9), (2, 10, 10)]
-    position = await store._leaf_position("s", "m99")
-    assert position is not None
-    page = await store._branch_range(position, 35, 54)
-    assert [e.id for e in page] == [f"m{i}" for i in range(35, 55)]
+    assert await pieces("side9") == [(1, 0, 10)]
+    assert await pieces("m10") == [(1, 0, 9), (2, 10, 10)]
+    # A range in the middle of a many-piece branch is read across the pieces.
+    page, more = await store.page_messages("s", "m34", 20, leaf_id="m99")
+    assert [e.id for e in page] == [f"m{i}" for i in range(35, 55)] and more
 
 
 def plan(path: Path, sql: str, params: object) -> list[str]:
@@ -258,31 +275,37 @@ def plan(path: Path, sql: str, params: object) -> list[str]:
 
 
 async def test_branch_queries_search_indexes_only(tmp_path: Path) -> None:
-    from prism_om.stores import sqlite as adapter
+    from prism_om.stores.sqlite import sql as adapter
 
     path = tmp_path / "plan.db"
     async with await SqliteStore.open(path) as store:
         rng = random.Random(3)
         await store.append_many(random_tree(rng, "s", 300))
-        position = await store._leaf_position("s", None)
-        assert position is not None
+    with plain(path) as conn:
+        segment, depth = conn.execute(
+            "SELECT e.segment_id, e.depth FROM sessions s JOIN entries e ON e.id = s.leaf_id "
+            "WHERE s.session_id = 's'"
+        ).fetchone()
     params = {
-        **position.params(),
+        "leaf_segment": segment,
+        "leaf_depth": depth,
+        "min_depth": 0,
+        "max_depth": depth,
         "entry_id": "s-5",
         "encoding": "x",
         "observations_type": "om.observations.recorded",
         "reflections_type": "om.reflections.recorded",
     }
     queries = {
-        "branch": adapter._BRANCH_ENTRIES_SQL,
-        "is_on_branch": adapter._DEPTH_ON_BRANCH_SQL,
-        "pieces": adapter._BRANCH_PIECES_SQL,
-        "branch_tokens": adapter._BRANCH_TOKENS_SQL,
-        "ledger observations": adapter._LEDGER_SQL["observations"],
-        "ledger reflections": adapter._LEDGER_SQL["reflections"],
-        "ledger drops": adapter._LEDGER_SQL["drops"],
-        "ledger markers": adapter._LEDGER_SQL["markers"],
-        "scope records": adapter._SCOPE_RECORDS_SQL,
+        "branch": adapter.BRANCH_ENTRIES_SQL,
+        "is_on_branch": adapter.DEPTH_ON_BRANCH_SQL,
+        "pieces": adapter.BRANCH_PIECES_SQL,
+        "branch_tokens": adapter.BRANCH_TOKENS_SQL,
+        "ledger observations": adapter.LEDGER_SQL["observations"],
+        "ledger reflections": adapter.LEDGER_SQL["reflections"],
+        "ledger drops": adapter.LEDGER_SQL["drops"],
+        "ledger markers": adapter.LEDGER_SQL["markers"],
+        "scope records": adapter.SCOPE_RECORDS_SQL,
     }
     for name, sql in queries.items():
         steps = plan(path, sql, params)
@@ -298,11 +321,11 @@ async def test_branch_queries_search_indexes_only(tmp_path: Path) -> None:
             assert any(s.startswith(searched) for s in steps), (name, steps)
     get_plan = plan(path, "SELECT id, CAST(body AS BLOB) FROM entries WHERE id = ?", ("s-5",))
     assert get_plan == ["SEARCH entries USING INDEX sqlite_autoindex_entries_1 (id=?)"]
-    for sql in (adapter._RECENT_MESSAGES_SQL, adapter._PAGE_FORWARD_SQL):
+    for sql in (adapter.RECENT_MESSAGES_SQL, adapter.PAGE_FORWARD_SQL):
         steps = plan(path, sql, (1, 0, 9, "a", "b", "c", 5))
         search = "SEARCH entries USING INDEX entries_segment_depth"
         assert steps == [f"{search} (segment_id=? AND depth>? AND depth<?)"]
-    subset = plan(path, adapter._MEMORY_SUBSET_SQL.format(marks="?"), (1, 9, "a", "b", "c"))
+    subset = plan(path, adapter.MEMORY_SUBSET_SQL.format(marks="?"), (1, 9, "a", "b", "c"))
     for alias, index in (("o", "om_observations_memory"), ("r", "om_reflections_memory")):
         assert any(f"SEARCH {alias} USING INDEX {index} (memory_id=?)" in s for s in subset), subset
     assert any("SEARCH d USING INDEX om_drops_memory (memory_id=?)" in s for s in subset), subset
@@ -310,24 +333,24 @@ async def test_branch_queries_search_indexes_only(tmp_path: Path) -> None:
         s for s in subset if s.startswith("SCAN") and "bp" not in s and "branch_path" not in s
     ]
     for table in ("om_observations", "om_reflections"):
-        sql = adapter._MEMORY_BY_ID_SQL.format(table=table, marks="?, ?")
+        sql = adapter.MEMORY_BY_ID_SQL.format(table=table, marks="?, ?")
         assert plan(path, sql, ("aaaaaaaaaaaa", "bbbbbbbbbbbb")) == [
             f"SEARCH {table} USING INDEX {table}_memory (memory_id=?)"
         ]
 
 
-async def test_batch_leaf_and_set_leaf_persist(tmp_path: Path) -> None:
+async def test_batch_leaf_and_checkout_persist(tmp_path: Path) -> None:
     path = tmp_path / "leaf.db"
     async with await SqliteStore.open(path) as store:
         await store.append_many(chain("s", ["r", "a", "b"]))
         assert await store.leaf("s") == "b"
-        await store.set_leaf("s", "a")
+        await store.checkout("s", "a")
         await store.append(msg("s", "c", "a"))
-        await store.set_leaf("s", "b")
+        await store.checkout("s", "b")
     async with await SqliteStore.open(path) as store:
         assert await store.leaf("s") == "b"
         assert await store.leaves("s") == ["b", "c"]
-        assert [e.id for e in await store.branch("s")] == ["r", "a", "b"]
+        assert [e.id for e in await store.entries("s")] == ["r", "a", "b"]
 
 
 def bad_record(parent: str) -> SessionEntry:
@@ -385,38 +408,25 @@ async def test_rule_errors_match_the_memory_store_and_write_nothing(store: Sqlit
     assert await store.list("u") == []
 
 
-async def test_branch_tokens_recount_entries_of_another_encoding(store: SqliteStore) -> None:
+async def test_branch_tokens_recount_entries_of_another_encoding(tmp_path: Path) -> None:
     entries = chain("s", [f"e{i}" for i in range(12)])
     entries.insert(5, custom_entry("s", {"type": "note", "n": 1}, parent_id="e4", entry_id="c"))
     entries[6] = msg("s", "e5", "c", "after the custom entry")
-    main = store._estimator
-    await store.append_many(entries[:4])
-    store._estimator = get_estimator("chars/4")  # as if an older version counted these
-    await store.append_many(entries[4:8])
-    store._estimator = main
-    await store.append_many(entries[8:])
-    expected = estimate_message_tokens(entries, main)
-    assert await store.branch_tokens("s") == expected
-    assert await store.branch_tokens("s", "e2") == estimate_message_tokens(entries[:3], main)
-    assert await store.entry_count("s") == len(entries)
-    assert await store.entry_count("unknown") == 0
-    assert await store.branch_tokens("unknown") == 0
-
-
-async def test_append_hook_runs_inside_the_transaction(store: SqliteStore) -> None:
-    seen = []
-
-    async def hook(conn: object, placed: Sequence[object]) -> None:
-        seen.extend(placed)
-        if any(p.entry.id == "bad" for p in placed):  # type: ignore[attr-defined]
-            raise UnknownParentError("refused by the hook")
-
-    store._add_append_hook(hook)  # type: ignore[arg-type]
-    await store.append_many(chain("s", ["r", "a"]))
-    assert [(p.entry.id, p.depth, p.segment_id) for p in seen] == [("r", 0, 1), ("a", 1, 1)]  # type: ignore[attr-defined]
-    with pytest.raises(UnknownParentError):
-        await store.append_many(chain("s", ["ok", "bad"], parent="a"))
-    assert [e.id for e in await store.list("s")] == ["r", "a"]
+    main = get_estimator()
+    path = tmp_path / "tokens.db"
+    async with await SqliteStore.open(path) as first:
+        await first.append_many(entries[:4])
+    # As if an older version counted these with another encoding.
+    async with await SqliteStore.open(path, token_estimator=get_estimator("chars/4")) as older:
+        await older.append_many(entries[4:8])
+    async with await SqliteStore.open(path) as store:
+        await store.append_many(entries[8:])
+        expected = estimate_message_tokens(entries, main)
+        assert await store.branch_tokens("s") == expected
+        assert await store.branch_tokens("s", "e2") == estimate_message_tokens(entries[:3], main)
+        assert await store.entry_count("s") == len(entries)
+        assert await store.entry_count("unknown") == 0
+        assert await store.branch_tokens("unknown") == 0
 
 
 # -- concurrency ----------------------------------------------------------------------
@@ -442,7 +452,7 @@ async def test_fifty_tasks_one_failing_batch(store: SqliteStore) -> None:
     for task in set(range(50)) - {17}:
         ids = [e.id for e in await store.list(f"t{task}")]
         assert ids == [f"t{task}-{i}" for i in range(20)]
-        assert [e.id for e in await store.branch(f"t{task}")] == ids
+        assert [e.id for e in await store.entries(f"t{task}")] == ids
     assert len(await store.sessions()) == 50
 
 
@@ -456,7 +466,7 @@ async def test_busy_file_raises_store_busy_error(tmp_path: Path) -> None:
                 await store.append(msg("s", "a", "r"))
             assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
             # Reads do not wait for the writer in WAL mode.
-            assert [e.id for e in await store.branch("s")] == ["r"]
+            assert [e.id for e in await store.entries("s")] == ["r"]
             other.execute("ROLLBACK")
         await store.append(msg("s", "a", "r"))
         assert await store.leaf("s") == "a"
@@ -549,7 +559,7 @@ def test_sigkill_keeps_batches_whole(tmp_path: Path) -> None:
                     assert sorted(i for _, i in members) == list(range(size)), (session, number)
                 assert committed <= set(batches), (session, committed - set(batches))
                 assert set(batches) == set(range(len(batches)))
-                assert await store.branch(session) == stored
+                assert await store.entries(session) == stored
 
     asyncio.run(check())
     with plain(path) as conn:
@@ -571,7 +581,7 @@ async def _use(path: Path) -> None:
     """Open the file and touch every kind of read and one write."""
     async with await SqliteStore.open(path) as store:
         await store.list("s")
-        await store.branch("s")
+        await store.entries("s")
         await store.leaves("s")
         await store.get("e00100")
         await store.append(msg("s", "after", await store.leaf("s")))
@@ -642,7 +652,7 @@ async def test_row_with_broken_json_names_the_entry(tmp_path: Path) -> None:
     with plain(path) as conn:
         conn.execute("UPDATE entries SET body = '{\"id\": \"a\", broken' WHERE id = 'a'")
     async with await SqliteStore.open(path) as store:
-        for read in (store.get("a"), store.list("s"), store.branch("s")):
+        for read in (store.get("a"), store.list("s"), store.entries("s")):
             with pytest.raises(CorruptStoreError, match="'a'"):
                 await read
         assert (await store.get("r")) is not None
@@ -728,7 +738,7 @@ async def main(path):
     try:
         await store.append(message_entry("s", "user", "hello", entry_id="r"))
         await store.append(message_entry("s", "assistant", "hi", parent_id="r", entry_id="a"))
-        branch = [e.id for e in await store.branch("s")]
+        branch = [e.id for e in await store.entries("s")]
     finally:
         await store.close()
     schema = load_schema()

@@ -107,10 +107,10 @@ class StoreMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: bool(self.ids))
     @rule(data=st.data())
-    def set_leaf(self, data: st.DataObject) -> None:
+    def checkout(self, data: st.DataObject) -> None:
         sid, eid = data.draw(st.sampled_from(self.ids))
         other = data.draw(st.sampled_from([sid, *SESSIONS]))
-        self.both("set_leaf", other, eid)
+        self.both("checkout", other, eid)
 
     @rule()
     def reopen(self) -> None:

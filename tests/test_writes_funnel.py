@@ -29,6 +29,6 @@ async def test_workspace_writer_and_funnel_copies_share_one_branch(
 
         await asyncio.gather(workspace_work(), *(child_work(s) for s in children))
         assert len(await inner.leaves("workspace")) == 1
-        assert len(await inner.branch("workspace")) == 1 + 6 + 12
+        assert len(await inner.entries("workspace")) == 1 + 6 + 12
     finally:
         await inner.close()

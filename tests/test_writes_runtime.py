@@ -154,7 +154,7 @@ async def test_a_turn_landing_after_a_memory_record_is_kept(kind: str, tmp_path:
         # The leaf is never moved back over the later turns, and nothing forked.
         assert await store.leaf("s") == later[-1].id
         assert len(await store.leaves("s")) == 1
-        branch = {e.id for e in await store.branch("s")}
+        branch = {e.id for e in await store.entries("s")}
         assert set(result.entry_ids) <= branch and {e.id for e in later} <= branch
     finally:
         await store.close()
@@ -178,7 +178,7 @@ async def test_agent_turns_and_a_background_flush_share_one_branch(
         _, flushed = await asyncio.gather(turns(), runtime.flush(force=True))
         assert flushed.status == "completed"
         assert len(await store.leaves("s")) == 1
-        branch = await store.branch("s")
+        branch = await store.entries("s")
         assert len(branch) == len(await store.list("s")) == 12 + 12 + len(flushed.entry_ids)
     finally:
         await store.close()

@@ -112,7 +112,7 @@ async def main(n: int, per: int, url: str | None) -> None:
         f"({len(ledger.observations)} observations)"
     )
     t = time.perf_counter()
-    branch = await store.branch(sid)
+    branch = await store.entries(sid)
     tb = time.perf_counter() - t
     t = time.perf_counter()
     l2 = fold_observational_memory_ledger(branch)

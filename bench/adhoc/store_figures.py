@@ -99,7 +99,7 @@ async def time_branch(store: SessionStore, sid: str) -> tuple[list[SessionEntry]
     br: list[SessionEntry] = []
     for _ in range(BRANCH_REPEATS):
         t = time.perf_counter()
-        br = await store.branch(sid)
+        br = await store.entries(sid)
         times.append(time.perf_counter() - t)
     return br, times
 

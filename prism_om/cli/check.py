@@ -280,7 +280,7 @@ async def copy_readable_sessions(source: str, target: str) -> list[SqliteSession
                     report.copied += len(entries[start : start + _COPY_BATCH])
                 leaf = await damaged.leaf(sid)
                 if leaf is not None and leaf != await fresh.leaf(sid):
-                    await fresh.set_leaf(sid, leaf)
+                    await fresh.checkout(sid, leaf)
             except PrismMemoryError as exc:
                 if report.copied < len(entries):
                     report.problem = report.problem or f"copy stopped: {exc}"

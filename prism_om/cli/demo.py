@@ -265,7 +265,7 @@ async def _tour(store: SessionStore, run: SessionRun, *, est_name: str) -> None:
     heading("context the next turn would see", f"tokens by {est_name}")
     blocks = await run.attached.context_provider.blocks(run.attached.agent.inner.session)
     raw = await store.branch_tokens(sid)
-    messages = sum(1 for e in await store.branch(sid) if e.kind == "message")
+    messages = sum(1 for e in await store.entries(sid) if e.kind == "message")
     for block in blocks:
         out.print(Text(f"[{block.name}]  {block.tokens} tokens", style="bold cyan"))
         lines = block.text.splitlines()

@@ -1,6 +1,6 @@
 """Pure reads over one branch: its last messages, what follows a cursor, a page.
 
-The in-memory and JSONL stores answer their memory queries with these over ``branch()``;
+The in-memory and JSONL stores answer their memory queries with these over ``entries()``;
 the SQLite store answers the same questions with indexed queries, and the conformance
 suite holds the two to identical results.
 """

@@ -8,10 +8,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import SessionStore, SessionSummary
+from .base import SessionStore, SessionSummary, SessionTree, StoreBase
 from .memory import MemoryStore
 
-__all__ = ["MemoryStore", "SessionStore", "SessionSummary", "open_store", "parse_store_url"]
+__all__ = [
+    "MemoryStore",
+    "SessionStore",
+    "SessionSummary",
+    "SessionTree",
+    "StoreBase",
+    "open_store",
+    "parse_store_url",
+]
 
 
 def parse_store_url(url: str) -> tuple[str, str]:

@@ -17,7 +17,7 @@ from ..errors import StoreError
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Schema", "load_schema"]
 
 # The version of schema.sql, kept in PRAGMA user_version; bump it with every change there,
-# and add the step from the version before to MIGRATIONS (stores/sqlite.py).
+# and add the step from the version before to MIGRATIONS (stores/sqlite/connect.py).
 SCHEMA_VERSION = 2
 # PRAGMA application_id of a prism_om file: "PrOm", so foreign SQLite files are refused.
 APPLICATION_ID = 0x50724F6D

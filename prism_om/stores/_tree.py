@@ -59,7 +59,9 @@ class _SessionTree:
 class TreeIndex:
     """Entries by id, per-session append order, children, depth and the current leaf."""
 
-    def __init__(self) -> None:
+    def __init__(self, url: str | None = None) -> None:
+        # The owning store's URL, carried by the errors the rule checks raise.
+        self.url = url
         self.entries: dict[str, SessionEntry] = {}
         self.children: dict[str, list[str]] = {}
         self.depth: dict[str, int] = {}
@@ -88,13 +90,21 @@ class TreeIndex:
         view = _PendingView(self, pending)
         for entry in batch:
             if entry.id in self.entries:
-                raise DuplicateEntryError(f"entry id {entry.id!r} already exists in the store")
+                raise DuplicateEntryError(
+                    f"entry id {entry.id!r} already exists in the store",
+                    entry_id=entry.id,
+                    session_id=session_id,
+                    url=self.url,
+                )
             if entry.parent_id is None:
                 if has_root:
                     root = tree.root if tree else None
                     raise RootExistsError(
                         f"entry {entry.id!r} has no parent, but session {session_id!r} "
-                        f"already has its root {root!r}"
+                        f"already has its root {root!r}",
+                        entry_id=entry.id,
+                        session_id=session_id,
+                        url=self.url,
                     )
                 has_root = True
             elif entry.parent_id not in pending:
@@ -102,12 +112,18 @@ class TreeIndex:
                 if parent is None:
                     raise UnknownParentError(
                         f"entry {entry.id!r} names parent {entry.parent_id!r}, "
-                        "which is not in the store"
+                        "which is not in the store",
+                        entry_id=entry.id,
+                        session_id=session_id,
+                        url=self.url,
                     )
                 if parent.session_id != session_id:
                     raise SessionMismatchError(
                         f"entry {entry.id!r} of session {session_id!r} names parent "
-                        f"{entry.parent_id!r} of session {parent.session_id!r}"
+                        f"{entry.parent_id!r} of session {parent.session_id!r}",
+                        entry_id=entry.id,
+                        session_id=session_id,
+                        url=self.url,
                     )
             needs = memory_record_needs(entry)
             if needs is not None:
@@ -181,10 +197,18 @@ class TreeIndex:
         """Check that ``entry_id`` is an entry of the session and return it."""
         entry = self.entries.get(entry_id)
         if entry is None:
-            raise EntryNotFoundError(f"entry {entry_id!r} is not in the store")
+            raise EntryNotFoundError(
+                f"entry {entry_id!r} is not in the store",
+                entry_id=entry_id,
+                session_id=session_id,
+                url=self.url,
+            )
         if entry.session_id != session_id:
             raise SessionMismatchError(
-                f"entry {entry_id!r} belongs to session {entry.session_id!r}, not {session_id!r}"
+                f"entry {entry_id!r} belongs to session {entry.session_id!r}, not {session_id!r}",
+                entry_id=entry_id,
+                session_id=session_id,
+                url=self.url,
             )
         return entry_id
 

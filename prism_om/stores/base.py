@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import abc
 import builtins
 import enum
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Final, Literal, Protocol, Self, runtime_checkable
+from typing import Final, Literal, Protocol, Self, runtime_checkable
 
+from ..core.branch_reads import entries_after_cursor, last_eligible_messages, page_around_cursor
+from ..core.ledger import (
+    ObservationalMemoryLedger,
+    branch_source_times,
+    extend_observational_memory_ledger,
+    fold_ledger,
+)
+from ..core.ledger_views import live_ledger, restrict_ledger
 from ..core.limits import MAX_ENTRY_BYTES, resolve_page_limit
+from ..core.scope_map import WorkScopeMap, fold_work_scope_map
 from ..core.validation import check_memory_record_caps
 from ..entries import SessionEntry, check_entry_size, find_lone_surrogate, validate_session_id
 from ..errors import (
@@ -18,17 +28,19 @@ from ..errors import (
     InvalidInputError,
     SessionMismatchError,
     StaleCoverageError,
+    StoreClosedError,
 )
-
-if TYPE_CHECKING:
-    from ..core.ledger import ObservationalMemoryLedger
-    from ..core.scope_map import WorkScopeMap
+from ..tokens import get_estimator
 
 __all__ = [
     "ANY_MEMORY_HEAD",
     "AnyMemoryHead",
+    "AppendFault",
+    "StoreLifecycle",
     "SessionStore",
     "SessionSummary",
+    "SessionTree",
+    "StoreBase",
     "chain_at_leaf",
     "check_batch_shape",
     "check_memory_head",
@@ -47,8 +59,10 @@ ANY_MEMORY_HEAD: Final = AnyMemoryHead.ANY
 
 
 @runtime_checkable
-class SessionStore(Protocol):
-    """An append-only forest of session entry trees.
+class SessionTree(Protocol):
+    """The tree operations: what an adapter must implement (``StoreBase`` derives the rest).
+
+    An append-only forest of session entry trees.
 
     Rules every adapter keeps:
 
@@ -58,7 +72,7 @@ class SessionStore(Protocol):
     * appending to an entry that already has a child starts a new branch;
     * a rejected append or batch writes nothing; a batch belongs to one session;
     * each session has a persisted current leaf: an append moves it to the new entry,
-      ``set_leaf`` moves it anywhere in the session (so the next append forks);
+      ``checkout`` moves it anywhere in the session (so the next append forks);
     * ``append``/``append_many`` place entries under the parents they name (two writers
       naming one parent fork the tree); ``append_at_leaf`` places a batch at the leaf it
       resolves inside the store's write lock, so concurrent writers chain one after
@@ -72,7 +86,7 @@ class SessionStore(Protocol):
     ``append_at_leaf`` batch is in the store entirely or not at all, and a cancelled
     call never leaves a transaction, lock or half-written line behind for the next
     writer (in this process or another). A call cancelled before it starts running
-    writes nothing. ``set_leaf`` follows the same rule.
+    writes nothing. ``checkout`` follows the same rule.
     """
 
     url: str
@@ -121,7 +135,7 @@ class SessionStore(Protocol):
     async def list(self, session_id: str) -> builtins.list[SessionEntry]:
         """Every entry of the session in append order (empty for an unknown session)."""
 
-    async def branch(
+    async def entries(
         self, session_id: str, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
         """The path from the root to ``leaf_id`` (default: the current leaf), root first."""
@@ -132,8 +146,37 @@ class SessionStore(Protocol):
     async def leaf(self, session_id: str) -> str | None:
         """The session's persisted current leaf, or None for an unknown session."""
 
-    async def set_leaf(self, session_id: str, entry_id: str) -> None:
+    async def checkout(self, session_id: str, entry_id: str) -> None:
         """Move the session's current leaf to one of its entries."""
+
+    async def sessions(self) -> builtins.list[str]:
+        """Every session id of the store, in order of creation."""
+
+    async def session_summaries(self) -> builtins.list[SessionSummary]:
+        """Each session's counts (``SessionSummary``), in order of creation."""
+
+    async def close(self) -> None:
+        """Release files and connections; idempotent."""
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+
+@runtime_checkable
+class SessionStore(SessionTree, Protocol):
+    """A ``SessionTree`` with its memory and branch reads: what the services call.
+
+    Each read is defined by the pure functions over ``entries()``; ``StoreBase`` implements
+    every one of them that way, and an adapter overrides one only to answer it faster
+    (SQLite answers them all from its fold tables and indexes). The conformance suite
+    checks both give identical results.
+    """
 
     async def is_on_branch(
         self, session_id: str, entry_id: str, leaf_id: str | None = None
@@ -145,7 +188,7 @@ class SessionStore(Protocol):
     ) -> ObservationalMemoryLedger:
         """The branch's folded observational-memory ledger.
 
-        Equal to ``fold_observational_memory_ledger(await self.branch(...))``; an indexed
+        Equal to ``fold_observational_memory_ledger(await self.entries(...))``; an indexed
         store answers it from fold tables, at a cost that follows the memory, not the
         transcript.
         """
@@ -204,21 +247,6 @@ class SessionStore(Protocol):
     ) -> SessionEntry | None:
         """The latest compaction entry on the branch, or None."""
 
-    async def sessions(self) -> builtins.list[str]:
-        """Every session id of the store, in order of creation."""
-
-    async def close(self) -> None:
-        """Release files and connections; idempotent."""
-
-    async def __aenter__(self) -> Self: ...
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None: ...
-
 
 def check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[SessionEntry]:
     """Checks that need no store: entry types, one session, no id twice in the batch, and
@@ -234,7 +262,7 @@ def check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[SessionE
         if not isinstance(entry, SessionEntry):
             raise InvalidEntryError(
                 f"expected a SessionEntry, got {type(entry).__name__}; "
-                "build one with SessionEntry.model_validate(wire)"
+                "build one from its wire form with prism_om.entries.entry_from_wire(wire)"
             )
         if session_id is None:
             # The others must equal it, so one check covers the batch.
@@ -242,10 +270,16 @@ def check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[SessionE
         elif entry.session_id != session_id:
             raise SessionMismatchError(
                 f"entry {entry.id!r} belongs to session {entry.session_id!r}, but the batch "
-                f"is for session {session_id!r}: a batch holds one session's entries"
+                f"is for session {session_id!r}: a batch holds one session's entries",
+                entry_id=entry.id,
+                session_id=entry.session_id,
             )
         if entry.id in seen:
-            raise DuplicateEntryError(f"entry id {entry.id!r} appears twice in the batch")
+            raise DuplicateEntryError(
+                f"entry id {entry.id!r} appears twice in the batch",
+                entry_id=entry.id,
+                session_id=session_id,
+            )
         seen.add(entry.id)
         # Before any store work: an oversized entry would otherwise cost its tokenisation
         # and a huge write before being refused (or worse, accepted).
@@ -257,7 +291,9 @@ def check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[SessionE
         if where is not None:
             raise InvalidEntryError(
                 f"entry {entry.id!r}: field {where!r} holds a lone surrogate (half of a "
-                "UTF-16 pair); entry text must be valid Unicode"
+                "UTF-16 pair); entry text must be valid Unicode",
+                entry_id=entry.id,
+                session_id=entry.session_id,
             )
     return batch
 
@@ -284,7 +320,8 @@ def check_memory_head(
         return
     raise StaleCoverageError(
         f"session {session_id!r}: memory coverage moved (head {actual!r}, expected "
-        f"{expected!r}); another worker recorded first, so this run's records were not stored"
+        f"{expected!r}); another worker recorded first, so this run's records were not stored",
+        session_id=session_id,
     )
 
 
@@ -295,6 +332,259 @@ def check_page_args(limit: object, direction: object) -> None:
     resolve_page_limit(limit)  # type: ignore[arg-type]  # it checks the type itself
     if direction not in ("forward", "backward"):
         raise InvalidInputError(f"direction must be 'forward' or 'backward', got {direction!r}")
+
+
+AppendFault = Callable[[Sequence[SessionEntry]], None]
+"""A test's fault for the append commit point (see ``prism_om.testing.faults``)."""
+
+
+class StoreLifecycle:
+    """What every adapter shares: ``append``, ``async with``, the closed check, the fault point.
+
+    An adapter sets ``url``, sets ``_closed`` in ``close()``, and implements
+    ``append_many`` and ``close``. Inside its append transaction, after every rule check
+    and before the batch becomes visible, it calls ``self._append_fault_point(batch)``
+    with the entries as they will be stored: a fault installed by
+    ``prism_om.testing.faults.inject_append_fault`` runs there, and what it raises
+    leaves the store as it was (a process it kills leaves no part of the batch either).
+    """
+
+    url: str
+    _closed: bool = False
+    # Only prism_om.testing.faults sets it; unused, it costs one attribute read a batch.
+    _append_fault: AppendFault | None = None
+
+    async def append_many(self, entries: Sequence[SessionEntry]) -> None:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        raise NotImplementedError
+
+    async def append(self, entry: SessionEntry) -> None:
+        """Append one entry (``append_many([entry])``)."""
+        await self.append_many([entry])
+
+    def _check_open(self) -> None:
+        """Raise ``StoreClosedError`` after ``close()``."""
+        if self._closed:
+            raise StoreClosedError(f"store {self.url!r} is closed", url=self.url)
+
+    def _append_fault_point(self, batch: Sequence[SessionEntry]) -> None:
+        fault = self._append_fault
+        if fault is not None:
+            fault(batch)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+
+# Ledgers a ``StoreBase`` remembers, by leaf id (oldest evicted first).
+_LEDGER_CACHE_SIZE = 64
+
+
+class StoreBase(StoreLifecycle, abc.ABC):
+    """The documented base for an adapter: implement the tree, inherit the reads.
+
+    An adapter **must implement** the ``SessionTree`` operations: ``append_many``,
+    ``append_at_leaf``, ``memory_head``, ``get``, ``list``, ``entries``, ``leaves``,
+    ``leaf``, ``checkout``, ``sessions``, ``session_summaries`` and ``close`` (which sets
+    ``_closed``), keeping every rule written on ``SessionTree``. It calls
+    ``super().__init__()``, sets ``url``, calls ``_check_open()`` before touching its
+    data, and calls ``_append_fault_point(batch)`` at its append commit point (see
+    ``StoreLifecycle``). What those raise: ``InvalidInputError`` and its subclasses for a
+    bad batch or id (``check_batch_shape`` does the store-free checks), a
+    ``StoreRuleError`` subclass for an append or move the tree refuses (nothing stored),
+    ``StoreClosedError`` after ``close()``, and another ``StoreError`` when the storage
+    underneath fails. ``entries`` raises ``EntryNotFoundError`` for a leaf outside the
+    session.
+
+    It **inherits**, and **may override** for speed, ``append`` and ``async with`` (from
+    ``StoreLifecycle``), ``get_many``, ``is_on_branch`` and every read of
+    ``SessionStore`` beyond the tree: ``ledger``, ``live_ledger``, ``memory_subset``,
+    ``scope_map``, ``recent_messages``, ``entries_after``, ``page_messages``,
+    ``entry_count``, ``branch_tokens`` and ``last_compaction``. Each is derived from
+    ``entries()`` with the pure reference functions, costs O(branch), and raises what
+    ``entries()`` raises, plus ``EntryNotFoundError`` / ``InvalidInputError`` where
+    ``SessionStore`` says so. The conformance suite (``prism_om.testing.conformance``)
+    checks an override gives the same answers.
+    """
+
+    # A branch never changes once its leaf exists, so the ledger of a leaf stays right.
+    _ledger_cache: dict[str, ObservationalMemoryLedger]
+    # Token counts by encoding name, then entry id (an entry's text never changes).
+    _token_cache: dict[str, dict[str, int]]
+
+    def __init__(self) -> None:
+        self._ledger_cache = {}
+        self._token_cache = {}
+
+    @abc.abstractmethod
+    async def append_many(self, entries: Sequence[SessionEntry]) -> None: ...
+
+    @abc.abstractmethod
+    async def append_at_leaf(
+        self,
+        entries: Sequence[SessionEntry],
+        *,
+        expected_memory_head: str | AnyMemoryHead | None = ANY_MEMORY_HEAD,
+    ) -> builtins.list[SessionEntry]: ...
+
+    @abc.abstractmethod
+    async def memory_head(self, session_id: str, leaf_id: str | None = None) -> str | None: ...
+
+    @abc.abstractmethod
+    async def get(self, entry_id: str) -> SessionEntry | None: ...
+
+    @abc.abstractmethod
+    async def list(self, session_id: str) -> builtins.list[SessionEntry]: ...
+
+    @abc.abstractmethod
+    async def entries(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> builtins.list[SessionEntry]: ...
+
+    @abc.abstractmethod
+    async def leaves(self, session_id: str) -> builtins.list[str]: ...
+
+    @abc.abstractmethod
+    async def leaf(self, session_id: str) -> str | None: ...
+
+    @abc.abstractmethod
+    async def checkout(self, session_id: str, entry_id: str) -> None: ...
+
+    @abc.abstractmethod
+    async def sessions(self) -> builtins.list[str]: ...
+
+    @abc.abstractmethod
+    async def session_summaries(self) -> builtins.list[SessionSummary]: ...
+
+    @abc.abstractmethod
+    async def close(self) -> None: ...
+
+    async def get_many(self, entry_ids: Iterable[str]) -> dict[str, SessionEntry]:
+        """The entries with these ids that exist (one ``get`` each)."""
+        found: dict[str, SessionEntry] = {}
+        for entry_id in dict.fromkeys(entry_ids):
+            entry = await self.get(entry_id)
+            if entry is not None:
+                found[entry_id] = entry
+        return found
+
+    async def is_on_branch(
+        self, session_id: str, entry_id: str, leaf_id: str | None = None
+    ) -> bool:
+        """True when ``entry_id`` lies on the branch (a scan of ``entries()``)."""
+        return any(entry.id == entry_id for entry in await self.entries(session_id, leaf_id))
+
+    async def ledger(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> ObservationalMemoryLedger:
+        """The folded observational-memory ledger of the branch.
+
+        The ledger of every leaf asked for is kept, and a later leaf's ledger extends the
+        one of its nearest remembered ancestor instead of folding the branch again.
+        """
+        branch = await self.entries(session_id, leaf_id)
+        if not branch:
+            return fold_ledger(branch)
+        cache = self._ledger_cache
+        start, base = 0, None
+        for index in range(len(branch) - 1, -1, -1):
+            base = cache.get(branch[index].id)
+            if base is not None:
+                start = index + 1
+                break
+        if base is None:
+            ledger = fold_ledger(branch)
+        else:
+            ledger = extend_observational_memory_ledger(
+                base,
+                branch[start:],
+                first_position=start,
+                source_time=branch_source_times(branch),
+            )
+        if len(cache) >= _LEDGER_CACHE_SIZE:
+            cache.pop(next(iter(cache)))
+        cache[branch[-1].id] = ledger
+        return ledger
+
+    async def live_ledger(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> ObservationalMemoryLedger:
+        """The ledger without its dropped observations (see ``core.ledger_views.live_ledger``)."""
+        return live_ledger(await StoreBase.ledger(self, session_id, leaf_id))
+
+    async def memory_subset(
+        self, session_id: str, memory_ids: Iterable[str], leaf_id: str | None = None
+    ) -> ObservationalMemoryLedger:
+        """The branch's ledger restricted to ``memory_ids`` (no coverage cursors)."""
+        wanted = set(memory_ids)
+        return restrict_ledger(await StoreBase.ledger(self, session_id, leaf_id), wanted)
+
+    async def scope_map(self, session_id: str, leaf_id: str | None = None) -> WorkScopeMap:
+        """The folded work-scope map of the branch."""
+        return fold_work_scope_map(await self.entries(session_id, leaf_id))
+
+    async def recent_messages(
+        self, session_id: str, count: int, leaf_id: str | None = None
+    ) -> builtins.list[SessionEntry]:
+        """The branch's last ``count`` eligible messages, oldest first."""
+        return last_eligible_messages(await self.entries(session_id, leaf_id), count)
+
+    async def entries_after(
+        self, session_id: str, after_id: str | None, leaf_id: str | None = None
+    ) -> builtins.list[SessionEntry]:
+        """Branch entries strictly after ``after_id``; EntryNotFoundError if it is off it."""
+        return entries_after_cursor(await self.entries(session_id, leaf_id), after_id)
+
+    async def page_messages(
+        self,
+        session_id: str,
+        cursor: str,
+        limit: int,
+        direction: Literal["forward", "backward"] = "forward",
+        leaf_id: str | None = None,
+    ) -> tuple[builtins.list[SessionEntry], bool]:
+        """Eligible messages after/before ``cursor`` on the branch (see page_around_cursor)."""
+        check_page_args(limit, direction)
+        return page_around_cursor(await self.entries(session_id, leaf_id), cursor, limit, direction)
+
+    async def entry_count(self, session_id: str, leaf_id: str | None = None) -> int:
+        """Number of entries on the branch."""
+        return len(await self.entries(session_id, leaf_id))
+
+    async def branch_tokens(self, session_id: str, leaf_id: str | None = None) -> int:
+        """Estimated tokens of the branch's message entries.
+
+        Each entry is counted once per encoding and remembered, so a per-turn call costs a
+        sum over the branch, not a re-encoding of it.
+        """
+        estimator = get_estimator()
+        cache = self._token_cache.setdefault(estimator.name, {})
+        total = 0
+        for entry in await self.entries(session_id, leaf_id):
+            if entry.kind != "message":
+                continue
+            count = cache.get(entry.id)
+            if count is None:
+                count = cache[entry.id] = estimator.count_entry(entry)
+            total += count
+        return total
+
+    async def last_compaction(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> SessionEntry | None:
+        """The latest compaction entry on the branch, or None."""
+        branch = await self.entries(session_id, leaf_id)
+        return next((e for e in reversed(branch) if e.kind == "compaction"), None)
 
 
 @dataclass(frozen=True)

@@ -109,8 +109,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from types import TracebackType
-from typing import ParamSpec, Self, TypeVar
+from typing import ParamSpec, TypeVar
 
 from .._gc import collector_paused
 from ..entries import SessionEntry, entry_from_wire, validate_session_id
@@ -125,13 +124,13 @@ from ..errors import (
     StoreNotFoundError,
     StoreRuleError,
 )
-from ._derived import BranchDerivedReads
 from ._shield import finish_then_cancel
 from ._tree import TreeIndex, comparable_time
 from .base import (
     ANY_MEMORY_HEAD,
     AnyMemoryHead,
     SessionSummary,
+    StoreBase,
     chain_at_leaf,
     check_batch_shape,
     check_memory_head,
@@ -325,7 +324,7 @@ def _with_batch(
     )
 
 
-class JsonlStore(BranchDerivedReads):
+class JsonlStore(StoreBase):
     """A directory of JSONL session logs; see the module docstring for the format.
 
     Open with ``await JsonlStore.open(directory)``. ``fsync=True`` (the default) makes
@@ -346,6 +345,7 @@ class JsonlStore(BranchDerivedReads):
         lock_timeout: float,
         read_only: bool = False,
     ):
+        super().__init__()
         self.url = f"jsonl:{path}"
         self._path = path
         self._dir_fd = dir_fd
@@ -353,7 +353,7 @@ class JsonlStore(BranchDerivedReads):
         self._fsync = fsync
         self._lock_timeout = lock_timeout
         self._read_only = read_only
-        self._index = TreeIndex()
+        self._index = TreeIndex(self.url)
         # Loaded sessions only: a session enters on first use (see "Lazy loading").
         self._files: dict[str, _FileState] = {}
         # Sessions that failed to load: (what their files looked like, the error). The
@@ -368,7 +368,6 @@ class JsonlStore(BranchDerivedReads):
         self._manifest_offset = 0
         # (change counter, directory mtime) as of the last refresh; None forces a scan.
         self._seen: tuple[int, int] | None = None
-        self._closed = False
         # Coroutines queue here rather than in the thread pool...
         self._lock = asyncio.Lock()
         # ...and worker threads here: a cancelled await leaves its thread running, and the
@@ -453,21 +452,7 @@ class JsonlStore(BranchDerivedReads):
                 os.close(self._lock_fd)
             os.close(self._dir_fd)
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
     # -- the SessionStore protocol -------------------------------------------------------
-
-    async def append(self, entry: SessionEntry) -> None:
-        await self.append_many([entry])
 
     async def append_many(self, entries: Sequence[SessionEntry]) -> None:
         batch = check_batch_shape(entries)
@@ -504,7 +489,7 @@ class JsonlStore(BranchDerivedReads):
         sid = self._session_arg(session_id)
         return await self._read(sid, lambda index: index.session_entries(sid))
 
-    async def branch(
+    async def entries(
         self, session_id: str, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
         sid = self._session_arg(session_id)
@@ -518,7 +503,7 @@ class JsonlStore(BranchDerivedReads):
         sid = self._session_arg(session_id)
         return await self._run(self._leaf_sync, sid)
 
-    async def set_leaf(self, session_id: str, entry_id: str) -> None:
+    async def checkout(self, session_id: str, entry_id: str) -> None:
         sid = self._session_arg(session_id)
         self._ensure_writable()
         await finish_then_cancel(self._run(self._set_leaf_sync, sid, entry_id))
@@ -566,13 +551,12 @@ class JsonlStore(BranchDerivedReads):
     # -- plumbing between the event loop and the worker thread ---------------------------
 
     def _ensure_open(self) -> None:
-        if self._closed:
-            raise StoreClosedError(f"store {self.url!r} is closed")
+        self._check_open()
 
     def _ensure_writable(self) -> None:
         self._ensure_open()
         if self._read_only:
-            raise ReadOnlyStoreError(f"store {self.url!r} was opened read-only")
+            raise ReadOnlyStoreError(f"store {self.url!r} was opened read-only", url=self.url)
 
     def _session_arg(self, session_id: str) -> str:
         # Same order as the memory store: a closed store first, then a bad id.
@@ -659,11 +643,14 @@ class JsonlStore(BranchDerivedReads):
             except BlockingIOError:
                 pass
             except OSError as exc:
-                raise StoreError(f"locking {self._where(LOCK_NAME)}: {exc.strerror}") from exc
+                raise StoreError(
+                    f"locking {self._where(LOCK_NAME)}: {exc.strerror}", url=self.url
+                ) from exc
             if time.monotonic() >= deadline:
                 raise StoreBusyError(
                     f"JSONL store {self._path!r} stayed locked by another process for "
-                    f"{self._lock_timeout:g} s"
+                    f"{self._lock_timeout:g} s",
+                    url=self.url,
                 )
             time.sleep(delay)
             delay = min(delay * 2, _LOCK_POLL_MAX)
@@ -809,7 +796,8 @@ class JsonlStore(BranchDerivedReads):
             except OSError as exc:
                 if exc.errno == errno.ELOOP:
                     raise CorruptStoreError(
-                        f"{self._where(name)} is a symbolic link (links are not followed)"
+                        f"{self._where(name)} is a symbolic link (links are not followed)",
+                        url=self.url,
                     ) from exc
                 raise
             try:
@@ -828,7 +816,8 @@ class JsonlStore(BranchDerivedReads):
                 return None
         if not stat.S_ISREG(info.st_mode):
             raise CorruptStoreError(
-                f"{self._where(name)} is not a regular file (symbolic links are not followed)"
+                f"{self._where(name)} is not a regular file (symbolic links are not followed)",
+                url=self.url,
             )
         return info.st_size
 
@@ -838,7 +827,8 @@ class JsonlStore(BranchDerivedReads):
         if sidecar is not None and sidecar.version > SIDECAR_VERSION:
             raise StoreError(
                 f"session {sid!r}: {self._where(sidecar_name)} has version {sidecar.version}, "
-                f"written by a newer prism-om; this one reads up to version {SIDECAR_VERSION}"
+                f"written by a newer prism-om; this one reads up to version {SIDECAR_VERSION}",
+                url=self.url,
             )
         return sidecar
 
@@ -848,7 +838,8 @@ class JsonlStore(BranchDerivedReads):
             f"session {sid!r}: {self._where(data_name)} holds {size} bytes, but "
             f"{sidecar_name} records {committed} committed bytes: committed entries were "
             "lost (run 'prism-om check --repair' to cut the session back to its last "
-            "valid entry)"
+            "valid entry)",
+            url=self.url,
         )
 
     def _refresh_session(self, sid: str) -> None:
@@ -862,7 +853,8 @@ class JsonlStore(BranchDerivedReads):
             if state is not None and state.loaded > 0:
                 raise CorruptStoreError(
                     f"{self._where(data_name)} disappeared after {state.loaded} bytes of "
-                    "entries were read from it"
+                    "entries were read from it",
+                    url=self.url,
                 )
             return  # no such session (yet)
         if sidecar is not None and sidecar.committed > size:
@@ -874,7 +866,8 @@ class JsonlStore(BranchDerivedReads):
         if end < state.loaded:
             raise CorruptStoreError(
                 f"{self._where(data_name)} is shorter ({end} bytes) than the entries already "
-                f"read from it ({state.loaded} bytes): it was truncated or replaced"
+                f"read from it ({state.loaded} bytes): it was truncated or replaced",
+                url=self.url,
             )
         if end > state.loaded:
             chunk = self._read_file(data_name, state.loaded, end - state.loaded)
@@ -1014,7 +1007,9 @@ class JsonlStore(BranchDerivedReads):
     def _repair_sync(self, backup_dir: str) -> builtins.list[SessionCheck]:
         backup = os.path.abspath(backup_dir)
         if os.path.realpath(backup) == os.path.realpath(self._path):
-            raise StoreError(f"the backup directory {backup!r} must not be the store itself")
+            raise StoreError(
+                f"the backup directory {backup!r} must not be the store itself", url=self.url
+            )
         with self._locked(exclusive=True):
             self._remove_debris()
             self._refresh()
@@ -1136,7 +1131,9 @@ class JsonlStore(BranchDerivedReads):
         state.lines = number
 
     def _corrupt_line(self, sid: str, number: int, problem: str) -> CorruptStoreError:
-        return CorruptStoreError(f"{self._where(sid + DATA_SUFFIX)} line {number}: {problem}")
+        return CorruptStoreError(
+            f"{self._where(sid + DATA_SUFFIX)} line {number}: {problem}", url=self.url
+        )
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -1178,7 +1175,7 @@ class JsonlStore(BranchDerivedReads):
                         self._write_sidecar(sid, state.loaded, self._index.leaf(sid))
                         state.has_sidecar = state.summarised = True
                     after = _with_batch(self._summary(sid), self._index, batch)
-                    committed = self._write_batch(fd, sid, state, payload, batch[-1].id, after)
+                    committed = self._write_batch(fd, sid, state, payload, batch, after)
                 finally:
                     os.close(fd)
             finally:
@@ -1325,13 +1322,16 @@ class JsonlStore(BranchDerivedReads):
             if data_name not in os.listdir(self._dir_fd):
                 raise InvalidSessionIdError(
                     f"session id {sid!r} names the same file as another session here "
-                    "(the filesystem ignores case)"
+                    "(the filesystem ignores case)",
+                    url=self.url,
                 ) from None
             raise StoreError(
-                f"{self._where(data_name)} appeared while appending; retry the append"
+                f"{self._where(data_name)} appeared while appending; retry the append", url=self.url
             ) from None
         except OSError as exc:
-            raise StoreError(f"opening {self._where(data_name)}: {exc.strerror}") from exc
+            raise StoreError(
+                f"opening {self._where(data_name)}: {exc.strerror}", url=self.url
+            ) from exc
 
     def _append_manifest(self, sid: str) -> None:
         line = sid.encode() + b"\n"
@@ -1371,7 +1371,7 @@ class JsonlStore(BranchDerivedReads):
         sid: str,
         state: _FileState,
         payload: bytes,
-        leaf: str,
+        batch: Sequence[SessionEntry],
         summary: SessionSummary,
     ) -> int:
         """Write a batch, then commit it by replacing the sidecar; return its end."""
@@ -1381,8 +1381,10 @@ class JsonlStore(BranchDerivedReads):
                 _write_all(fd, payload)
                 if self._fsync:
                     os.fsync(fd)
-            self._write_sidecar(sid, committed, leaf, summary)
-        except StoreError:
+            # Between the data and its commit: a fault here leaves uncommitted bytes.
+            self._append_fault_point(batch)
+            self._write_sidecar(sid, committed, batch[-1].id, summary)
+        except BaseException:
             # Best effort only: whatever stays beyond the committed length is cut by the
             # next writer, and the error that matters is the one being raised.
             with contextlib.suppress(OSError):

@@ -5,18 +5,15 @@ from __future__ import annotations
 import asyncio
 import builtins
 from collections.abc import Sequence
-from types import TracebackType
-from typing import Self
 
 from ..entries import SessionEntry, validate_session_id
-from ..errors import StoreClosedError
-from ._derived import BranchDerivedReads
 from ._shield import finish_then_cancel
 from ._tree import TreeIndex
 from .base import (
     ANY_MEMORY_HEAD,
     AnyMemoryHead,
     SessionSummary,
+    StoreBase,
     chain_at_leaf,
     check_batch_shape,
     check_memory_head,
@@ -25,23 +22,19 @@ from .base import (
 __all__ = ["MemoryStore"]
 
 
-class MemoryStore(BranchDerivedReads):
+class MemoryStore(StoreBase):
     """A store that lives in the process; nothing survives ``close()``."""
 
     def __init__(self, url: str = "memory:") -> None:
+        super().__init__()
         self.url = url
-        self._index = TreeIndex()
-        self._closed = False
+        self._index = TreeIndex(url)
         # One writer at a time, so a batch's check and apply are never interleaved.
         self._lock = asyncio.Lock()
 
     def _open_index(self) -> TreeIndex:
-        if self._closed:
-            raise StoreClosedError(f"store {self.url!r} is closed")
+        self._check_open()
         return self._index
-
-    async def append(self, entry: SessionEntry) -> None:
-        await self.append_many([entry])
 
     async def append_many(self, entries: Sequence[SessionEntry]) -> None:
         batch = check_batch_shape(entries)
@@ -79,6 +72,7 @@ class MemoryStore(BranchDerivedReads):
                     at_leaf_of, expected_head, None if leaf is None else index.memory_heads[leaf]
                 )
             index.check(batch)
+            self._append_fault_point(batch)
             index.apply(batch)
             return batch
 
@@ -91,7 +85,7 @@ class MemoryStore(BranchDerivedReads):
     async def list(self, session_id: str) -> builtins.list[SessionEntry]:
         return self._open_index().session_entries(validate_session_id(session_id))
 
-    async def branch(
+    async def entries(
         self, session_id: str, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
         return self._open_index().branch(validate_session_id(session_id), leaf_id)
@@ -102,7 +96,7 @@ class MemoryStore(BranchDerivedReads):
     async def leaf(self, session_id: str) -> str | None:
         return self._open_index().leaf(validate_session_id(session_id))
 
-    async def set_leaf(self, session_id: str, entry_id: str) -> None:
+    async def checkout(self, session_id: str, entry_id: str) -> None:
         index = self._open_index()
         index.resolve_leaf(validate_session_id(session_id), entry_id)
         # No await between the check and the move: nothing to cancel half-way.
@@ -123,14 +117,3 @@ class MemoryStore(BranchDerivedReads):
 
     async def close(self) -> None:
         self._closed = True
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()

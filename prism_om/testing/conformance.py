@@ -44,7 +44,7 @@ async def apply_ops(store: SessionStore, ops: Sequence[Op]) -> None:
     """Replay generated operations on a store."""
     for op in ops:
         if isinstance(op, LeafOp):
-            await store.set_leaf(op.session_id, op.entry_id)
+            await store.checkout(op.session_id, op.entry_id)
         elif op.single:
             for entry in op.entries:
                 await store.append(entry)
@@ -62,8 +62,8 @@ async def snapshot(store: SessionStore) -> dict[str, object]:
             "list": [e.to_wire() for e in listed],
             "leaf": await store.leaf(sid),
             "leaves": leaves,
-            "branch": [e.id for e in await store.branch(sid)],
-            "branches": {leaf: [e.id for e in await store.branch(sid, leaf)] for leaf in leaves},
+            "branch": [e.id for e in await store.entries(sid)],
+            "branches": {leaf: [e.id for e in await store.entries(sid, leaf)] for leaf in leaves},
         }
     view["_sessions"] = await store.sessions()
     return view
@@ -98,12 +98,12 @@ class StoreConformance(WriteConformance, BoundsConformance):
     async def test_list_branch_leaves_leaf(self, store: SessionStore) -> None:
         await store.append_many([_msg("s1", "a", None), _msg("s1", "b", "a"), _msg("s1", "c", "b")])
         assert await store.leaf("s1") == "c"
-        await store.set_leaf("s1", "a")
+        await store.checkout("s1", "a")
         await store.append(_msg("s1", "d", "a"))
         assert await store.leaf("s1") == "d"
         assert [e.id for e in await store.list("s1")] == ["a", "b", "c", "d"]
-        assert [e.id for e in await store.branch("s1")] == ["a", "d"]
-        assert [e.id for e in await store.branch("s1", "c")] == ["a", "b", "c"]
+        assert [e.id for e in await store.entries("s1")] == ["a", "d"]
+        assert [e.id for e in await store.entries("s1", "c")] == ["a", "b", "c"]
         assert await store.leaves("s1") == ["c", "d"]
         assert await store.sessions() == ["s1"]
         assert await store.is_on_branch("s1", "a")
@@ -112,7 +112,7 @@ class StoreConformance(WriteConformance, BoundsConformance):
 
     async def test_unknown_session_reads_empty(self, store: SessionStore) -> None:
         assert await store.list("nobody") == []
-        assert await store.branch("nobody") == []
+        assert await store.entries("nobody") == []
         assert await store.leaves("nobody") == []
         assert await store.leaf("nobody") is None
         assert await store.sessions() == []
@@ -174,7 +174,7 @@ class StoreConformance(WriteConformance, BoundsConformance):
         await self._unchanged(store, before)
         assert await store.get("b") is None
         await store.append_many(bad[:2])
-        assert [e.id for e in await store.branch("s1")] == ["a", "b", "c"]
+        assert [e.id for e in await store.entries("s1")] == ["a", "b", "c"]
 
     async def test_empty_batch_is_a_no_op(self, store: SessionStore) -> None:
         await store.append_many([])
@@ -209,17 +209,17 @@ class StoreConformance(WriteConformance, BoundsConformance):
         await self._unchanged(store, before)
         assert await store.get("c") is None
 
-    async def test_set_leaf_rules(self, store: SessionStore) -> None:
+    async def test_checkout_rules(self, store: SessionStore) -> None:
         await store.append(_msg("s1", "a", None))
         await store.append(_msg("s2", "x", None))
         with pytest.raises(EntryNotFoundError):
-            await store.set_leaf("s1", "ghost")
+            await store.checkout("s1", "ghost")
         with pytest.raises(SessionMismatchError):
-            await store.set_leaf("s1", "x")
+            await store.checkout("s1", "x")
         with pytest.raises(EntryNotFoundError):
-            await store.branch("s1", "ghost")
+            await store.entries("s1", "ghost")
         with pytest.raises(SessionMismatchError):
-            await store.branch("s1", "x")
+            await store.entries("s1", "x")
         assert await store.leaf("s1") == "a"
 
     async def test_invalid_session_ids_are_refused(self, store: SessionStore) -> None:
@@ -235,8 +235,8 @@ class StoreConformance(WriteConformance, BoundsConformance):
         # The caller names the parent: a second writer on "a" forks instead of losing "b".
         await store.append(_msg("s1", "c", "a"))
         assert await store.leaves("s1") == ["b", "c"]
-        assert [e.id for e in await store.branch("s1", "b")] == ["a", "b"]
-        assert [e.id for e in await store.branch("s1")] == ["a", "c"]
+        assert [e.id for e in await store.entries("s1", "b")] == ["a", "b"]
+        assert [e.id for e in await store.entries("s1")] == ["a", "c"]
 
     async def test_close_is_idempotent_and_final(self, store_opener: StoreOpener) -> None:
         store = await store_opener.open()
@@ -289,7 +289,7 @@ class StoreConformance(WriteConformance, BoundsConformance):
             pytest.skip("an in-memory store keeps nothing across opens")
         async with await store_opener.open() as store:
             await store.append_many([_msg("s1", "a", None), _msg("s1", "b", "a")])
-            await store.set_leaf("s1", "a")
+            await store.checkout("s1", "a")
         async with await store_opener.open() as store:
             assert await store.leaf("s1") == "a"
             await store.append(_msg("s1", "c", "a"))
@@ -379,7 +379,7 @@ class StoreConformance(WriteConformance, BoundsConformance):
             pytest.skip(f"{type(store).__name__} has no session_summaries() yet")
         assert await summaries() == []
         await store.append_many([_msg("s1", "a", None), _msg("s1", "b", "a"), _msg("s1", "c", "b")])
-        await store.set_leaf("s1", "a")
+        await store.checkout("s1", "a")
         await store.append(_msg("s1", "d", "a"))
         await store.append_many([_msg("s1", "e", "b"), _msg("s1", "f", "e")])
         await store.append(_msg("s0", "z", None))

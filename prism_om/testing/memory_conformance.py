@@ -3,7 +3,7 @@
 For generated sessions (messages, observations, reflections, drops, tombstones,
 compactions, scope records and forks), each adapter's ``ledger()``, ``scope_map()``,
 ``recent_messages()`` and ``entries_after()``, and the store-backed context blocks, must
-equal the pure reference functions over ``branch()`` for every leaf; and every adapter
+equal the pure reference functions over ``entries()`` for every leaf; and every adapter
 must refuse the same invalid memory records with ``MemoryRecordError``, writing nothing.
 """
 
@@ -34,7 +34,7 @@ async def load_builder(store: SessionStore, builder: BranchBuilder, batch: int =
     for start in range(0, len(entries), batch):
         await store.append_many(entries[start : start + batch])
     if builder.path:
-        await store.set_leaf(builder.session_id, builder.path[-1].id)
+        await store.checkout(builder.session_id, builder.path[-1].id)
 
 
 class MemoryConformance:
@@ -47,7 +47,7 @@ class MemoryConformance:
         await opened.close()
 
     async def _check_leaf(self, store: SessionStore, sid: str, leaf: str) -> None:
-        branch = await store.branch(sid, leaf)
+        branch = await store.entries(sid, leaf)
         assert await store.ledger(sid, leaf) == fold_ledger(branch)
         assert await store.entry_count(sid, leaf) == len(branch)
         estimator = get_estimator()
@@ -89,7 +89,7 @@ class MemoryConformance:
         builder = random_builder(seed, steps=90, session_id=f"om{seed}")
         await load_builder(store, builder, batch=1 + seed % 5)
         sid = builder.session_id
-        assert [e.id for e in await store.branch(sid)] == [e.id for e in builder.path]
+        assert [e.id for e in await store.entries(sid)] == [e.id for e in builder.path]
         leaves = await store.leaves(sid)
         for leaf in [builder.path[-1].id, *leaves[:3]]:
             await self._check_leaf(store, sid, leaf)
@@ -177,7 +177,7 @@ class MemoryConformance:
         )
         await self._refused(store, record({"type": "om.unknown.kind"}), "om.unknown.kind")
         # A source on another branch of the same session is refused too.
-        await store.set_leaf(sid, message_id)
+        await store.checkout(sid, message_id)
         side = b.message("user")
         side = side.model_copy(update={"parent_id": message_id})
         await store.append(side)

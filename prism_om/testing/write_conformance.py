@@ -153,10 +153,10 @@ class WriteConformance:
         finally:
             await store.close()
 
-    async def test_cancelled_set_leaf_finishes_first(self, store: SessionStore) -> None:
+    async def test_cancelled_checkout_finishes_first(self, store: SessionStore) -> None:
         await store.append_many(_chain("s", "a", 3, None))
         for delay in (0, 0.0001, 0.0005, 0.001):
-            task = asyncio.ensure_future(store.set_leaf("s", "a-0"))
+            task = asyncio.ensure_future(store.checkout("s", "a-0"))
             await asyncio.sleep(delay)
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -165,7 +165,7 @@ class WriteConformance:
             assert leaf in ("a-0", "a-2")
             await asyncio.sleep(0.01)
             assert await store.leaf("s") == leaf
-            await store.set_leaf("s", "a-2")
+            await store.checkout("s", "a-2")
 
     # -- appending at the leaf -----------------------------------------------------------
 
@@ -180,7 +180,7 @@ class WriteConformance:
             for e in stored
         ]
         assert await store.leaf("s") == "y" and await store.leaves("s") == ["y"]
-        await store.set_leaf("s", "r")
+        await store.checkout("s", "r")
         stored = await store.append_at_leaf([_msg("s", "z", "y")])
         assert stored[0].parent_id == "r"  # after a checkout, the next append forks
         assert await store.leaves("s") == ["y", "z"]
@@ -204,7 +204,7 @@ class WriteConformance:
         batches = [store.append_at_leaf(_chain("g", f"b{n}", 3, None)) for n in range(10)]
         _, written = await asyncio.gather(asyncio.gather(*singles), asyncio.gather(*batches))
         assert len(await store.leaves("g")) == 1
-        branch = [e.id for e in await store.branch("g")]
+        branch = [e.id for e in await store.entries("g")]
         assert len(branch) == 20 + 30
         assert sorted(branch) == sorted(e.id for e in await store.list("g"))
         for batch in written:
@@ -225,7 +225,7 @@ class WriteConformance:
             entries = await store.list("p")
             assert len(entries) == 21
             assert len(await store.leaves("p")) == 1
-            assert len(await store.branch("p")) == 21
+            assert len(await store.entries("p")) == 21
         finally:
             await store.close()
 
@@ -241,7 +241,7 @@ class WriteConformance:
         await store.append(custom_entry("h", {"type": "host.note"}, parent_id="after"))
         assert await store.memory_head("h") == obs.id
         assert await store.memory_head("h", "m-2") is None
-        await store.set_leaf("h", "m-2")
+        await store.checkout("h", "m-2")
         assert await store.memory_head("h") is None
 
     async def test_stale_memory_head_stores_nothing(self, store: SessionStore) -> None:

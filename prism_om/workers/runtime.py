@@ -667,7 +667,7 @@ class ObservationalMemoryRuntime:
             # later entries (another writer's), which stay where they are.
             if previous is not None and not await store.is_on_branch(sid, previous):
                 try:
-                    await store.set_leaf(sid, previous)
+                    await store.checkout(sid, previous)
                     restored = True
                 except PrismMemoryError:
                     restored = False

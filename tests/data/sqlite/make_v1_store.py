@@ -32,7 +32,7 @@ async def build(path: Path) -> None:
             entries = builder.entries
             for start in range(0, len(entries), 9):
                 await store.append_many(entries[start : start + 9])
-            await store.set_leaf(sid, builder.path[-1].id)
+            await store.checkout(sid, builder.path[-1].id)
         # Mixed timestamp formats: as strings "20260318 101010" sorts after
         # "2026-03-22...", as times it is four days earlier.
         stamps = [
@@ -62,7 +62,7 @@ async def build(path: Path) -> None:
                 timestamp="2026-03-19T00:00:00Z",
             )
         )
-        await store.set_leaf("mixed-times", "mixed.3")
+        await store.checkout("mixed-times", "mixed.3")
 
 
 def main() -> None:

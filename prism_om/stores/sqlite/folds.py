@@ -11,18 +11,20 @@ shared validation refuses every record the fold would ignore.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.ledger import (
+import aiosqlite
+
+from ...core.ledger import (
     Coverage,
     ObservationalMemoryLedger,
     RecordedObservation,
     RecordedReflection,
 )
-from ..core.parse import parse_memory_record
-from ..core.records import (
+from ...core.parse import parse_memory_record
+from ...core.records import (
     FOLDED_TYPE,
     OBSERVATIONS_DROPPED,
     OBSERVATIONS_RECORDED,
@@ -35,21 +37,17 @@ from ..core.records import (
     ReflectionsRecorded,
     dated_observation,
 )
+from .placement import PlacedEntry
+from .sql import COMPACTION_MARKER
 
-__all__ = [
-    "COMPACTION_MARKER",
-    "FoldRows",
-    "fold_rows",
-    "ledger_from_rows",
-    "ledger_queries",
-    "scope_records_query",
-    "undated_sources",
-    "write_fold_rows",
-]
-
-
-# om_markers.record_type of a compaction that carries no om.folded details.
-COMPACTION_MARKER = "compaction"
+# Fold rows as the ledger queries of ``sql.ledger_queries`` select them (sqlite3 rows are
+# untyped tuples; these name what each column holds).
+# (depth, ordinal, memory_id, entry_id, recorded_at, body)
+MemoryRow = tuple[int, int, str, str, str, str | bytes]
+# (depth, ordinal, memory_id)
+DropRow = tuple[int, int, str]
+# (depth, entry_id, record_type, covers_up_to_id)
+MarkerRow = tuple[int, str, str, str | None]
 
 
 @dataclass
@@ -64,7 +62,7 @@ class FoldRows:
     scope_records: list[tuple[Any, ...]] = field(default_factory=list)
 
 
-def undated_sources(placed: Sequence[Any]) -> set[str]:
+def undated_sources(placed: Sequence[PlacedEntry]) -> set[str]:
     """Source entry ids of the batch's observations recorded without ``observedAt``."""
     wanted: set[str] = set()
     for item in placed:
@@ -78,7 +76,9 @@ def undated_sources(placed: Sequence[Any]) -> set[str]:
     return wanted
 
 
-def fold_rows(placed: Sequence[Any], source_times: Mapping[str, str] | None = None) -> FoldRows:
+def fold_rows(
+    placed: Sequence[PlacedEntry], source_times: Mapping[str, str] | None = None
+) -> FoldRows:
     """The fold-table rows of a placed batch (``PlacedEntry`` items); cheap for messages.
 
     ``source_times`` holds the timestamps of ``undated_sources(placed)``: an observation
@@ -144,7 +144,7 @@ _INSERTS = {
 }
 
 
-async def write_fold_rows(conn: Any, rows: FoldRows) -> None:
+async def write_fold_rows(conn: aiosqlite.Connection, rows: FoldRows) -> None:
     """Insert the rows on the writer connection, inside the append transaction."""
     for name, sql in _INSERTS.items():
         values = getattr(rows, name)
@@ -152,48 +152,11 @@ async def write_fold_rows(conn: Any, rows: FoldRows) -> None:
             await conn.executemany(sql, values)
 
 
-def ledger_queries(branch_rows_sql: Callable[..., str]) -> dict[str, str]:
-    """The four branch reads a ledger needs, in branch order."""
-    return {
-        "observations": branch_rows_sql(
-            "o.depth, o.ordinal, o.memory_id, o.entry_id, o.recorded_at, o.body",
-            "om_observations",
-            "o",
-        )
-        + " ORDER BY o.depth, o.ordinal",
-        "reflections": branch_rows_sql(
-            "r.depth, r.ordinal, r.memory_id, r.entry_id, r.recorded_at, r.body",
-            "om_reflections",
-            "r",
-        )
-        + " ORDER BY r.depth, r.ordinal",
-        "drops": branch_rows_sql("d.depth, d.ordinal, d.memory_id", "om_drops", "d")
-        + " ORDER BY d.depth, d.ordinal",
-        "markers": branch_rows_sql(
-            "m.depth, m.entry_id, m.record_type, m.covers_up_to_id", "om_markers", "m"
-        )
-        + " ORDER BY m.depth",
-    }
-
-
-def scope_records_query(branch_rows_sql: Callable[..., str]) -> str:
-    """Bodies of the branch's om.scope.* entries, in branch order."""
-    return (
-        branch_rows_sql(
-            "s.depth, (SELECT e.id FROM entries e WHERE e.seq = s.entry_seq),"
-            " (SELECT CAST(e.body AS BLOB) FROM entries e WHERE e.seq = s.entry_seq)",
-            "om_scope_records",
-            "s",
-        )
-        + " ORDER BY s.depth"
-    )
-
-
 def ledger_from_rows(
-    observations: Sequence[Any],
-    reflections: Sequence[Any],
-    drops: Sequence[Any],
-    markers: Sequence[Any],
+    observations: Sequence[MemoryRow],
+    reflections: Sequence[MemoryRow],
+    drops: Sequence[DropRow],
+    markers: Sequence[MarkerRow],
 ) -> ObservationalMemoryLedger:
     """Rebuild the ledger from fold rows read in branch order (see the module docstring)."""
     # Observations and reflections share one id namespace; the first record of an id wins.
@@ -237,3 +200,20 @@ def ledger_from_rows(
         last_observations_entry_id=last.get(OBSERVATIONS_RECORDED),
         last_reflections_entry_id=last.get(REFLECTIONS_RECORDED),
     )
+
+
+async def write_memory_folds(conn: aiosqlite.Connection, placed: Sequence[PlacedEntry]) -> None:
+    """Keep the memory fold tables in step with the entries, inside the append."""
+    times: dict[str, str] = {}
+    wanted = undated_sources(placed)
+    if wanted:
+        # Observations written without observedAt (the TypeScript shape) are dated by
+        # their newest source, which validation has already found on the branch.
+        times = {p.entry.id: p.entry.timestamp for p in placed if p.entry.id in wanted}
+        rest = sorted(wanted - times.keys())
+        if rest:
+            marks = ", ".join("?" * len(rest))
+            sql = f"SELECT id, timestamp FROM entries WHERE id IN ({marks})"
+            async with conn.execute(sql, rest) as cursor:
+                times.update({row[0]: row[1] for row in await cursor.fetchall()})
+    await write_fold_rows(conn, fold_rows(placed, times))

@@ -1,0 +1,293 @@
+"""Opening a file: arguments, pragmas, schema checks, migrations, the damage note."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import os
+import sqlite3
+import threading
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from ...errors import (
+    CorruptStoreError,
+    InvalidInputError,
+    StoreError,
+    StoreNotFoundError,
+)
+from .._schema import APPLICATION_ID, SCHEMA_VERSION, Schema
+from .._summary import utc_timestamp
+from .sql import SUMMARIES_FROM_ENTRIES_SQL, fetch_first_row
+from .translate import close_quietly, primary_code, retrying, rollback_quietly, translate_error
+
+SYNCHRONOUS_MODES = frozenset({"NORMAL", "FULL", "EXTRA"})
+
+
+# The note a write that met a damaged file leaves next to it: "<file>-damaged".
+DAMAGED_SUFFIX = "-damaged"
+# A read-only open retries immutable=1 after these (no -shm file could be made).
+_READ_ONLY_CODES = frozenset({sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN})
+
+
+def read_damage_note(location: str) -> str | None:
+    """The reason in the file's damage note, or None when there is none."""
+    try:
+        with open(location + DAMAGED_SUFFIX, "rb") as note:
+            text = note.read(4096).decode("utf-8", "replace").strip()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        text = f"a damage note that cannot be read: {exc.strerror}"
+    return f"marked damaged by an earlier write: {text or 'no reason recorded'}"
+
+
+async def open_read_only(url: str, location: str, busy_timeout_ms: int) -> tuple[Any, int]:
+    """The one connection of a read-only store, and the file's schema version."""
+    conn = await open_connection(url, location, busy_timeout_ms, uri_mode="ro")
+    try:
+        try:
+            version, app_id = await _file_marks(conn)
+        except sqlite3.Error as exc:
+            if primary_code(exc) not in _READ_ONLY_CODES:
+                raise translate_error(url, "open", exc) from exc
+            await close_quietly(conn)
+            conn = await _immutable_connection(url, location, busy_timeout_ms, exc)
+            version, app_id = await retrying(url, "open", lambda: _file_marks(conn))
+        if version == 0:
+            (tables,) = await retrying(
+                url, "open", lambda: fetch_first_row(conn, "SELECT count(*) FROM sqlite_master")
+            )
+            if not tables:
+                raise StoreNotFoundError(
+                    f"no store at {location!r} ({url}): the file is empty, and a read "
+                    "does not make a store of it",
+                    url=url,
+                )
+            raise StoreError(
+                f"{url} is not a prism_om store: it holds tables but no schema version", url=url
+            )
+        _check_marks(url, version, app_id)
+    except BaseException:
+        await close_quietly(conn)
+        raise
+    return conn, version
+
+
+async def _immutable_connection(
+    url: str, location: str, busy_timeout_ms: int, cause: sqlite3.Error
+) -> aiosqlite.Connection:
+    """A read-only connection that needs no ``-shm`` file: it ignores the WAL, so it is
+    only taken when the WAL holds no committed writes."""
+    wal = location + "-wal"
+    with contextlib.suppress(OSError):
+        if await asyncio.to_thread(os.path.getsize, wal) > 0:
+            raise StoreError(
+                f"{url}: committed writes still wait in {wal!r}, and a read-only "
+                f"open cannot read them ({cause}): open the store once with write access "
+                "in that directory, or copy the files somewhere writable",
+                url=url,
+            ) from cause
+    return await open_connection(url, location, busy_timeout_ms, uri_mode="ro&immutable=1")
+
+
+def check_open_args(location: str, busy_timeout_ms: int, synchronous: str) -> str:
+    """Validate ``open``'s arguments; return the ``synchronous`` mode to set."""
+    if not location or location == ":memory:" or location.startswith("file:"):
+        raise InvalidInputError(
+            f"sqlite store path {location!r}: name a file (use the memory: store for "
+            "a store that lives in the process)"
+        )
+    if isinstance(busy_timeout_ms, bool) or not isinstance(busy_timeout_ms, int):
+        raise InvalidInputError(f"busy_timeout_ms must be an int, got {busy_timeout_ms!r}")
+    if busy_timeout_ms < 0:
+        raise InvalidInputError(f"busy_timeout_ms must be >= 0, got {busy_timeout_ms}")
+    mode = synchronous.upper() if isinstance(synchronous, str) else ""
+    if mode not in SYNCHRONOUS_MODES:
+        raise InvalidInputError(
+            f"synchronous={synchronous!r}: use 'NORMAL' (survives an application crash) "
+            "or 'FULL' (also survives power loss)"
+        )
+    return mode
+
+
+async def open_connection(
+    url: str,
+    location: str,
+    busy_timeout_ms: int,
+    *,
+    query_only: bool = False,
+    uri_mode: str | None = None,
+) -> aiosqlite.Connection:
+    """One connection in autocommit mode: transactions are begun explicitly.
+
+    ``uri_mode`` opens the file as a URI with ``mode=<uri_mode>`` (``ro``, ``rw``, ...),
+    which SQLite honours by never creating the file.
+    """
+    target = location if uri_mode is None else _file_uri(location, uri_mode)
+    try:
+        # aiosqlite leaves its worker thread to finish stopping after a failed connect,
+        # which can outlive the event loop; a plain probe reports an unopenable path first.
+        await asyncio.to_thread(_probe, target, uri_mode is not None)
+        pending = aiosqlite.connect(target, isolation_level=None, uri=uri_mode is not None)
+        # A store the caller forgot to close must not keep the interpreter from exiting:
+        # aiosqlite's worker thread is not a daemon. Killing it at exit is as safe as a
+        # crash, which WAL survives.
+        thread = getattr(pending, "_thread", None)
+        if isinstance(thread, threading.Thread):
+            thread.daemon = True
+        conn = await pending
+    except sqlite3.Error as exc:
+        raise translate_error(url, "open", exc) from exc
+    try:
+        # busy_timeout first, so that everything after it waits for a busy file.
+        await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        if query_only:
+            await conn.execute("PRAGMA query_only = ON")
+        # Migrations and read-only opens of an old file compare timestamps as times.
+        await conn.create_function("prism_utc", 1, utc_timestamp, deterministic=True)
+    except BaseException as exc:
+        await close_quietly(conn)
+        if isinstance(exc, sqlite3.Error):
+            raise translate_error(url, "open", exc) from exc
+        raise
+    return conn
+
+
+def _probe(target: str, uri: bool) -> None:
+    sqlite3.connect(target, uri=uri).close()
+
+
+def _file_uri(location: str, mode: str) -> str:
+    # as_uri percent-encodes, so a path holding '?' or '#' stays a path.
+    return f"{Path(location).absolute().as_uri()}?mode={mode}"
+
+
+async def prepare_file(
+    url: str, conn: aiosqlite.Connection, mode: str, schema: Schema, *, create: bool = True
+) -> None:
+    """Switch to WAL, set ``synchronous``, and apply, migrate or check the schema."""
+    if not create:
+        # An empty file reads as a database of version 0; without create it stays empty.
+        version, _ = await retrying(url, "open", lambda: _file_marks(conn))
+        (tables,) = await retrying(
+            url, "open", lambda: fetch_first_row(conn, "SELECT count(*) FROM sqlite_master")
+        )
+        if version == 0 and not tables:
+            location = url.removeprefix("sqlite:")
+            raise StoreNotFoundError(
+                f"no store at {location!r} ({url}): the file is empty, and this open may "
+                "not create a store",
+                url=url,
+            )
+
+    async def set_wal() -> None:
+        rows = builtins.list(await conn.execute_fetchall("PRAGMA journal_mode = WAL"))
+        if not rows or str(rows[0][0]).lower() != "wal":
+            raise StoreError(f"{url}: could not switch the file to WAL mode", url=url)
+
+    await retrying(url, "open", set_wal)
+    await retrying(url, "open", lambda: conn.execute(f"PRAGMA synchronous = {mode}"))
+    version, app_id = await retrying(url, "open", lambda: _file_marks(conn))
+    if version == 0:
+        await retrying(url, "open", lambda: _apply_schema(url, conn, schema))
+    else:
+        _check_marks(url, version, app_id)
+        if version < SCHEMA_VERSION:
+            await retrying(url, "migrate", lambda: _migrate(url, conn, schema))
+
+
+async def _file_marks(conn: aiosqlite.Connection) -> tuple[int, int]:
+    """The file's ``(user_version, application_id)``."""
+    version = (await fetch_first_row(conn, "PRAGMA user_version"))[0]
+    app_id = (await fetch_first_row(conn, "PRAGMA application_id"))[0]
+    return int(version), int(app_id)
+
+
+def _check_marks(url: str, version: int, app_id: int) -> None:
+    if version < 0:
+        raise CorruptStoreError(f"{url}: the file header holds schema version {version}", url=url)
+    if app_id != APPLICATION_ID:
+        raise StoreError(
+            f"{url} is not a prism_om store (application_id {app_id:#x}, "
+            f"expected {APPLICATION_ID:#x})",
+            url=url,
+        )
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{url} has schema version {version}, newer than version {SCHEMA_VERSION} that "
+            "this prism_om supports: upgrade prism-om to open it",
+            url=url,
+        )
+    if version < SCHEMA_VERSION and any(
+        v not in MIGRATIONS for v in range(version, SCHEMA_VERSION)
+    ):
+        raise StoreError(
+            f"{url} has schema version {version}, and no migration to version "
+            f"{SCHEMA_VERSION} exists",
+            url=url,
+        )
+
+
+async def _apply_schema(url: str, conn: aiosqlite.Connection, schema: Schema) -> None:
+    """Create the tables of a fresh file in one transaction, then stamp its version."""
+    await conn.execute("BEGIN IMMEDIATE")
+    try:
+        # Another process may have created the schema while this one waited for the lock.
+        version, app_id = await _file_marks(conn)
+        if version != 0:
+            _check_marks(url, version, app_id)
+        else:
+            (tables,) = await fetch_first_row(conn, "SELECT count(*) FROM sqlite_master")
+            if tables:
+                raise StoreError(
+                    f"{url} is not a prism_om store: it holds tables but no schema version", url=url
+                )
+            for statement in schema.statements:
+                await conn.execute(statement)
+            await conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            await conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        await conn.execute("COMMIT")
+    except BaseException:
+        await rollback_quietly(conn)
+        raise
+
+
+async def _backfill_session_summary(conn: aiosqlite.Connection) -> None:
+    """Version 1 to 2: the session_summary table, filled from the entries."""
+    columns = "session_id, entries, messages, leaves, last_activity"
+    await conn.execute(
+        f"INSERT INTO session_summary ({columns}) "
+        f"SELECT {columns} FROM ({SUMMARIES_FROM_ENTRIES_SQL})"
+    )
+
+
+# Migration steps, keyed by the version they start from. Each runs inside the one
+# transaction of _migrate, after every CREATE ... IF NOT EXISTS of schema.sql has made the
+# new tables and indexes; it fills them from the entries.
+MIGRATIONS: dict[int, Callable[[aiosqlite.Connection], Awaitable[None]]] = {
+    1: _backfill_session_summary,
+}
+
+
+async def _migrate(url: str, conn: aiosqlite.Connection, schema: Schema) -> None:
+    """Bring an older file to ``SCHEMA_VERSION`` in one transaction: all steps or none."""
+    await conn.execute("BEGIN IMMEDIATE")
+    try:
+        # Another process may have migrated the file while this one waited for the lock.
+        version, app_id = await _file_marks(conn)
+        _check_marks(url, version, app_id)
+        if version < SCHEMA_VERSION:
+            for statement in schema.statements:
+                await conn.execute(statement)
+            for step in range(version, SCHEMA_VERSION):
+                await MIGRATIONS[step](conn)
+            await conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        await conn.execute("COMMIT")
+    except BaseException:
+        await rollback_quietly(conn)
+        raise

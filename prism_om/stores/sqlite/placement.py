@@ -1,0 +1,350 @@
+"""Placing a batch in the tree: rule checks, segments and depths, inside the append."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import aiosqlite
+
+from ..._gc import collector_paused
+from ...core.validation import (
+    MemoryRecordNeeds,
+    branch_facts_from_entries,
+    memory_record_needs,
+    validate_memory_record,
+)
+from ...entries import SessionEntry
+from ...errors import (
+    DuplicateEntryError,
+    EntryNotFoundError,
+    MemoryRecordError,
+    RootExistsError,
+    SessionMismatchError,
+    StoreRuleError,
+    UnknownParentError,
+)
+from ...tokens import TokenEstimator
+from .sql import (
+    BRANCH_PIECES_SQL,
+    ENTRIES_BY_ID_SQL,
+    ENTRIES_BY_SEQ_SQL,
+    LOOKUP_CHUNK,
+    MEMORY_BY_ID_SQL,
+    MEMORY_HEAD_SQL,
+    PARENTS_SQL,
+    POSITION_SQL,
+    LeafPosition,
+    Params,
+    fetch_first_row,
+    fetch_rows,
+)
+
+# Turns a stored (id, body) back into its entry, raising CorruptStoreError.
+ParseBody = Callable[[str, object], SessionEntry]
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedEntry:
+    """An entry as appended: its row number, segment, depth and token count."""
+
+    entry: SessionEntry
+    seq: int
+    segment_id: int
+    depth: int
+    tokens: int
+
+
+class _StoredParent(NamedTuple):
+    """A parent outside the batch, as stored: what placing its children needs."""
+
+    session_id: str
+    depth: int
+    segment_id: int
+    has_child: bool
+    path_tokens: int | None
+    token_encoding: str
+
+
+class Placer:
+    """Gives each entry of a checked batch its row: seq, depth, segment, path tokens.
+
+    Parents inside the batch are found in batch-local dicts of plain values (no object
+    per entry, which keeps a 100,000-entry batch cheap); the ones outside it were looked
+    up once, before placing.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        parents: Mapping[str, _StoredParent],
+        last_seq: int,
+        last_segment: int,
+        encoding: str,
+    ) -> None:
+        self.session_id = session_id
+        self.seq = last_seq
+        self.segment = last_segment
+        self.encoding = encoding
+        self.segments: builtins.list[tuple[int, str, int | None, int]] = []
+        self.depth = {pid: p.depth for pid, p in parents.items()}
+        self.segment_of = {pid: p.segment_id for pid, p in parents.items()}
+        self.has_child = {pid for pid, p in parents.items() if p.has_child}
+        # A path sum is only kept while the whole path was counted with one encoding.
+        self.path_tokens = {
+            pid: p.path_tokens if p.token_encoding == encoding else None
+            for pid, p in parents.items()
+        }
+
+    def _new_segment(self, parent_segment: int | None, start_depth: int) -> int:
+        self.segment += 1
+        self.segments.append((self.segment, self.session_id, parent_segment, start_depth))
+        return self.segment
+
+    def place(self, entry: SessionEntry, body: str, tokens: int) -> tuple[Any, ...]:
+        own = tokens if entry.kind == "message" else 0
+        parent_id = entry.parent_id
+        path_tokens: int | None
+        if parent_id is None:
+            depth, segment, path_tokens = 0, self._new_segment(None, 0), own
+        else:
+            depth = self.depth[parent_id] + 1
+            if parent_id in self.has_child:
+                segment = self._new_segment(self.segment_of[parent_id], depth)
+            else:
+                segment = self.segment_of[parent_id]
+                self.has_child.add(parent_id)
+            parent_path = self.path_tokens[parent_id]
+            path_tokens = None if parent_path is None else parent_path + own
+        self.seq += 1
+        self.depth[entry.id] = depth
+        self.segment_of[entry.id] = segment
+        self.path_tokens[entry.id] = path_tokens
+        return (
+            self.seq,
+            entry.id,
+            self.session_id,
+            parent_id,
+            entry.kind,
+            entry.role,
+            entry.custom_type,
+            entry.timestamp,
+            depth,
+            segment,
+            tokens,
+            self.encoding,
+            path_tokens,
+            body,
+        )
+
+
+def encode_batch(batch: Sequence[SessionEntry], estimator: TokenEstimator) -> list[tuple[str, int]]:
+    """Each entry's wire JSON and token count, computed once at append."""
+    with collector_paused():
+        return [(e.model_dump_json(by_alias=True), estimator.count_entry(e)) for e in batch]
+
+
+def outside_parent_ids(batch: Sequence[SessionEntry]) -> builtins.list[str]:
+    """Parent ids that are not an earlier entry of the batch, in first-use order."""
+    earlier: set[str] = set()
+    outside: dict[str, None] = {}
+    for entry in batch:
+        if entry.parent_id is not None and entry.parent_id not in earlier:
+            outside[entry.parent_id] = None
+        earlier.add(entry.id)
+    return builtins.list(outside)
+
+
+async def lookup_parents(
+    conn: aiosqlite.Connection, ids: Sequence[str]
+) -> dict[str, _StoredParent]:
+    """Session and tree position of each stored entry among ``ids``."""
+    found: dict[str, _StoredParent] = {}
+    for chunk in id_chunks(ids):
+        sql = PARENTS_SQL.format(marks=", ".join("?" * len(chunk)))
+        for row in await conn.execute_fetchall(sql, chunk):
+            entry_id, session_id, segment, depth, path, encoding, has_child = row
+            found[entry_id] = _StoredParent(
+                session_id, depth, segment, bool(has_child), path, encoding
+            )
+    return found
+
+
+def first_rule_failure(
+    batch: Sequence[SessionEntry],
+    root_id: str | None,
+    parents: Mapping[str, _StoredParent],
+    url: str,
+) -> tuple[int, StoreRuleError] | None:
+    """The first entry that breaks a root or parent rule, in the reference order.
+
+    Duplicate ids are left to the caller; everything else matches ``TreeIndex.check``.
+    """
+    session_id = batch[0].session_id
+    earlier: set[str] = set()
+    for index, entry in enumerate(batch):
+        if entry.parent_id is None:
+            if root_id is not None:
+                return index, RootExistsError(
+                    f"entry {entry.id!r} has no parent, but session {session_id!r} "
+                    f"already has its root {root_id!r}",
+                    entry_id=entry.id,
+                    session_id=session_id,
+                    url=url,
+                )
+            root_id = entry.id
+        elif entry.parent_id not in earlier:
+            found = parents.get(entry.parent_id)
+            if found is None:
+                return index, UnknownParentError(
+                    f"entry {entry.id!r} names parent {entry.parent_id!r}, "
+                    "which is not in the store",
+                    entry_id=entry.id,
+                    session_id=session_id,
+                    url=url,
+                )
+            if found.session_id != session_id:
+                return index, SessionMismatchError(
+                    f"entry {entry.id!r} of session {session_id!r} names parent "
+                    f"{entry.parent_id!r} of session {found.session_id!r}",
+                    entry_id=entry.id,
+                    session_id=session_id,
+                    url=url,
+                )
+        earlier.add(entry.id)
+    return None
+
+
+async def first_duplicate(
+    conn: aiosqlite.Connection, entries: Sequence[SessionEntry], url: str
+) -> DuplicateEntryError | None:
+    """The error for the first of ``entries`` whose id is already stored, if any."""
+    stored: set[str] = set()
+    for chunk in id_chunks([e.id for e in entries]):
+        marks = ", ".join("?" * len(chunk))
+        rows = await conn.execute_fetchall(f"SELECT id FROM entries WHERE id IN ({marks})", chunk)
+        stored.update(row[0] for row in rows)
+    for entry in entries:
+        if entry.id in stored:
+            return DuplicateEntryError(
+                f"entry id {entry.id!r} already exists in the store",
+                entry_id=entry.id,
+                session_id=entry.session_id,
+                url=url,
+            )
+    return None
+
+
+def check_leaf_session(entry_id: str, session_id: str, owner: str | None, url: str) -> None:
+    """Raise unless ``entry_id`` is stored in ``session_id`` (``owner`` is its session)."""
+    if owner is None:
+        raise EntryNotFoundError(
+            f"entry {entry_id!r} is not in the store",
+            entry_id=entry_id,
+            session_id=session_id,
+            url=url,
+        )
+    if owner != session_id:
+        raise SessionMismatchError(
+            f"entry {entry_id!r} belongs to session {owner!r}, not {session_id!r}",
+            entry_id=entry_id,
+            session_id=session_id,
+            url=url,
+        )
+
+
+def id_chunks(items: Sequence[str]) -> Iterable[builtins.list[str]]:
+    for start in range(0, len(items), LOOKUP_CHUNK):
+        yield builtins.list(items[start : start + LOOKUP_CHUNK])
+
+
+def sorted_pieces(rows: Iterable[Any]) -> builtins.list[tuple[int, int, int]]:
+    """Rows of ``BRANCH_PIECES_SQL`` as ``(segment_id, lo, hi)``, root first."""
+    return sorted(((int(s), int(lo), int(hi)) for s, lo, hi in rows), key=lambda p: p[1])
+
+
+def _on_pieces(pieces: Iterable[tuple[int, int, int]], segment_id: int, depth: int) -> bool:
+    return any(s == segment_id and lo <= depth <= hi for s, lo, hi in pieces)
+
+
+async def memory_head_of(
+    position: LeafPosition, fetch: Callable[[str, Params], Awaitable[builtins.list[Any]]]
+) -> str | None:
+    """The newest memory record on the branch ending at ``position``: O(pieces) reads."""
+    pieces = sorted_pieces(await fetch(BRANCH_PIECES_SQL, position.params()))
+    for segment_id, lo, hi in reversed(pieces):
+        rows = await fetch(MEMORY_HEAD_SQL, (segment_id, lo, hi))
+        if rows:
+            return str(rows[0][0])
+    return None
+
+
+async def _position_on(conn: aiosqlite.Connection, entry_id: str) -> LeafPosition:
+    """The position of a stored entry, read inside the write transaction."""
+    segment_id, depth, path_tokens, encoding = await fetch_first_row(
+        conn, POSITION_SQL, (entry_id,)
+    )
+    return LeafPosition(entry_id, segment_id, depth, path_tokens, encoding)
+
+
+async def first_memory_failure(
+    conn: aiosqlite.Connection, batch: Sequence[SessionEntry], limit: int, parse: ParseBody
+) -> tuple[int, StoreRuleError] | None:
+    """The first ``om.*`` record of ``batch[:limit]`` that its branch does not support."""
+    earlier: dict[str, SessionEntry] = {}
+    for index, entry in enumerate(batch[:limit]):
+        try:
+            needs = memory_record_needs(entry)
+            if needs is not None:
+                evidence = await _path_evidence(conn, entry.parent_id, earlier, needs, parse)
+                facts = branch_facts_from_entries(evidence, needs)
+                validate_memory_record(entry, needs, facts)
+        except MemoryRecordError as exc:
+            return index, exc
+        earlier[entry.id] = entry
+    return None
+
+
+async def _path_evidence(
+    conn: aiosqlite.Connection,
+    parent_id: str | None,
+    earlier: Mapping[str, SessionEntry],
+    needs: MemoryRecordNeeds,
+    parse: ParseBody,
+) -> builtins.list[SessionEntry]:
+    """The entries on the path from the root to ``parent_id`` that bear on ``needs``.
+
+    Earlier entries of the batch are walked in memory; of the stored rest of the path,
+    only the entries ``needs`` names and the memory records are read.
+    """
+    evidence: builtins.list[SessionEntry] = []
+    current = parent_id
+    while current is not None and current in earlier:
+        evidence.append(earlier[current])
+        current = earlier[current].parent_id
+    if current is None:
+        return evidence
+    position = await _position_on(conn, current)
+    pieces = sorted_pieces(await fetch_rows(conn, BRANCH_PIECES_SQL, position.params()))
+    for chunk in id_chunks(sorted(needs.source_entry_ids | needs.covered_entry_ids)):
+        sql = ENTRIES_BY_ID_SQL.format(marks=", ".join("?" * len(chunk)))
+        for entry_id, segment_id, depth, body in await fetch_rows(conn, sql, chunk):
+            if _on_pieces(pieces, segment_id, depth):
+                evidence.append(parse(entry_id, body))
+    # The memory ids are looked up in the fold tables, by id, not by a branch scan; a
+    # recording entry that lies on the path is evidence.
+    recorders: set[int] = set()
+    for chunk in id_chunks(sorted(needs.memory_ids_to_look_up)):
+        marks = ", ".join("?" * len(chunk))
+        for table in ("om_observations", "om_reflections"):
+            sql = MEMORY_BY_ID_SQL.format(table=table, marks=marks)
+            for seq, segment_id, depth in await fetch_rows(conn, sql, chunk):
+                if _on_pieces(pieces, segment_id, depth):
+                    recorders.add(seq)
+    for chunk in id_chunks([str(seq) for seq in sorted(recorders)]):
+        sql = ENTRIES_BY_SEQ_SQL.format(marks=", ".join("?" * len(chunk)))
+        for entry_id, body in await fetch_rows(conn, sql, [int(seq) for seq in chunk]):
+            evidence.append(parse(entry_id, body))
+    return evidence

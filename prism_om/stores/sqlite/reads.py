@@ -1,0 +1,457 @@
+"""The reads of the SQLite adapter: tree, branch and memory, from indexes and fold tables."""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import os
+from collections.abc import Iterable
+from typing import Any, Literal
+
+import aiosqlite
+from pydantic import ValidationError
+
+from ..._gc import collector_paused
+from ...core.ledger import ObservationalMemoryLedger
+from ...core.scope_map import WorkScopeMap, fold_work_scope_map
+from ...core.sources import ELIGIBLE_SOURCE_ROLES
+from ...entries import SessionEntry, now_timestamp, validate_session_id
+from ...errors import (
+    CorruptStoreError,
+    EntryNotFoundError,
+    InvalidInputError,
+)
+from ...tokens import TokenEstimator
+from ..base import (
+    SessionSummary,
+    StoreLifecycle,
+    check_page_args,
+)
+from .connect import DAMAGED_SUFFIX
+from .folds import ledger_from_rows
+from .placement import check_leaf_session, id_chunks, memory_head_of, sorted_pieces
+from .sql import (
+    BODIES_BY_ID_SQL,
+    BRANCH_ENTRIES_SQL,
+    BRANCH_PIECES_SQL,
+    BRANCH_TOKENS_SQL,
+    CURSOR_ON_BRANCH_SQL,
+    DEPTH_ON_BRANCH_SQL,
+    ELIGIBLE_ROLES,
+    LAST_COMPACTION_SQL,
+    LEAF_BY_ID_SQL,
+    LEAF_BY_SESSION_SQL,
+    LEAVES_SQL,
+    LEDGER_SQL,
+    LIVE_OBSERVATIONS_SQL,
+    MEMORY_SUBSET_AT_LEAF_SQL,
+    MEMORY_SUBSET_SQL,
+    PAGE_FORWARD_SQL,
+    RECENT_MESSAGES_SQL,
+    SCOPE_RECORDS_SQL,
+    SUMMARIES_FROM_ENTRIES_SQL,
+    SUMMARIES_SQL,
+    LeafPosition,
+    Params,
+)
+from .translate import first_line, fold_rows_parse, retrying
+
+
+class SqliteReads(StoreLifecycle):
+    """Every read of ``SessionStore``, from indexes and the memory fold tables.
+
+    ``SqliteStore`` adds opening and writing; this half holds the connection state both
+    halves read, so that a read meeting a damaged file refuses later writes too.
+    """
+
+    _reader: aiosqlite.Connection
+    _writer: aiosqlite.Connection
+    _estimator: TokenEstimator
+    _read_only: bool
+    _schema_version: int
+    _location: str
+    # Why writes are refused, once a read or write met a damaged file (or a note says so).
+    _damaged: str | None
+
+    async def memory_head(self, session_id: str, leaf_id: str | None = None) -> str | None:
+        position = await self._leaf_position(session_id, leaf_id)
+        if position is None:
+            return None
+        return await memory_head_of(position, self._fetch)
+
+    async def get(self, entry_id: str) -> SessionEntry | None:
+        rows = await self._fetch(
+            "SELECT id, CAST(body AS BLOB) FROM entries WHERE id = ?", (entry_id,)
+        )
+        return self._parse(rows[0][0], rows[0][1]) if rows else None
+
+    async def get_many(self, entry_ids: Iterable[str]) -> dict[str, SessionEntry]:
+        """The entries with these ids that exist, in one query per 500 ids."""
+        found: dict[str, SessionEntry] = {}
+        for chunk in id_chunks(sorted(set(entry_ids))):
+            sql = BODIES_BY_ID_SQL.format(marks=", ".join("?" * len(chunk)))
+            for entry_id, body in await self._fetch(sql, chunk):
+                found[entry_id] = self._parse(entry_id, body)
+        return found
+
+    async def list(self, session_id: str) -> builtins.list[SessionEntry]:
+        rows = await self._fetch(
+            "SELECT id, CAST(body AS BLOB) FROM entries WHERE session_id = ? ORDER BY seq",
+            (self._session(session_id),),
+        )
+        with collector_paused():
+            return [self._parse(entry_id, body) for entry_id, body in rows]
+
+    async def entries(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> builtins.list[SessionEntry]:
+        position = await self._leaf_position(session_id, leaf_id)
+        if position is None:
+            return []
+        return await self._branch_range(position, 0, position.depth)
+
+    async def leaves(self, session_id: str) -> builtins.list[str]:
+        return [row[0] for row in await self._fetch(LEAVES_SQL, (self._session(session_id),))]
+
+    async def leaf(self, session_id: str) -> str | None:
+        rows = await self._fetch(
+            "SELECT leaf_id FROM sessions WHERE session_id = ?", (self._session(session_id),)
+        )
+        return str(rows[0][0]) if rows else None
+
+    async def is_on_branch(
+        self, session_id: str, entry_id: str, leaf_id: str | None = None
+    ) -> bool:
+        position = await self._leaf_position(session_id, leaf_id)
+        if position is None:
+            return False
+        return await self._depth_on_branch(position, entry_id) is not None
+
+    async def sessions(self) -> builtins.list[str]:
+        return [row[0] for row in await self._fetch("SELECT session_id FROM sessions ORDER BY seq")]
+
+    async def session_summaries(self) -> builtins.list[SessionSummary]:
+        """Every session's summary, in order of creation, from the summary table.
+
+        Costs one row per session, whatever the sessions hold; a store opened read-only
+        before its migration computes them from the entries instead.
+        """
+        self._open_reader()
+        legacy = self._schema_version < 2
+        rows = await self._fetch(SUMMARIES_FROM_ENTRIES_SQL if legacy else SUMMARIES_SQL)
+        summaries = []
+        for session_id, entries, messages, leaves, last_activity, found in rows:
+            if found is None:
+                raise CorruptStoreError(
+                    f"session {session_id!r} in {self.url} has no row in session_summary",
+                    url=self.url,
+                )
+            summaries.append(
+                SessionSummary(session_id, int(entries), int(messages), int(leaves), last_activity)
+            )
+        return summaries
+
+    # -- more reads over the indexed path ---------------------------------------------
+
+    async def entry_count(self, session_id: str, leaf_id: str | None = None) -> int:
+        """Number of entries on the branch to ``leaf_id`` (default: the current leaf)."""
+        position = await self._leaf_position(session_id, leaf_id)
+        return 0 if position is None else position.depth + 1
+
+    async def branch_tokens(self, session_id: str, leaf_id: str | None = None) -> int:
+        """Sum of the token counts of the message entries on the branch.
+
+        Counts made at append with the store's encoding are summed as stored (for a path
+        counted with one encoding, the leaf row already holds the sum); an entry counted
+        with another encoding is recounted, without rewriting its row.
+        """
+        position = await self._leaf_position(session_id, leaf_id)
+        if position is None:
+            return 0
+        encoding = self._estimator.name
+        if position.path_tokens is not None and position.token_encoding == encoding:
+            return position.path_tokens
+        rows = await self._fetch(BRANCH_TOKENS_SQL, {**position.params(), "encoding": encoding})
+        total = 0
+        for entry_id, tokens, row_encoding, body in rows:
+            if row_encoding == encoding:
+                total += int(tokens)
+            else:
+                total += self._estimator.count_entry(self._parse(entry_id, body))
+        return total
+
+    async def entries_after(
+        self, session_id: str, after_id: str | None, leaf_id: str | None = None
+    ) -> builtins.list[SessionEntry]:
+        """Branch entries strictly after ``after_id`` (all when None), root side first.
+
+        ``EntryNotFoundError`` when ``after_id`` is not on the branch. One indexed range
+        read: the cost follows the entries returned, not the branch before the cursor.
+        """
+        position = await self._leaf_position(session_id, leaf_id)
+        if after_id is None:
+            return [] if position is None else await self._branch_range(position, 0, position.depth)
+        depth = None if position is None else await self._depth_on_branch(position, after_id)
+        if position is None or depth is None:
+            raise EntryNotFoundError(f"entry {after_id!r} is not on the branch", url=self.url)
+        return await self._branch_range(position, depth + 1, position.depth)
+
+    async def recent_messages(
+        self, session_id: str, count: int, leaf_id: str | None = None
+    ) -> builtins.list[SessionEntry]:
+        """The branch's last ``count`` user/assistant/tool messages, oldest first.
+
+        Reads the pieces from the leaf back, newest first, and stops at ``count``.
+        """
+        position = await self._leaf_position(session_id, leaf_id)
+        if position is None or count <= 0:
+            return []
+        found: builtins.list[SessionEntry] = []
+        for segment_id, lo, hi in reversed(await self._pieces(position)):
+            params = (segment_id, lo, hi, *ELIGIBLE_ROLES, count - len(found))
+            rows = await self._fetch(RECENT_MESSAGES_SQL, params)
+            found.extend(self._parse(entry_id, body) for entry_id, body in rows)
+            if len(found) >= count:
+                break
+        found.reverse()
+        return found
+
+    async def ledger(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> ObservationalMemoryLedger:
+        """The branch's ledger, rebuilt from the fold tables: cost follows the memory."""
+        position = await self._leaf_position(session_id, leaf_id)
+        if position is None:
+            return ObservationalMemoryLedger()
+        params = position.params()
+        rows = [await self._fetch(sql, params) for sql in LEDGER_SQL.values()]
+        with fold_rows_parse(self.url, session_id), collector_paused():
+            return ledger_from_rows(*rows)
+
+    async def live_ledger(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> ObservationalMemoryLedger:
+        """The ledger without its dropped observations: what a turn's context needs.
+
+        Drop rows are read first (ids only, no JSON), so only observations still in the
+        pool are parsed: the cost follows the active memory, which the dropper keeps
+        within its cap, not everything ever recorded.
+        """
+        position = await self._leaf_position(session_id, leaf_id)
+        if position is None:
+            return ObservationalMemoryLedger()
+        params = position.params()
+        drops = await self._fetch(LEDGER_SQL["drops"], params)
+        dropped = {memory_id for _, _, memory_id in drops}
+        rows = await self._fetch(LIVE_OBSERVATIONS_SQL, params)
+        observations = [r[:6] for r in rows if r[2] not in dropped]
+        reflections = await self._fetch(LEDGER_SQL["reflections"], params)
+        markers = await self._fetch(LEDGER_SQL["markers"], params)
+        with fold_rows_parse(self.url, session_id), collector_paused():
+            return ledger_from_rows(observations, reflections, [], markers)
+
+    async def scope_map(self, session_id: str, leaf_id: str | None = None) -> WorkScopeMap:
+        """The branch's scope map, folded from its om.scope.* records only."""
+        position = await self._leaf_position(session_id, leaf_id)
+        if position is None:
+            return fold_work_scope_map([])
+        rows = await self._fetch(SCOPE_RECORDS_SQL, position.params())
+        return fold_work_scope_map(self._parse(entry_id, body) for _, entry_id, body in rows)
+
+    async def memory_subset(
+        self, session_id: str, memory_ids: Iterable[str], leaf_id: str | None = None
+    ) -> ObservationalMemoryLedger:
+        """The ledger restricted to ``memory_ids``: one query by memory id, filtered to
+        the branch, so exact-id recall costs the same at any transcript length."""
+        wanted = sorted(set(memory_ids))
+        if not wanted:
+            self._session(session_id)
+            return ObservationalMemoryLedger()
+        marks = ", ".join("?" * len(wanted))
+        if leaf_id is None:
+            # The session's leaf is looked up inside the same query: one round trip.
+            sql = MEMORY_SUBSET_AT_LEAF_SQL.format(marks=marks)
+            params: list[Any] = [self._session(session_id), *wanted, *wanted, *wanted]
+        else:
+            position = await self._leaf_position(session_id, leaf_id)
+            if position is None:
+                return ObservationalMemoryLedger()
+            sql = MEMORY_SUBSET_SQL.format(marks=marks)
+            params = [position.segment_id, position.depth, *wanted, *wanted, *wanted]
+        rows = await self._fetch(sql, params)
+        observations, reflections, drops = [], [], []
+        for kind, depth, ordinal, memory_id, entry_id, recorded_at, body in rows:
+            if kind == 0:
+                observations.append((depth, ordinal, memory_id, entry_id, recorded_at, body))
+            elif kind == 1:
+                reflections.append((depth, ordinal, memory_id, entry_id, recorded_at, body))
+            else:
+                drops.append((depth, ordinal, memory_id))
+        with fold_rows_parse(self.url, session_id):
+            return ledger_from_rows(sorted(observations), sorted(reflections), sorted(drops), [])
+
+    async def last_compaction(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> SessionEntry | None:
+        """The latest compaction entry on the branch, from the marker rows: O(pieces)."""
+        position = await self._leaf_position(session_id, leaf_id)
+        if position is None:
+            return None
+        for segment_id, lo, hi in reversed(await self._pieces(position)):
+            rows = await self._fetch(LAST_COMPACTION_SQL, (segment_id, lo, hi))
+            if rows:
+                return await self.get(rows[0][0])
+        return None
+
+    async def page_messages(
+        self,
+        session_id: str,
+        cursor: str,
+        limit: int,
+        direction: Literal["forward", "backward"] = "forward",
+        leaf_id: str | None = None,
+    ) -> tuple[builtins.list[SessionEntry], bool]:
+        """Up to ``limit`` eligible messages after/before ``cursor``: indexed, O(page)."""
+        check_page_args(limit, direction)
+        position = await self._leaf_position(session_id, leaf_id)
+        rows = []
+        if position is not None:
+            cursor_params = {**position.params(), "entry_id": cursor}
+            rows = await self._fetch(CURSOR_ON_BRANCH_SQL, cursor_params)
+        if position is None or not rows:
+            raise EntryNotFoundError(
+                f"cursor {cursor!r} is not an entry of the current branch", url=self.url
+            )
+        depth, kind, role = rows[0]
+        if kind != "message" or role not in ELIGIBLE_SOURCE_ROLES:
+            raise InvalidInputError(
+                f"cursor {cursor!r} is a {kind} entry, not a user, assistant or tool message",
+                url=self.url,
+            )
+        pieces = await self._pieces(position)
+        found: builtins.list[SessionEntry] = []
+        want = limit + 1  # one more tells whether another page follows
+        forward = direction == "forward"
+        for segment_id, lo, hi in pieces if forward else reversed(pieces):
+            first, last = (max(lo, depth + 1), hi) if forward else (lo, min(hi, depth - 1))
+            if first > last:
+                continue
+            sql = PAGE_FORWARD_SQL if forward else RECENT_MESSAGES_SQL
+            params = (segment_id, first, last, *ELIGIBLE_ROLES, want - len(found))
+            found.extend(self._parse(i, b) for i, b in await self._fetch(sql, params))
+            if len(found) >= want:
+                break
+        more = len(found) > limit
+        page = found[:limit]
+        if not forward:
+            page.reverse()
+        return page, more
+
+    # -- helpers later features reuse -------------------------------------------------
+
+    async def _leaf_position(self, session_id: str, leaf_id: str | None) -> LeafPosition | None:
+        """The branch end: ``leaf_id`` checked against the session, or the current leaf.
+
+        None when ``leaf_id`` is None and the session is unknown; ``EntryNotFoundError``
+        or ``SessionMismatchError`` for a ``leaf_id`` that is not the session's.
+        """
+        session_id = self._session(session_id)
+        if leaf_id is None:
+            rows = await self._fetch(LEAF_BY_SESSION_SQL, (session_id,))
+            if not rows:
+                return None
+            current, segment_id, depth, path_tokens, encoding = rows[0]
+            if segment_id is None:
+                raise CorruptStoreError(
+                    f"session {session_id!r} in {self.url}: its leaf {current!r} has no row",
+                    url=self.url,
+                )
+            return LeafPosition(current, segment_id, depth, path_tokens, encoding)
+        rows = await self._fetch(LEAF_BY_ID_SQL, (leaf_id,))
+        check_leaf_session(leaf_id, session_id, rows[0][0] if rows else None, self.url)
+        _, segment_id, depth, path_tokens, encoding = rows[0]
+        return LeafPosition(leaf_id, segment_id, depth, path_tokens, encoding)
+
+    async def _pieces(self, position: LeafPosition) -> builtins.list[tuple[int, int, int]]:
+        return sorted_pieces(await self._fetch(BRANCH_PIECES_SQL, position.params()))
+
+    async def _depth_on_branch(self, position: LeafPosition, entry_id: str) -> int | None:
+        """The depth of ``entry_id`` if it lies on the branch ending at ``position``."""
+        params = {**position.params(), "entry_id": entry_id}
+        rows = await self._fetch(DEPTH_ON_BRANCH_SQL, params)
+        return int(rows[0][0]) if rows else None
+
+    async def _branch_range(
+        self, position: LeafPosition, first_depth: int, last_depth: int
+    ) -> builtins.list[SessionEntry]:
+        """The entries of the branch at depths ``first_depth..last_depth``, root first.
+
+        A branch holds exactly one entry per depth, so this is also how to page it.
+        """
+        first, last = max(first_depth, 0), min(last_depth, position.depth)
+        if first > last:
+            return []
+        rows = await self._fetch(BRANCH_ENTRIES_SQL, position.params(first, last))
+        slots: builtins.list[SessionEntry | None] = [None] * (last - first + 1)
+        with collector_paused():
+            for depth, entry_id, body in rows:
+                slots[depth - first] = self._parse(entry_id, body)
+        if any(slot is None for slot in slots):
+            missing = first + slots.index(None)
+            raise CorruptStoreError(
+                f"{self.url}: the branch to {position.entry_id!r} has no entry at depth {missing}",
+                url=self.url,
+            )
+        return [slot for slot in slots if slot is not None]
+
+    async def _fetch(self, sql: str, params: Params = ()) -> builtins.list[Any]:
+        """All rows of one read on the reader connection, errors translated."""
+        reader = self._open_reader()
+        try:
+            rows = await retrying(self.url, "read", lambda: reader.execute_fetchall(sql, params))
+        except CorruptStoreError as exc:
+            self._mark_damaged(exc)
+            raise
+        return builtins.list(rows)
+
+    def _parse(self, entry_id: str, body: object) -> SessionEntry:
+        """Validate a stored body back into its entry, or raise ``CorruptStoreError``."""
+        try:
+            if not isinstance(body, bytes | str):
+                raise TypeError(f"the body is {type(body).__name__}, not JSON text")
+            entry = SessionEntry.model_validate_json(body)
+        except (ValidationError, TypeError) as exc:
+            raise CorruptStoreError(
+                f"entry {entry_id!r} in {self.url}: its stored JSON no longer parses "
+                f"({first_line(exc)})",
+                url=self.url,
+            ) from exc
+        if entry.id != entry_id:
+            raise CorruptStoreError(
+                f"entry {entry_id!r} in {self.url}: its stored JSON holds id {entry.id!r}",
+                url=self.url,
+            )
+        return entry
+
+    def _session(self, session_id: str) -> str:
+        """Check the store is open, then that ``session_id`` is a valid name."""
+        self._open_reader()
+        return validate_session_id(session_id)
+
+    def _open_reader(self) -> aiosqlite.Connection:
+        self._check_open()
+        return self._reader
+
+    def _mark_damaged(self, exc: CorruptStoreError) -> None:
+        """Refuse later writes, here and (through the note) in other processes."""
+        if self._read_only or self._damaged is not None:
+            return
+        self._damaged = first_line(exc)
+        note = self._location + DAMAGED_SUFFIX
+        # The note is best effort: where it cannot be written, this process still refuses.
+        with contextlib.suppress(OSError):
+            fd = os.open(note, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            try:
+                os.write(fd, f"{now_timestamp()} {self._damaged}\n".encode())
+            finally:
+                os.close(fd)

@@ -1,0 +1,263 @@
+"""SQL text of the SQLite adapter, and the bindings of a branch read."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+import aiosqlite
+
+from ...core.records import FOLDED_TYPE
+from ...core.sources import ELIGIBLE_SOURCE_ROLES
+
+Params = Sequence[Any] | Mapping[str, Any]
+# The om_markers record type of a compaction that carries no om.folded memory.
+COMPACTION_MARKER = "compaction"
+LOOKUP_CHUNK = 500
+
+# The pieces of the branch ending at the entry at (:leaf_segment, :leaf_depth): one row
+# (segment_id, lo, hi) per segment on the path, leaf first. Each step up costs one primary
+# key lookup in ``segments``; the recursion ends at the root segment, or once the piece
+# reaches :min_depth, as shallower pieces cannot hold the rows a caller asks for.
+BRANCH_PATH_CTE = """
+WITH RECURSIVE branch_path(segment_id, lo, hi, parent_segment_id) AS (
+    SELECT s.segment_id, s.start_depth, :leaf_depth, s.parent_segment_id
+    FROM segments s WHERE s.segment_id = :leaf_segment
+    UNION ALL
+    SELECT s.segment_id, s.start_depth, bp.lo - 1, s.parent_segment_id
+    FROM branch_path bp JOIN segments s ON s.segment_id = bp.parent_segment_id
+    WHERE bp.lo > :min_depth
+)"""
+
+
+def branch_rows_sql(columns: str, table: str, alias: str, where: str = "") -> str:
+    """SQL selecting ``columns`` from the rows of ``table`` that lie on one branch.
+
+    ``table`` needs ``segment_id`` and ``depth`` columns (an entry's, or those of the entry
+    that recorded a fold row) and an index on ``(segment_id, depth)``. Bind
+    ``:leaf_segment`` and ``:leaf_depth`` (a ``LeafPosition``), and ``:min_depth`` /
+    ``:max_depth`` to restrict the depth range (0 and the leaf's depth for all of it).
+    ``CROSS JOIN`` makes SQLite loop over the few pieces and search the index for each,
+    whatever its statistics say.
+    """
+    extra = f" AND ({where})" if where else ""
+    return (
+        f"{BRANCH_PATH_CTE}\nSELECT {columns} FROM branch_path bp CROSS JOIN {table} {alias}\n"
+        f"WHERE {alias}.segment_id = bp.segment_id\n"
+        f"  AND {alias}.depth BETWEEN max(bp.lo, :min_depth) AND min(bp.hi, :max_depth)"
+        f"{extra}"
+    )
+
+
+def ledger_queries() -> dict[str, str]:
+    """The four branch reads a ledger needs, in branch order."""
+    return {
+        "observations": branch_rows_sql(
+            "o.depth, o.ordinal, o.memory_id, o.entry_id, o.recorded_at, o.body",
+            "om_observations",
+            "o",
+        )
+        + " ORDER BY o.depth, o.ordinal",
+        "reflections": branch_rows_sql(
+            "r.depth, r.ordinal, r.memory_id, r.entry_id, r.recorded_at, r.body",
+            "om_reflections",
+            "r",
+        )
+        + " ORDER BY r.depth, r.ordinal",
+        "drops": branch_rows_sql("d.depth, d.ordinal, d.memory_id", "om_drops", "d")
+        + " ORDER BY d.depth, d.ordinal",
+        "markers": branch_rows_sql(
+            "m.depth, m.entry_id, m.record_type, m.covers_up_to_id", "om_markers", "m"
+        )
+        + " ORDER BY m.depth",
+    }
+
+
+def scope_records_query() -> str:
+    """Bodies of the branch's om.scope.* entries, in branch order."""
+    return (
+        branch_rows_sql(
+            "s.depth, (SELECT e.id FROM entries e WHERE e.seq = s.entry_seq),"
+            " (SELECT CAST(e.body AS BLOB) FROM entries e WHERE e.seq = s.entry_seq)",
+            "om_scope_records",
+            "s",
+        )
+        + " ORDER BY s.depth"
+    )
+
+
+BRANCH_ENTRIES_SQL = branch_rows_sql("e.depth, e.id, CAST(e.body AS BLOB)", "entries", "e")
+BRANCH_PIECES_SQL = f"{BRANCH_PATH_CTE}\nSELECT segment_id, lo, hi FROM branch_path"
+# Segments belong to one session, so a row on the pieces is of the leaf's session.
+DEPTH_ON_BRANCH_SQL = f"""{BRANCH_PATH_CTE}
+SELECT e.depth FROM entries e CROSS JOIN branch_path bp
+WHERE e.id = :entry_id AND bp.segment_id = e.segment_id AND e.depth BETWEEN bp.lo AND bp.hi"""
+# The same test, also answering what the cursor of a page is.
+CURSOR_ON_BRANCH_SQL = DEPTH_ON_BRANCH_SQL.replace(
+    "SELECT e.depth ", "SELECT e.depth, e.kind, e.role "
+)
+ELIGIBLE_ROLES = tuple(sorted(ELIGIBLE_SOURCE_ROLES))
+# Newest first within one piece, straight off the (segment_id, depth) index.
+RECENT_MESSAGES_SQL = f"""
+SELECT id, CAST(body AS BLOB) FROM entries
+WHERE segment_id = ? AND depth BETWEEN ? AND ?
+  AND kind = 'message' AND role IN ({", ".join("?" * len(ELIGIBLE_ROLES))})
+ORDER BY depth DESC LIMIT ?"""
+# Where a memory id was recorded, any branch: the caller keeps the rows on its path.
+MEMORY_BY_ID_SQL = "SELECT entry_seq, segment_id, depth FROM {table} WHERE memory_id IN ({marks})"
+BODIES_BY_ID_SQL = "SELECT id, CAST(body AS BLOB) FROM entries WHERE id IN ({marks})"
+ENTRIES_BY_SEQ_SQL = "SELECT id, CAST(body AS BLOB) FROM entries WHERE seq IN ({marks})"
+ENTRIES_BY_ID_SQL = """
+SELECT id, segment_id, depth, CAST(body AS BLOB) FROM entries WHERE id IN ({marks})"""
+POSITION_SQL = """
+SELECT segment_id, depth, path_tokens, token_encoding FROM entries WHERE id = ?"""
+BRANCH_TOKENS_SQL = branch_rows_sql(
+    "e.id, e.tokens, e.token_encoding,"
+    " CASE WHEN e.token_encoding = :encoding THEN NULL ELSE CAST(e.body AS BLOB) END",
+    "entries",
+    "e",
+    where="e.kind = 'message'",
+)
+LEAF_BY_SESSION_SQL = """
+SELECT s.leaf_id, e.segment_id, e.depth, e.path_tokens, e.token_encoding
+FROM sessions s LEFT JOIN entries e ON e.id = s.leaf_id
+WHERE s.session_id = ?"""
+LEAF_BY_ID_SQL = """
+SELECT session_id, segment_id, depth, path_tokens, token_encoding FROM entries WHERE id = ?"""
+# A segment's tail is exactly an entry without children, so the leaves are the tails.
+LEAVES_SQL = """
+SELECT e.id FROM segments s
+JOIN entries e ON e.segment_id = s.segment_id
+ AND e.depth = (SELECT max(t.depth) FROM entries t WHERE t.segment_id = s.segment_id)
+WHERE s.session_id = ?
+ORDER BY e.seq"""
+STATE_SQL = """
+SELECT (SELECT root_id FROM sessions WHERE session_id = ?),
+       (SELECT coalesce(max(seq), 0) FROM sessions),
+       (SELECT coalesce(max(seq), 0) FROM entries),
+       (SELECT coalesce(max(segment_id), 0) FROM segments)"""
+# "Has a child" is "has an entry one deeper in its segment": the first child continues it.
+PARENTS_SQL = """
+SELECT p.id, p.session_id, p.segment_id, p.depth, p.path_tokens, p.token_encoding,
+       EXISTS (SELECT 1 FROM entries c WHERE c.segment_id = p.segment_id
+                                         AND c.depth = p.depth + 1)
+FROM entries p WHERE p.id IN ({marks})"""
+INSERT_ENTRY_SQL = """
+INSERT INTO entries (seq, id, session_id, parent_id, kind, role, custom_type, timestamp,
+                     depth, segment_id, tokens, token_encoding, path_tokens, body)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+# Positions in an entry row as Placer.place builds it, in the column order above.
+ROW_SEQ, ROW_DEPTH, ROW_SEGMENT, ROW_TOKENS = 0, 8, 9, 10
+INSERT_SEGMENT_SQL = """
+INSERT INTO segments (segment_id, session_id, parent_segment_id, start_depth)
+VALUES (?, ?, ?, ?)"""
+
+
+LEDGER_SQL = ledger_queries()
+SCOPE_RECORDS_SQL = scope_records_query()
+LIVE_OBSERVATIONS_SQL = LEDGER_SQL["observations"]
+# Rows of the three memory tables for some memory ids, kept to the branch ending at
+# (segment ?, depth ?): the branch pieces come from the small segments table, the rows
+# from each table's memory_id index (CROSS JOIN keeps the id lookup as the outer loop, so
+# the cost does not grow with the memory on the branch).
+MEMORY_SUBSET_SQL = """
+WITH RECURSIVE branch_path(segment_id, lo, hi, parent_segment_id) AS (
+    SELECT s.segment_id, s.start_depth, ?2, s.parent_segment_id
+    FROM segments s WHERE s.segment_id = ?1
+    UNION ALL
+    SELECT s.segment_id, s.start_depth, bp.lo - 1, s.parent_segment_id
+    FROM branch_path bp JOIN segments s ON s.segment_id = bp.parent_segment_id
+)
+SELECT 0, o.depth, o.ordinal, o.memory_id, o.entry_id, o.recorded_at, o.body
+FROM om_observations o CROSS JOIN branch_path bp
+WHERE o.memory_id IN ({marks}) AND o.segment_id = bp.segment_id
+  AND o.depth BETWEEN bp.lo AND bp.hi
+UNION ALL
+SELECT 1, r.depth, r.ordinal, r.memory_id, r.entry_id, r.recorded_at, r.body
+FROM om_reflections r CROSS JOIN branch_path bp
+WHERE r.memory_id IN ({marks}) AND r.segment_id = bp.segment_id
+  AND r.depth BETWEEN bp.lo AND bp.hi
+UNION ALL
+SELECT 2, d.depth, d.ordinal, d.memory_id, NULL, NULL, NULL
+FROM om_drops d CROSS JOIN branch_path bp
+WHERE d.memory_id IN ({marks}) AND d.segment_id = bp.segment_id
+  AND d.depth BETWEEN bp.lo AND bp.hi"""
+MEMORY_SUBSET_AT_LEAF_SQL = MEMORY_SUBSET_SQL.replace(
+    """    SELECT s.segment_id, s.start_depth, ?2, s.parent_segment_id
+    FROM segments s WHERE s.segment_id = ?1""",
+    """    SELECT s.segment_id, s.start_depth, e.depth, s.parent_segment_id
+    FROM sessions n JOIN entries e ON e.id = n.leaf_id
+    JOIN segments s ON s.segment_id = e.segment_id WHERE n.session_id = ?1""",
+).replace("?2", "?")
+LAST_COMPACTION_SQL = f"""
+SELECT entry_id FROM om_markers WHERE segment_id = ? AND depth BETWEEN ? AND ?
+  AND record_type IN ('{FOLDED_TYPE}', '{COMPACTION_MARKER}') ORDER BY depth DESC LIMIT 1"""
+# The newest memory record of one piece: om_markers rows less plain compactions.
+MEMORY_HEAD_SQL = f"""
+SELECT entry_id FROM om_markers WHERE segment_id = ? AND depth BETWEEN ? AND ?
+  AND record_type <> '{COMPACTION_MARKER}' ORDER BY depth DESC LIMIT 1"""
+PAGE_FORWARD_SQL = f"""
+SELECT id, CAST(body AS BLOB) FROM entries
+WHERE segment_id = ? AND depth BETWEEN ? AND ?
+  AND kind = 'message' AND role IN ({", ".join("?" * len(ELIGIBLE_ROLES))})
+ORDER BY depth LIMIT ?"""
+
+# Per-session summaries (schema.sql: session_summary). An appended batch adds its counts;
+# its latest timestamp replaces the stored one only when later (fixed-width UTC text).
+ADD_TO_SUMMARY_SQL = """
+INSERT INTO session_summary (session_id, entries, messages, leaves, last_activity)
+VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (session_id) DO UPDATE SET
+    entries = session_summary.entries + excluded.entries,
+    messages = session_summary.messages + excluded.messages,
+    leaves = session_summary.leaves + excluded.leaves,
+    last_activity = CASE
+        WHEN excluded.last_activity > coalesce(session_summary.last_activity, '')
+        THEN excluded.last_activity ELSE session_summary.last_activity END"""
+SUMMARIES_SQL = """
+SELECT s.session_id, m.entries, m.messages, m.leaves, m.last_activity, m.session_id
+FROM sessions s LEFT JOIN session_summary m ON m.session_id = s.session_id
+ORDER BY s.seq"""
+# The same, computed from the entries: how a migration backfills the table, and how a
+# read-only open of a store older than the table answers. prism_utc is utc_timestamp.
+SUMMARIES_FROM_ENTRIES_SQL = """
+SELECT s.session_id AS session_id,
+       (SELECT count(*) FROM entries e WHERE e.session_id = s.session_id) AS entries,
+       (SELECT count(*) FROM entries e WHERE e.session_id = s.session_id
+                                         AND e.kind = 'message') AS messages,
+       (SELECT count(*) FROM segments g WHERE g.session_id = s.session_id) AS leaves,
+       (SELECT max(prism_utc(e.timestamp)) FROM entries e
+        WHERE e.session_id = s.session_id) AS last_activity,
+       s.session_id AS found
+FROM sessions s ORDER BY s.seq"""
+
+
+class LeafPosition(NamedTuple):
+    """Where a branch ends: the leaf entry, its segment and depth, its path tokens."""
+
+    entry_id: str
+    segment_id: int
+    depth: int
+    path_tokens: int | None
+    token_encoding: str
+
+    def params(self, min_depth: int = 0, max_depth: int | None = None) -> dict[str, int]:
+        """Bindings for ``branch_rows_sql`` over depths ``min_depth..max_depth``."""
+        return {
+            "leaf_segment": self.segment_id,
+            "leaf_depth": self.depth,
+            "min_depth": min_depth,
+            "max_depth": self.depth if max_depth is None else max_depth,
+        }
+
+
+async def fetch_rows(
+    conn: aiosqlite.Connection, sql: str, params: Params = ()
+) -> builtins.list[Any]:
+    return builtins.list(await conn.execute_fetchall(sql, params))
+
+
+async def fetch_first_row(conn: aiosqlite.Connection, sql: str, params: Params = ()) -> Any:
+    """The first row of a query that always returns one."""
+    return next(iter(await conn.execute_fetchall(sql, params)))

@@ -1,0 +1,386 @@
+"""``SqliteStore``: opening a file, and the write transactions over it."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import functools
+import os
+import sqlite3
+import warnings
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
+
+import aiosqlite
+
+from ..._gc import collector_paused
+from ...entries import SessionEntry, now_timestamp
+from ...errors import (
+    CorruptStoreError,
+    ReadOnlyStoreError,
+    StoreNotFoundError,
+)
+from ...tokens import TokenEstimator, get_estimator
+from .._schema import SCHEMA_VERSION, load_schema
+from .._shield import finish_then_cancel
+from .._summary import latest_timestamp
+from ..base import (
+    ANY_MEMORY_HEAD,
+    AnyMemoryHead,
+    chain_at_leaf,
+    check_batch_shape,
+    check_memory_head,
+)
+from .connect import (
+    DAMAGED_SUFFIX,
+    check_open_args,
+    open_connection,
+    open_read_only,
+    prepare_file,
+    read_damage_note,
+)
+from .folds import write_memory_folds
+from .placement import (
+    PlacedEntry,
+    Placer,
+    check_leaf_session,
+    encode_batch,
+    first_duplicate,
+    first_memory_failure,
+    first_rule_failure,
+    lookup_parents,
+    memory_head_of,
+    outside_parent_ids,
+)
+from .reads import SqliteReads
+from .sql import (
+    ADD_TO_SUMMARY_SQL,
+    INSERT_ENTRY_SQL,
+    INSERT_SEGMENT_SQL,
+    LEAF_BY_SESSION_SQL,
+    ROW_DEPTH,
+    ROW_SEGMENT,
+    ROW_SEQ,
+    ROW_TOKENS,
+    STATE_SQL,
+    LeafPosition,
+    fetch_first_row,
+    fetch_rows,
+)
+from .translate import close_quietly, retrying, rollback_quietly, translate_error
+
+T = TypeVar("T")
+# Batches this large are serialised and counted off the event loop.
+ENCODE_IN_THREAD = 1000
+
+
+class SqliteStore(SqliteReads):
+    """A ``SessionStore`` in one SQLite file; open it with ``await SqliteStore.open(path)``.
+
+    Every read of ``SessionStore`` is answered from indexes and the memory fold tables,
+    so none of them walks the whole branch.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        writer: aiosqlite.Connection,
+        reader: aiosqlite.Connection,
+        estimator: TokenEstimator,
+        *,
+        read_only: bool = False,
+        schema_version: int = SCHEMA_VERSION,
+    ) -> None:
+        self.url = url
+        # A read-only store has one connection; its writer is never handed out.
+        self._writer = writer
+        self._reader = reader
+        self._estimator = estimator
+        self._read_only = read_only
+        self._schema_version = schema_version
+        self._location = url.removeprefix("sqlite:")
+        # Why writes are refused, once a write met a damaged file (here or in another
+        # process, which left the note next to the file).
+        self._damaged = None if read_only else read_damage_note(self._location)
+        # Held across every write transaction: the writer connection has one transaction.
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    async def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout_ms: int = 5000,
+        synchronous: str = "NORMAL",
+        read_only: bool = False,
+        create: bool = True,
+        token_estimator: TokenEstimator | None = None,
+    ) -> SqliteStore:
+        """Open the store file at ``path``, check its schema, migrate an older one.
+
+        ``create=False`` refuses (``StoreNotFoundError``) a missing or empty file instead
+        of making a store of it. ``read_only=True`` never creates, changes or migrates the
+        file, and its writes raise ``ReadOnlyStoreError`` (see the module docstring).
+        ``token_estimator`` counts appended entries' tokens (default: ``get_estimator()``);
+        ``branch_tokens`` recounts entries counted with another encoding.
+        """
+        estimator = token_estimator or get_estimator()
+        location = os.fspath(path)
+        mode = check_open_args(location, busy_timeout_ms, synchronous)
+        url = f"sqlite:{location}"
+        if (read_only or not create) and not await asyncio.to_thread(os.path.exists, location):
+            raise StoreNotFoundError(
+                f"no store at {location!r} ({url}): the file does not exist", url=url
+            )
+        if read_only:
+            reader, version = await open_read_only(url, location, busy_timeout_ms)
+            return cls(url, reader, reader, estimator, read_only=True, schema_version=version)
+        schema = load_schema()
+        # Without create, "rw" keeps SQLite itself from making the file after the check.
+        writer = await open_connection(
+            url, location, busy_timeout_ms, uri_mode=None if create else "rw"
+        )
+        try:
+            await prepare_file(url, writer, mode, schema, create=create)
+            reader = await open_connection(url, location, busy_timeout_ms, query_only=True)
+        except BaseException:
+            await close_quietly(writer)
+            raise
+        return cls(url, writer, reader, estimator)
+
+    async def connection_settings(self) -> dict[str, str | int]:
+        """The writer connection's live ``journal_mode``, ``synchronous`` (0-3) and
+        ``busy_timeout`` (ms), as SQLite reports them: what ``open`` asked for, applied."""
+        writer = self._open_writer() if not self._read_only else self._open_reader()
+        settings: dict[str, str | int] = {}
+        for pragma in ("journal_mode", "synchronous", "busy_timeout"):
+            rows = await retrying(
+                self.url, "read", functools.partial(writer.execute_fetchall, f"PRAGMA {pragma}")
+            )
+            settings[pragma] = next(iter(rows))[0]
+        return settings
+
+    # -- the SessionStore protocol ----------------------------------------------------
+
+    async def append_many(self, entries: Sequence[SessionEntry]) -> None:
+        batch = check_batch_shape(entries)
+        self._open_writer()
+        if not batch:
+            return
+        if len(batch) >= ENCODE_IN_THREAD:
+            encoded = await asyncio.to_thread(encode_batch, batch, self._estimator)
+        else:
+            encoded = encode_batch(batch, self._estimator)
+
+        async def work(conn: aiosqlite.Connection) -> None:
+            await self._append_in(conn, batch, encoded)
+
+        await self._writing("append", work)
+
+    async def append_at_leaf(
+        self,
+        entries: Sequence[SessionEntry],
+        *,
+        expected_memory_head: str | AnyMemoryHead | None = ANY_MEMORY_HEAD,
+    ) -> builtins.list[SessionEntry]:
+        batch = check_batch_shape(entries)
+        self._open_writer()
+        if not batch:
+            return []
+        session_id = batch[0].session_id
+
+        async def work(conn: aiosqlite.Connection) -> builtins.list[SessionEntry]:
+            # The leaf is read inside the transaction, so no other writer (thread, task
+            # or process) can append between reading it and appending under it.
+            rows = await fetch_rows(conn, LEAF_BY_SESSION_SQL, (session_id,))
+            leaf = rows[0][0] if rows else None
+            head = None
+            # The head costs a read per fork on the branch: only a compare pays for it.
+            if leaf is not None and expected_memory_head is not ANY_MEMORY_HEAD:
+                _, segment_id, depth, path_tokens, encoding = rows[0]
+                position = LeafPosition(leaf, segment_id, depth, path_tokens, encoding)
+                head = await memory_head_of(
+                    position, lambda sql, params: fetch_rows(conn, sql, params)
+                )
+            check_memory_head(session_id, expected_memory_head, head)
+            chained = chain_at_leaf(batch, leaf)
+            if len(chained) >= ENCODE_IN_THREAD:
+                encoded = await asyncio.to_thread(encode_batch, chained, self._estimator)
+            else:
+                encoded = encode_batch(chained, self._estimator)
+            await self._append_in(conn, chained, encoded)
+            return chained
+
+        return await self._writing("append", work)
+
+    async def checkout(self, session_id: str, entry_id: str) -> None:
+        session_id = self._session(session_id)
+
+        async def work(conn: aiosqlite.Connection) -> None:
+            rows = builtins.list(
+                await conn.execute_fetchall(
+                    "SELECT session_id FROM entries WHERE id = ?", (entry_id,)
+                )
+            )
+            check_leaf_session(entry_id, session_id, rows[0][0] if rows else None, self.url)
+            await conn.execute(
+                "UPDATE sessions SET leaf_id = ? WHERE session_id = ?", (entry_id, session_id)
+            )
+
+        await self._writing("checkout", work)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        # Wait for a running write transaction to finish before closing its connection.
+        async with self._lock:
+            # A reader holds nothing to lose; the writer's close checkpoints the WAL, so
+            # its errors are reported.
+            await close_quietly(self._reader)
+            try:
+                await self._writer.close()
+            except sqlite3.Error as exc:
+                raise translate_error(self.url, "close", exc) from exc
+
+    def __del__(self) -> None:
+        # An instance whose __init__ never ran has no connections to warn about.
+        if "_writer" in self.__dict__ and not self._closed:
+            warnings.warn(
+                f"store {self.url!r} was garbage-collected unclosed; use 'async with' "
+                "or 'await store.close()'",
+                ResourceWarning,
+                stacklevel=1,
+                source=self,
+            )
+            # aiosqlite's worker threads are not daemons: stop them, or a leaked store
+            # would keep the interpreter from exiting.
+            for conn in (self._reader, self._writer):
+                conn.stop()
+
+    async def _write(self, action: str, work: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
+        """Run ``work`` in one ``BEGIN IMMEDIATE`` transaction under the writer lock.
+
+        A rule error (or any exception) from ``work`` rolls everything back. A busy file
+        retries the whole transaction, which is safe because nothing of it was kept. A
+        cancelled caller waits for the transaction to commit or roll back (see
+        ``SessionStore``): aiosqlite runs a statement to its end whatever happens to the
+        coroutine awaiting it, so abandoning one could leave the writer in a transaction
+        that holds the file's write lock.
+        """
+        return await finish_then_cancel(self._write_locked(action, work))
+
+    async def _write_locked(
+        self, action: str, work: Callable[[aiosqlite.Connection], Awaitable[T]]
+    ) -> T:
+        async with self._lock:
+            writer = self._open_writer()
+            if writer.in_transaction:
+                # Only a failed ROLLBACK gets here; never build on what it left behind.
+                await rollback_quietly(writer)
+
+            async def attempt() -> T:
+                try:
+                    await writer.execute("BEGIN IMMEDIATE")
+                    result = await work(writer)
+                    await writer.execute("COMMIT")
+                except BaseException:
+                    if writer.in_transaction:
+                        await rollback_quietly(writer)
+                    raise
+                return result
+
+            return await retrying(self.url, action, attempt)
+
+    # -- the append transaction -------------------------------------------------------
+
+    async def _append_in(
+        self,
+        conn: aiosqlite.Connection,
+        batch: Sequence[SessionEntry],
+        encoded: Sequence[tuple[str, int]],
+    ) -> None:
+        session_id = batch[0].session_id
+        state = await fetch_first_row(conn, STATE_SQL, (session_id,))
+        root_id, last_session_seq, last_seq, last_segment = state
+        parents = await lookup_parents(conn, outside_parent_ids(batch))
+        failure = first_rule_failure(batch, root_id, parents, self.url)
+        # Entries before a rule failure are checked as memory records, as the reference
+        # index does entry by entry; a record at the failing entry itself comes second.
+        limit = len(batch) if failure is None else failure[0]
+        failure = await first_memory_failure(conn, batch, limit, self._parse) or failure
+        if failure is not None:
+            index, error = failure
+            # An earlier (or the same) entry that already exists is reported first.
+            raise await first_duplicate(conn, batch[: index + 1], self.url) or error
+        placer = Placer(session_id, parents, last_seq, last_segment, self._estimator.name)
+        with collector_paused():
+            rows = [
+                placer.place(entry, body, tokens)
+                for entry, (body, tokens) in zip(batch, encoded, strict=True)
+            ]
+        if root_id is None:
+            await conn.execute(
+                "INSERT INTO sessions (session_id, seq, root_id, leaf_id, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (session_id, last_session_seq + 1, batch[0].id, batch[-1].id, now_timestamp()),
+            )
+        else:
+            await conn.execute(
+                "UPDATE sessions SET leaf_id = ? WHERE session_id = ?", (batch[-1].id, session_id)
+            )
+        if placer.segments:
+            await conn.executemany(INSERT_SEGMENT_SQL, placer.segments)
+        # Each new segment ends in a new leaf (its tail); continuing one moves its leaf.
+        await conn.execute(
+            ADD_TO_SUMMARY_SQL,
+            (
+                session_id,
+                len(batch),
+                sum(1 for entry in batch if entry.kind == "message"),
+                len(placer.segments),
+                latest_timestamp(entry.timestamp for entry in batch),
+            ),
+        )
+        try:
+            await conn.executemany(INSERT_ENTRY_SQL, rows)
+        except sqlite3.IntegrityError:
+            # Ids are checked by the UNIQUE index rather than a lookup per entry.
+            duplicate = await first_duplicate(conn, batch, self.url)
+            if duplicate is None:
+                raise
+            raise duplicate from None
+        with collector_paused():
+            placed = [
+                PlacedEntry(entry, row[ROW_SEQ], row[ROW_SEGMENT], row[ROW_DEPTH], row[ROW_TOKENS])
+                for entry, row in zip(batch, rows, strict=True)
+            ]
+        await write_memory_folds(conn, placed)
+        # Last inside the transaction: a fault that raises rolls every row back.
+        self._append_fault_point(batch)
+
+    def _open_writer(self) -> aiosqlite.Connection:
+        self._check_open()
+        if self._read_only:
+            raise ReadOnlyStoreError(
+                f"store {self.url!r} was opened read-only: open it without read_only to write",
+                url=self.url,
+            )
+        if self._damaged is not None:
+            raise CorruptStoreError(
+                f"{self.url} is damaged ({self._damaged}); writes are refused so that "
+                f"nothing more lands in a broken file: run 'prism-om check --db "
+                f"{self._location}', then remove {self._location + DAMAGED_SUFFIX!r}",
+                url=self.url,
+            )
+        return self._writer
+
+    async def _writing(
+        self, action: str, work: Callable[[aiosqlite.Connection], Awaitable[T]]
+    ) -> T:
+        """``_write``, marking the store damaged when the write meets a damaged file."""
+        try:
+            return await self._write(action, work)
+        except CorruptStoreError as exc:
+            self._mark_damaged(exc)
+            raise
