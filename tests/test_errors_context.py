@@ -54,10 +54,12 @@ from prism_om.stores.memory import MemoryStore
 from prism_om.testing.conformance import StoreOpener
 from prism_om.workers import Model, OfflineMemoryProvider, create_observational_memory_runtime
 
-# Exceptions that never leave prism_om: each is caught and translated where it is raised.
+# Exceptions that are deliberately not prism_om errors.
 INTERNAL = {
     # The SSE decoder's own error; openai_compat turns it into a ProviderError.
     "prism_om.providers._sse.SSEError",
+    # The test kit's injected failure: a test must tell it apart from the store's own.
+    "prism_om.testing.faults.InjectedFault",
 }
 
 

@@ -200,7 +200,7 @@ async def _check_sqlite_kill(row: KillRow, url: str, session: str, acked: dict[i
             row.lost_entries += max(0, size - present)
             if present < size:
                 row.notes.append(f"{session}: acked batch {number} has {present}/{size}")
-        if [e.id for e in await store.branch(session)] != [e.id for e in stored]:
+        if [e.id for e in await store.entries(session)] != [e.id for e in stored]:
             row.branch_not_one_chain += 1
         try:
             await _probe(store, session, f"probe-{session}")
@@ -239,7 +239,7 @@ async def _check_jsonl_kill(
             row.lost_entries += max(0, size - present)
             if present < size:
                 row.notes.append(f"round {round_no}: acked {batch_id} has {present}/{size}")
-        if [e.id for e in await store.branch("crash")] != [e.id for e in stored]:
+        if [e.id for e in await store.entries("crash")] != [e.id for e in stored]:
             row.branch_not_one_chain += 1
         try:
             await _probe(store, "crash", f"probe{round_no}")
@@ -589,7 +589,7 @@ class FirstRow:
 
 
 async def _tally_first(row: FirstRow, store: SessionStore, sid: str, acked: set[str]) -> None:
-    branch = {e.id for e in await store.branch(sid)}
+    branch = {e.id for e in await store.entries(sid)}
     row.leaves.append(len(await store.leaves(sid)))
     row.on_branch += len(branch)
     row.acked_off_branch += len(acked - branch)
