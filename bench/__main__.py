@@ -162,16 +162,25 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"total wall time {seconds:.0f} s")
 
     os.makedirs(args.out, exist_ok=True)
-    plot = os.path.join(args.out, "scaling.png")
-    plot_scaling(results, plot)
+    plot: str | None = os.path.join(args.out, "scaling.png")
+    try:
+        plot_scaling(results, plot)
+    except ImportError:
+        # The plot needs the bench extra; the tables and the report do not.
+        log("no plot: matplotlib is missing (pip install -e '.[bench]')")
+        plot = None
+    image = "scaling.png" if plot else None
     with open(os.path.join(args.out, "report.md"), "w") as f:
-        f.write(markdown_report(results, info, targets, "scaling.png"))
+        f.write(markdown_report(results, info, targets, image))
     if args.docs:
         os.makedirs(args.docs, exist_ok=True)
-        shutil.copyfile(plot, os.path.join(args.docs, "benchmarks-scaling.png"))
+        if plot:
+            shutil.copyfile(plot, os.path.join(args.docs, "benchmarks-scaling.png"))
         with open(os.path.join(args.docs, "benchmarks.md"), "w") as f:
-            f.write(markdown_report(results, info, targets, "benchmarks-scaling.png"))
-    log(f"wrote {args.out}/report.md and {plot}")
+            f.write(
+                markdown_report(results, info, targets, "benchmarks-scaling.png" if plot else None)
+            )
+    log(f"wrote {args.out}/report.md" + (f" and {plot}" if plot else ""))
 
 
 if __name__ == "__main__":

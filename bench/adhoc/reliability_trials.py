@@ -43,8 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from prism_om.cli.check import sqlite_quick_check
+from prism_om.core.records import OBSERVATIONS_RECORDED, REFLECTIONS_RECORDED
 from prism_om.entries import SessionEntry, message_entry
-from prism_om.observational_memory.records import OBSERVATIONS_RECORDED, REFLECTIONS_RECORDED
 from prism_om.session import Session
 from prism_om.stores import open_store
 from prism_om.stores.base import SessionStore
