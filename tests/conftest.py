@@ -11,6 +11,9 @@ from prism_om.stores import SessionStore, open_store
 from prism_om.stores.memory import MemoryStore
 from prism_om.testing.conformance import StoreOpener
 
+# Helpers in tests/support/ assert too: rewrite them so their failures read like a test's.
+pytest.register_assert_rewrite("support")
+
 ADAPTERS = ["memory", "jsonl", "sqlite"]
 
 

@@ -6,7 +6,7 @@ Usage: python bench/adhoc/reliability_trials.py [--trials N] [--cancel N] [--rou
 Prints four tables (all work in a temporary directory, removed at the end):
 
 1. SIGKILL trials (``--trials`` per adapter and mode, default 50). ``append_many``: the
-   crash workers of ``tests/_crash_worker_{sqlite,jsonl}.py`` append batches of 1..50
+   crash workers of ``tests/support/crash_worker_{sqlite,jsonl}.py`` append batches of 1..50
    entries and print an ack line after each ``append_many`` returns; ``import``: a
    ``prism-om import --json`` of a generated 2,000-message OpenAI-chat JSON file (one batch;
    its JSON output is the ack). Each child is SIGKILLed at a random moment, then the store
@@ -54,8 +54,8 @@ from prism_om.testing.write_conformance import _chain, _present, run_in_subproce
 
 TESTS = Path(__file__).resolve().parents[2] / "tests"
 WORKERS = {
-    "sqlite": TESTS / "_crash_worker_sqlite.py",
-    "jsonl": TESTS / "_crash_worker_jsonl.py",
+    "sqlite": TESTS / "support" / "crash_worker_sqlite.py",
+    "jsonl": TESTS / "support" / "crash_worker_jsonl.py",
 }
 IMPORT_MESSAGES = 2_000
 OBSERVE_MESSAGES = 400

@@ -1,4 +1,4 @@
-"""A second process for tests/test_jsonl_store.py (run with sys.executable, not collected).
+"""A second process for tests/stores/test_jsonl_store.py (run with sys.executable, not collected).
 
 Modes:
 

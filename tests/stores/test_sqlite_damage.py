@@ -17,7 +17,7 @@ from prism_om.errors import CorruptStoreError, StoreError
 from prism_om.stores.sqlite import DAMAGED_SUFFIX, SqliteStore
 from prism_om.testing.om_factories import random_builder
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def zero_table_root(path: Path, table: str) -> None:

@@ -34,7 +34,7 @@ from prism_om.stores import open_store
 from prism_om.stores.jsonl import JsonlStore
 from prism_om.testing.conformance import snapshot
 
-WORKER = Path(__file__).with_name("_crash_worker_jsonl.py")
+WORKER = Path(__file__).resolve().parents[1] / "support" / "crash_worker_jsonl.py"
 MULTIBYTE = "naïve — 日本語 👋"
 
 

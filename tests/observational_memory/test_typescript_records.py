@@ -27,7 +27,7 @@ from prism_om.stores.memory import MemoryStore
 from prism_om.testing.conformance import StoreOpener
 from prism_om.workers import OfflineMemoryProvider
 
-FIXTURE = Path(__file__).parent / "data" / "typescript_records.jsonl"
+FIXTURE = Path(__file__).resolve().parents[1] / "data" / "typescript_records.jsonl"
 SID = "ts-session"
 
 

@@ -2,8 +2,8 @@
 
 Usage::
 
-    python _crash_worker_sqlite.py crash  DB SESSION SEED   # batches forever, until killed
-    python _crash_worker_sqlite.py append DB SESSION COUNT  # COUNT single appends, then exit
+    python crash_worker_sqlite.py crash  DB SESSION SEED   # batches forever, until killed
+    python crash_worker_sqlite.py append DB SESSION COUNT  # COUNT single appends, then exit
 
 ``crash`` appends batches of 1..50 entries with ``append_many`` and prints ``K N`` (batch
 number, batch size) only after ``append_many`` returned, so every printed batch is

@@ -27,7 +27,7 @@ from prism_om.importers.pi_session import PI_ENTRY_TYPES
 from prism_om.stores import open_store
 from prism_om.stores.memory import MemoryStore
 
-DATA = Path(__file__).parent / "data" / "import"
+DATA = Path(__file__).resolve().parents[1] / "data" / "import"
 
 FIXTURES = [
     ("openai_array.json", "openai", "openai array"),

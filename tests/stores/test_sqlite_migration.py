@@ -20,7 +20,7 @@ from prism_om.stores.base import SessionSummary
 from prism_om.stores.sqlite import MIGRATIONS, SqliteStore
 from prism_om.testing.conformance import snapshot
 
-FIXTURE = Path(__file__).with_name("data") / "sqlite" / "store-v1.db"
+FIXTURE = Path(__file__).resolve().parents[1] / "data" / "sqlite" / "store-v1.db"
 
 
 def version_of(path: Path) -> int:

@@ -12,9 +12,9 @@ from contextlib import aclosing
 from typing import Any
 
 import pytest
-from chat_server import ChatServer, Raw, Reply, Stall, pairing_error, running_chat_server
 from hypothesis import given
 from hypothesis import strategies as st
+from support.chat_server import ChatServer, Raw, Reply, Stall, pairing_error, running_chat_server
 
 from prism_om.entries import Message, ToolCall
 from prism_om.providers import (

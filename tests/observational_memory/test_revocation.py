@@ -6,6 +6,7 @@ import random
 from collections.abc import AsyncIterator, Sequence
 
 import pytest
+from support.revocation_story import story
 
 from prism_om.core.context_blocks import MEMORY_BLOCK_NAME, ContextBlock
 from prism_om.core.projection import active_memory
@@ -115,28 +116,6 @@ async def test_failing_handler_does_not_stop_others(store: SessionStore) -> None
         await propagate("docs", ["e1"], reason="revoked")
     assert seen == ["docs"]
     assert await list_invalidated_ids(store, "docs") == {"e1"}
-
-
-def story() -> tuple[BranchBuilder, dict[str, str]]:
-    b = BranchBuilder(session_id="s1", rng=random.Random(3))
-    m1 = b.message("user", "the invoice number is 4471")
-    m2 = b.message("assistant", "noted")
-    m3 = b.message("user", "deploy friday")
-    rec = b.observe(1, sources=[m1.id, m2.id], text="Invoice 4471")
-    rec2 = b.observe(1, sources=[m3.id], text="Deploy on friday")
-    rec3 = b.observe(1, sources=[m2.id, m3.id], text="Assistant acknowledged")
-    assert rec.data and rec2.data and rec3.data
-    ids = {
-        "m1": m1.id,
-        "m2": m2.id,
-        "m3": m3.id,
-        "o1": rec.data["observations"][0]["id"],
-        "o2": rec2.data["observations"][0]["id"],
-        "o3": rec3.data["observations"][0]["id"],
-    }
-    for _ in range(10):  # push the sources out of the recent-message window
-        b.message("user")
-    return b, ids
 
 
 async def test_drop_handler_appends_one_drop_entry(store: SessionStore) -> None:

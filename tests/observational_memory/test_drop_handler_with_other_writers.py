@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from test_revocation import story
+from support.revocation_story import story
 
 from prism_om.core.records import OBSERVATIONS_DROPPED
 from prism_om.entries import SessionEntry, custom_entry, message_entry

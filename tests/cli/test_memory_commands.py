@@ -6,7 +6,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from test_cli import failed, ok, run_cli
+from support.cli import failed, ok, run_cli
 
 
 def _chat(lines: int) -> str:

@@ -18,7 +18,7 @@ from prism_om.entries import message_entry
 from prism_om.stores.memory import MemoryStore
 from prism_om.stores.sqlite import SqliteStore
 
-DATA = Path(__file__).with_name("data")
+DATA = Path(__file__).resolve().parents[1] / "data"
 FIXTURE = DATA / "sqlite" / "store-v1.db"
 TRANSCRIPT = DATA / "import" / "openai_array.json"
 

@@ -31,8 +31,8 @@ from prism_om.stores import jsonl as jsonl_module
 from prism_om.stores.base import SessionSummary
 from prism_om.stores.jsonl import JsonlStore
 
-FIXTURE_V1 = Path(__file__).with_name("data") / "jsonl_store_v1"
-REPO = Path(__file__).resolve().parents[1]
+FIXTURE_V1 = Path(__file__).resolve().parents[1] / "data" / "jsonl_store_v1"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def msg(sid: str, eid: str, parent: str | None, text: str = "hello") -> SessionEntry:

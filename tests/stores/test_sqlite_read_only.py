@@ -21,7 +21,7 @@ from prism_om.errors import ReadOnlyStoreError, StoreNotFoundError
 from prism_om.stores import open_store
 from prism_om.stores.sqlite import SqliteStore
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def digest(path: Path) -> str:

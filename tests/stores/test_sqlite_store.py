@@ -44,8 +44,8 @@ from prism_om.stores.memory import MemoryStore
 from prism_om.stores.sqlite import SqliteStore
 from prism_om.tokens import estimate_message_tokens, get_estimator
 
-ROOT = Path(__file__).resolve().parents[1]
-WORKER = Path(__file__).with_name("_crash_worker_sqlite.py")
+ROOT = Path(__file__).resolve().parents[2]
+WORKER = Path(__file__).resolve().parents[1] / "support" / "crash_worker_sqlite.py"
 TS = "2026-01-01T00:00:00.000Z"
 
 
