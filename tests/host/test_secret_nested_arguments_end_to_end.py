@@ -46,7 +46,7 @@ class SpyProvider(OfflineMemoryProvider):
         super().__init__()
         self.requests: list[str] = []
 
-    async def generate(self, request: Any) -> Any:  # type: ignore[override]
+    async def generate(self, request: Any) -> Any:
         self.requests.append(repr(request))
         async for event in super().generate(request):
             yield event
@@ -100,7 +100,7 @@ async def test_recorded_call_with_nested_json_is_observed_redacted(
 async def test_agent_tool_call_with_nested_json_leaks_nowhere(store: SessionStore) -> None:
     session = Session(store, "s")
     blob = nested(4)
-    script = [
+    script: list[list[dict[str, Any]]] = [
         [{"tool_call": {"id": "c1", "name": "echo", "arguments": {"blob": blob, SECRET: "k"}}}],
         [{"text": f"done {json.dumps(json.dumps(SECRET))}"}],
     ] * 3
