@@ -20,11 +20,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from ..entries import SessionEntry, entry_text
+from ..entries import SessionEntry
 from ..errors import InvalidInputError
 from ..tokens import TokenEstimator, get_estimator
 from .limits import RECENT_WINDOW_MAX_BYTES, validate_limit
-from .redaction import Redactor, redactor
+from .redaction import Redactor, redacted_entry_text, redactor
 from .sources import is_eligible_observation_source_entry
 from .text_caps import truncate_utf8, utf8_len
 from .withheld import REVOKED_MARKER
@@ -110,7 +110,8 @@ def _render_message(entry: SessionEntry, red: Redactor, revoked: bool = False) -
     head = f"[{entry.message.role} {entry.id} {entry.timestamp}"
     if entry.message.tool_call_id:
         head += f" result of {entry.message.tool_call_id}"
-    return red.text(f"{head}]\n{REVOKED_MARKER if revoked else entry_text(entry)}")
+    body = REVOKED_MARKER if revoked else redacted_entry_text(entry, red)
+    return red.text(f"{head}]\n{body}")
 
 
 def _omitted_line(count: int) -> str:

@@ -1,9 +1,11 @@
 """Exact-value secret redaction, shared by render, recall, workers, commands and the CLI.
 
 A secret is matched in every representation it takes on its way out: as written, and as
-JSON or a Python ``repr`` escape it (once or twice nested), because text such as tool-call
-arguments is serialised before it is rendered and a secret holding ``"`` or ``\\`` would
-otherwise slip past an exact match. Every occurrence of every secret is found first, then
+JSON or a Python ``repr`` escape it, nested up to ``MAX_ESCAPE_LEVELS`` times, because text
+such as tool-call arguments (JSON holding JSON ...) is serialised before it is rendered and a
+secret holding ``"`` or ``\\`` would otherwise slip past an exact match. Entries are best
+redacted structurally before they are serialised (``redacted_entry_text``), which spends one
+level less. Every occurrence of every secret is found first, then
 each run of overlapping occurrences is replaced by one marker, in one pass: a secret
 overlapping another (``user-sk`` in ``user-sk-live-...``) never leaves a piece of either
 behind, and a replacement marker is never rescanned. Empty secrets are ignored (they would
@@ -18,9 +20,18 @@ import re
 from collections.abc import Iterable
 from typing import Any, Final, TypeVar
 
+from ..entries import SessionEntry, entry_text
 from ..errors import InvalidInputError
 
-__all__ = ["REDACTION_MARKER", "Redactor", "redact_text", "redact_value", "redactor"]
+__all__ = [
+    "MAX_ESCAPE_LEVELS",
+    "REDACTION_MARKER",
+    "Redactor",
+    "redact_text",
+    "redact_value",
+    "redacted_entry_text",
+    "redactor",
+]
 
 REDACTION_MARKER: Final = "[REDACTED]"
 
@@ -100,17 +111,32 @@ class Redactor:
         return value
 
 
+MAX_ESCAPE_LEVELS: Final = 6
+"""How many nested JSON escapings of a secret are matched (a tool argument holding JSON
+holding JSON ...); each level doubles a secret's backslashes, so deeper levels are both
+rare and long."""
+
+
 def _representations(secret: str) -> set[str]:
-    """``secret`` as written and as JSON and ``repr`` escape it, once and twice nested."""
-    once = {
-        secret,
-        json.dumps(secret, ensure_ascii=False)[1:-1],
-        json.dumps(secret)[1:-1],
-        repr(secret)[1:-1],
-    }
-    twice = {json.dumps(form, ensure_ascii=False)[1:-1] for form in once}
-    twice |= {json.dumps(form)[1:-1] for form in once}
-    return {form for form in once | twice if form}
+    """``secret`` as written, as ``repr`` shows it, and as JSON escapes either, nested.
+
+    ``repr`` only shows the raw value (a Python log line); every further level is JSON
+    (ASCII-only or not) escaping the level below, the way a tool argument holds JSON text.
+    Escaping stops early once a level adds nothing new, so a secret with nothing to escape
+    costs one form.
+    """
+    forms = {secret, repr(secret)[1:-1]}
+    level = set(forms)
+    for _ in range(MAX_ESCAPE_LEVELS):
+        escaped: set[str] = set()
+        for form in level:
+            escaped.add(json.dumps(form, ensure_ascii=False)[1:-1])
+            escaped.add(json.dumps(form)[1:-1])
+        level = escaped - forms
+        if not level:
+            break
+        forms |= level
+    return {form for form in forms if form}
 
 
 def redactor(secrets: Iterable[str] | Redactor | None) -> Redactor:
@@ -126,3 +152,25 @@ def redact_text(text: str, secrets: Iterable[str] | Redactor | None) -> str:
 def redact_value(value: _T, secrets: Iterable[str] | Redactor | None) -> _T:
     """A string or JSON-like value (dicts, lists, tuples) with every secret replaced."""
     return redactor(secrets).value(value)
+
+
+def redacted_entry_text(entry: SessionEntry, secrets: Iterable[str] | Redactor | None) -> str:
+    """``entry_text(entry)`` with every secret replaced, redacting structure first.
+
+    Tool-call arguments and custom data are redacted as values before they are serialised:
+    serialising first would escape a secret nested inside them once more, and a secret
+    already at the deepest level matched would slip out one level beyond it.
+    """
+    red = redactor(secrets)
+    if not red:
+        return entry_text(entry)
+    message = entry.message
+    if message is not None and message.tool_calls:
+        calls = [
+            c.model_copy(update={"arguments": red.value(c.arguments)}) for c in message.tool_calls
+        ]
+        message = message.model_copy(update={"tool_calls": calls})
+        entry = entry.model_copy(update={"message": message})
+    elif message is None and entry.data:
+        entry = entry.model_copy(update={"data": red.value(entry.data)})
+    return red.text(entry_text(entry))

@@ -33,9 +33,9 @@ from typing import Any, Literal
 from ..core.branch_reads import page_around_cursor
 from ..core.limits import PAGE_LIMIT_DEFAULT, resolve_page_limit
 from ..core.records import ENTRY_ID_MAX_CHARS
-from ..core.redaction import Redactor, redactor
+from ..core.redaction import Redactor, redacted_entry_text, redactor
 from ..core.withheld import withheld_page_message
-from ..entries import SessionEntry, entry_text
+from ..entries import SessionEntry
 from ..errors import InvalidIdError, InvalidInputError
 from ..stores.base import SessionStore
 
@@ -126,7 +126,7 @@ def page_message(
     }
     if detail == "summary":
         # Redact before cutting: a cut first could leave a secret's prefix behind.
-        text = red.text(entry_text(entry))
+        text = redacted_entry_text(entry, red)
         item["text"] = text[:SUMMARY_CHARS]
         item["truncated"] = len(text) > SUMMARY_CHARS
     else:

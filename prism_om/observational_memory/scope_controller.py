@@ -351,7 +351,7 @@ class WorkScopeSpec(TypedDict, total=False):
 
 
 class _EnteredScope:
-    """``async with``: open when missing, enter, and always leave (never close)."""
+    """``async with``: open when missing, enter, and always restore the stack (never close)."""
 
     def __init__(self, controller: WorkScopeController, spec: WorkScopeSpec) -> None:
         if not isinstance(spec, Mapping) or "id" not in spec:
@@ -385,15 +385,21 @@ class _EnteredScope:
     ) -> None:
         before, mine = self._before, (*self._before, self._spec["id"])
         stack = (await self._controller.scope_map()).stack
-        # Restore the stack exactly as it was before entering: leave this scope and any
-        # scope the body entered above it and did not leave, whether or not it raised.
-        # Scopes below this one belong to the caller, so they are never popped.
-        if stack[: len(mine)] == mine:
-            for _ in range(len(stack) - len(before)):
-                await self._controller.leave()
+        # Restore the caller's stack exactly, whatever the body did: pop down to the
+        # longest prefix it still shares with the caller's stack, then re-enter whatever
+        # of the caller's scopes the body left, so the caller never finds itself (and its
+        # new memory) bound to a scope it did not choose.
+        kept = 0
+        while kept < min(len(stack), len(before)) and stack[kept] == before[kept]:
+            kept += 1
+        for _ in range(len(stack) - kept):
+            await self._controller.leave()
+        for scope_id in before[kept:]:
+            await self._controller.enter(scope_id)
         if stack != mine and exc is None:
             raise InvalidInputError(
-                f"scope stack unbalanced: expected {self._spec['id']!r} on top, got {stack!r}"
+                f"scope stack unbalanced: expected {self._spec['id']!r} on top, got {stack!r}; "
+                f"restored to {before!r}"
             )
 
 
@@ -419,7 +425,11 @@ def with_work_scope(
 ) -> AbstractAsyncContextManager[str] | Awaitable[_T]:
     """Open ``spec`` if missing, enter it, run ``fn`` (or the ``async with`` body), leave.
 
-    The scope is left in ``finally`` and never closed. ``async with`` yields the scope id;
+    The scope is left in ``finally`` and never closed: the stack is put back exactly as it
+    was before entering, whatever the body entered or left (scopes it entered are left,
+    the caller's scopes it left are re-entered). Then the body's error propagates, or, if
+    the body finished with a stack other than this scope on top of the caller's, an
+    ``InvalidInputError`` is raised after restoring. ``async with`` yields the scope id;
     ``await with_work_scope(controller, spec, fn)`` returns what ``fn`` returns.
     """
     context = _EnteredScope(controller, spec)

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import Final
 
 from ..core.records import Observation
-from ..core.redaction import Redactor
+from ..core.redaction import Redactor, redacted_entry_text
 from ..core.sources import is_eligible_observation_source_entry
-from ..entries import SessionEntry, entry_text
+from ..entries import SessionEntry
 
 __all__ = [
     "TRUNCATION_MARKER",
@@ -73,9 +73,7 @@ def serialize_entry(
     """
     role = entry.message.role if entry.message is not None else entry.kind
     header = f"[entry {entry.id} | {role} | {entry.timestamp}]\n"
-    text = entry_text(entry)
-    if redactor:
-        text = redactor.text(text)
+    text = redacted_entry_text(entry, redactor)
     block = header + _indent(text)
     if max_bytes is None or utf8_len(block) <= max_bytes:
         return block
