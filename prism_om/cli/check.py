@@ -9,6 +9,10 @@ healthy store: it reads every page). ``--repair`` copies the file (and its WAL) 
 backup, then copies every readable session through the public store API into a new
 file, session by session, reporting what was copied and what was lost. The damaged file
 is left as it was; the new one replaces it when the user moves it into place.
+
+A backup never replaces anything: an existing ``--backup`` (a file, or a directory that
+holds a file the backup would write) is a usage error, and default names carry a
+timestamp and, when that is taken, a counter.
 """
 
 from __future__ import annotations
@@ -43,6 +47,23 @@ def _stamp() -> str:
     return time.strftime("%Y%m%dT%H%M%S", time.gmtime())
 
 
+# What a SQLite backup or scratch copy may leave beside its name.
+_SQLITE_SIDE_FILES = ("", "-wal", "-shm", "-journal", DAMAGED_SUFFIX)
+
+
+def _unique_name(base: str, suffixes: tuple[str, ...] = ("",)) -> str:
+    """``base``, or ``base-1``, ``base-2``...: the first name no file takes with any suffix.
+
+    Two repairs within one second must not share a default backup: the second would
+    replace the first, the only copy of what the first cut away.
+    """
+    candidate, counter = base, 0
+    while any(os.path.lexists(candidate + suffix) for suffix in suffixes):
+        counter += 1
+        candidate = f"{base}-{counter}"
+    return candidate
+
+
 async def cmd_check(args: argparse.Namespace) -> None:
     url = store_url(args.db)
     scheme, path = parse_store_url(url)
@@ -62,7 +83,7 @@ async def cmd_check(args: argparse.Namespace) -> None:
 async def _check_jsonl(path: str, args: argparse.Namespace) -> None:
     from ..stores.jsonl import JsonlStore
 
-    backup = args.backup or f"{_absolute(path).rstrip(os.sep)}.backup-{_stamp()}"
+    backup = args.backup or _unique_name(f"{_absolute(path).rstrip(os.sep)}.backup-{_stamp()}")
     if args.repair:
         async with await JsonlStore.open(path, create=False) as store:
             results = await store.repair(backup)
@@ -299,7 +320,7 @@ def _absolute(path: str) -> str:
 
 def _remove(path: str) -> None:
     # A read that meets the damage leaves a note beside the scratch copy too.
-    for suffix in ("", "-wal", "-shm", "-journal", DAMAGED_SUFFIX):
+    for suffix in _SQLITE_SIDE_FILES:
         Path(path + suffix).unlink(missing_ok=True)
 
 
@@ -309,9 +330,14 @@ def _backup_and_scratch(path: str, backup: str, target: str) -> str:
     Opening a store may write to it, and neither the damaged file nor its backup should
     change, so the sessions are read from the scratch copy (removed afterwards).
     """
-    if os.path.exists(target):
+    if os.path.lexists(target):
         raise CliUsageError(f"--output {target!r} exists; name a new file")
-    scratch = f"{target}.reading"
+    for suffix in ("", "-wal"):
+        if os.path.lexists(backup + suffix):
+            raise CliUsageError(f"--backup {backup + suffix!r} exists; name a new file")
+    if os.path.abspath(backup) == os.path.abspath(target):
+        raise CliUsageError(f"--backup and --output are both {backup!r}; name two files")
+    scratch = _unique_name(f"{target}.reading", _SQLITE_SIDE_FILES)
     for copy in (backup, scratch):
         for suffix in ("", "-wal"):
             if os.path.exists(path + suffix):
@@ -345,8 +371,8 @@ async def _check_sqlite(path: str, args: argparse.Namespace) -> None:
             out.print(f"ok       sqlite:{path}: quick_check passed; nothing to repair")
         return
     stamp = _stamp()
-    backup = args.backup or f"{path}.backup-{stamp}"
-    target = args.output or f"{path}.repaired-{stamp}"
+    backup = args.backup or _unique_name(f"{path}.backup-{stamp}", ("", "-wal"))
+    target = args.output or _unique_name(f"{path}.repaired-{stamp}", _SQLITE_SIDE_FILES)
     scratch = _backup_and_scratch(path, backup, target)
     try:
         copies = await copy_readable_sessions(scratch, target)

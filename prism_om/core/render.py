@@ -207,18 +207,30 @@ def _date_of(observation: Observation) -> str:
 
 def _block(text: str) -> str:
     # Continuation lines are indented so a multi-line text stays inside its list item.
-    return text.strip().replace("\r\n", "\n").replace("\n", "\n  ")
+    return text.replace("\n", "\n  ")
+
+
+def _item(line: str, red: Redactor) -> str:
+    """One list item, redacted exactly once, then indented.
+
+    Once: a second pass would find secrets inside the first pass's markers (a secret
+    ``RED`` turns ``[REDACTED]`` into ``[[REDACTED]ACTED]``). The whole line, so a secret
+    spanning the id, priority and text is caught; before the indent, so a secret holding
+    a newline still matches the text as written.
+    """
+    return _block(red.text(line.replace("\r\n", "\n")))
 
 
 def _reflection_line(reflection: Reflection, red: Redactor) -> str:
-    text = _block(red.text(reflection.text))
-    return red.text(f"- [{reflection.id}] ({reflection.priority}) {text}")
+    text = reflection.text.strip()
+    return _item(f"- [{reflection.id}] ({reflection.priority}) {text}", red)
 
 
 def _observation_line(observation: Observation, red: Redactor) -> str:
     moment = datetime.fromisoformat(observation.observed_at)
-    text = _block(red.text(observation.text))
-    line = f"- {moment:%H:%M} [{observation.id}] ({observation.priority}) {text}"
+    line = (
+        f"- {moment:%H:%M} [{observation.id}] ({observation.priority}) {observation.text.strip()}"
+    )
     if observation.referenced_date:
         line += f" (refers to {observation.referenced_date})"
-    return red.text(line)
+    return _item(line, red)

@@ -148,8 +148,15 @@ class ObservationalMemoryCompactionStrategy:
             shown_reflections = [r for r in reflections if r.id in in_scope]
             shown = [o for o in shown if o.id in in_scope]
             outline = scoped.outline
+        # Rendered from the unredacted records so each line is redacted exactly once, as
+        # om:view renders it; the redacted copies above are what the payload stores.
+        raw_obs = {o.id: o for o in projection.active_observations}
+        raw_refl = {r.id: r for r in projection.active_reflections}
         summary = render_observational_memory(
-            shown_reflections, shown, outline=outline, secrets=red
+            [raw_refl[r.id] for r in shown_reflections],
+            [raw_obs[o.id] for o in shown],
+            outline=outline,
+            secrets=red,
         )
         return ObservationalMemoryCompaction(
             through_entry_id=entries[-1].id,

@@ -116,6 +116,7 @@ from ..entries import SessionEntry, entry_from_wire, validate_session_id
 from ..errors import (
     CorruptStoreError,
     InvalidEntryError,
+    InvalidInputError,
     InvalidSessionIdError,
     ReadOnlyStoreError,
     StoreBusyError,
@@ -543,7 +544,9 @@ class JsonlStore(StoreBase):
         The damaged files are copied into ``backup_dir`` (created; it must not be inside
         the store) before anything changes; a session file that is not a regular file
         (a symbolic link, a directory) is moved there instead. Healthy sessions are not
-        touched. Returns what was found and done, per session.
+        touched. Returns what was found and done, per session. A ``backup_dir`` that is
+        a file, or that already holds a file of a session to repair, is refused with
+        ``InvalidInputError`` before anything is written: a backup never replaces another.
         """
         self._ensure_writable()
         return await self._run(self._repair_sync, os.fspath(backup_dir))
@@ -1014,6 +1017,7 @@ class JsonlStore(StoreBase):
             self._remove_debris()
             self._refresh()
             self._load_all()
+            self._refuse_backup_overwrite(backup)
             results = []
             for sid in self._checked_ids():
                 damage = self._damaged.get(sid)
@@ -1025,6 +1029,30 @@ class JsonlStore(StoreBase):
                 results.append(self._repair_session(sid, backup))
             self._seen = self._change_key()
             return results
+
+    def _refuse_backup_overwrite(self, backup: str) -> None:
+        """Refuse a backup that would replace anything, before any session is touched.
+
+        A backup is the only copy of what a repair cuts away: an earlier backup (or any
+        file) in its place must survive, so a clash is bad input, not a reason to copy over.
+        """
+        if os.path.lexists(backup) and not os.path.isdir(backup):
+            raise InvalidInputError(
+                f"the backup {backup!r} exists and is not a directory; name a new one",
+                url=self.url,
+            )
+        for sid in self._checked_ids():
+            damage = self._damaged.get(sid)
+            if damage is None or not isinstance(damage[1], CorruptStoreError):
+                continue
+            for name in _file_names(sid):
+                if os.path.lexists(os.path.join(backup, name)):
+                    raise InvalidInputError(
+                        f"the backup directory {backup!r} already holds {name!r}, which "
+                        "repairing this store would overwrite; name a new backup directory",
+                        session_id=sid,
+                        url=self.url,
+                    )
 
     def _repair_session(self, sid: str, backup: str) -> SessionCheck:
         data_name, sidecar_name = _file_names(sid)
