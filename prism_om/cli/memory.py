@@ -195,6 +195,7 @@ async def cmd_observe(args: argparse.Namespace) -> None:
             settings={"debug_log": True},  # the spinner follows trace events
             secrets=red.secrets,
             debug=sink,
+            invalidated_ids=await cli_invalidated_ids(store, args),
         )
         with spinner:
             result = await runtime.flush(force=args.force)
