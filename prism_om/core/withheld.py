@@ -67,9 +67,10 @@ def _checked_ids(ids: Iterable[Any], name: str) -> frozenset[str]:
         # Iterating one id would withhold each of its characters.
         raise InvalidInputError(f"{name} must be a collection of ids, not one string")
     out = frozenset(ids)
-    bad = next((i for i in out if not isinstance(i, str)), None)
-    if bad is not None:
-        raise InvalidInputError(f"{name} holds a {type(bad).__name__}, not an id string")
+    bad = [i for i in out if not isinstance(i, str)]
+    if bad:
+        # A None among the ids is as wrong as any other non-string.
+        raise InvalidInputError(f"{name} holds a {type(bad[0]).__name__}, not an id string")
     return out
 
 
