@@ -12,7 +12,7 @@ import json
 from collections.abc import Awaitable, Iterable, Sequence
 from typing import Protocol
 
-from ..core.withheld import REVOKED_MARKER
+from ..core.withheld import REVOKED_MARKER, check_invalidation_ids
 from ..entries import Message, SessionEntry
 from ..providers.base import ProviderMessage, ProviderRequest
 from ..session import Session
@@ -58,7 +58,7 @@ def withhold_revoked(
     tool-call arguments) does. A revoked tool result keeps its call id, so the pairing the
     providers insist on holds.
     """
-    invalid = frozenset(invalidated_ids)
+    invalid = check_invalidation_ids(invalidated_ids)
     if not invalid:
         return list(entries)
     out: list[SessionEntry] = []

@@ -49,7 +49,11 @@ from ..core.redaction import Redactor
 from ..core.relevance import lowest_relevance_order
 from ..core.render import render_observational_memory
 from ..core.scope_map import WorkScopeMap, fold_work_scope_map
-from ..core.withheld import InvalidationSource, _checked_ids, check_invalidation_source
+from ..core.withheld import (
+    InvalidationSource,
+    check_invalidation_source,
+    resolve_invalidation_sync,
+)
 from ..core.work_memory import project_work_memory
 from ..entries import SessionEntry, compaction_entry
 from ..errors import InvalidInputError, LimitExceededError, SessionMismatchError
@@ -174,18 +178,7 @@ class ObservationalMemoryCompactionStrategy:
         )
 
     def _invalidation(self) -> frozenset[str]:
-        source = self.invalidated_ids
-        if not callable(source):
-            return frozenset(source or ())
-        value = source()
-        if inspect.isawaitable(value):
-            if inspect.iscoroutine(value):
-                value.close()
-            raise InvalidInputError(
-                "invalidated_ids returned an awaitable: the compaction strategy is "
-                "synchronous; pass a set or a synchronous callable"
-            )
-        return _checked_ids(value, "invalidated_ids")
+        return resolve_invalidation_sync(self.invalidated_ids)
 
     def _trim(
         self,

@@ -121,3 +121,24 @@ async def test_attached_agent_request_withholds_revoked_text(
         assert SSN not in repr(await attached.agent.request_preview("hi"))
     finally:
         await store.close()
+
+
+async def test_a_sync_source_returning_an_awaitable_fails_closed_at_compaction(
+    store_opener: StoreOpener,
+) -> None:
+    store = await store_opener.open()
+    try:
+        session, _ = await _revoked_session(store)
+
+        async def later() -> set[str]:
+            return set()
+
+        strategy = create_observational_memory_compaction_strategy(invalidated_ids=lambda: later())
+        branch = await session.entries()
+        with pytest.raises(InvalidInputError, match="awaitable"):
+            strategy.compact(branch, session_id="s1")
+        with pytest.raises(InvalidInputError, match="one string"):
+            history_since_compaction(branch, branch[0].id)
+        assert [e.id for e in await session.entries()] == [e.id for e in branch]
+    finally:
+        await store.close()
