@@ -38,6 +38,7 @@ from .core.context_blocks import ContextBlock
 from .core.projection import active_memory
 from .core.relevance import observation_pool_tokens
 from .core.render import render_observational_memory
+from .core.withheld import InvalidationSource, check_invalidation_source, resolve_invalidation
 from .debug import COMPACTION_INSUFFICIENT, COMPACTION_TRIGGER_ERROR
 from .entries import SessionEntry, compaction_entry
 from .errors import AmbiguousInputError, InvalidInputError, PrismMemoryError
@@ -96,7 +97,7 @@ __all__ = [
 TRIGGER_TYPES: Final = frozenset({"tokens", "input_ratio", "entries", "never"})
 
 ShouldCompact = Callable[["CompactionContext"], bool | Awaitable[bool]]
-InvalidatedIds = Callable[[], Awaitable[Iterable[str]] | Iterable[str]]
+InvalidatedIds = InvalidationSource
 
 
 def _check_trigger(trigger: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -184,7 +185,7 @@ class ObservationalMemoryContextProvider:
         settings: ObservationalMemorySettings,
         *,
         secrets: Sequence[str] = (),
-        invalidated_ids: InvalidatedIds | None = None,
+        invalidated_ids: InvalidatedIds = None,
         shared_scopes: Mapping[str, SharedScopeSpec] | None = None,
         on_scope_access: Callable[[ScopeAccessEvent], object] | None = None,
         estimator: TokenEstimator | None = None,
@@ -192,7 +193,7 @@ class ObservationalMemoryContextProvider:
         self.settings = settings
         self.estimator = estimator or get_estimator(settings.token_encoding)
         self._secrets = tuple(secrets)
-        self._invalidated = invalidated_ids
+        self._invalidated = check_invalidation_source(invalidated_ids)
         self._shared = dict(shared_scopes or {})
         self._on_access = on_scope_access
 
@@ -205,12 +206,9 @@ class ObservationalMemoryContextProvider:
         return self._on_access
 
     async def invalidated(self) -> frozenset[str]:
-        if self._invalidated is None:
-            return frozenset()
-        value = self._invalidated()
-        if inspect.isawaitable(value):
-            value = await value
-        return frozenset(value)
+        # The one normaliser every path uses: a callable returning one string (or
+        # non-string ids) fails closed here exactly as it does in the recall tool.
+        return await resolve_invalidation(self._invalidated)
 
     async def blocks(self, session: Session) -> list[ContextBlock]:
         if self.settings.passive:
@@ -273,7 +271,7 @@ class ObservationalMemory:
     background: bool
     secrets: tuple[str, ...]
     debug: DebugSink | None
-    invalidated_ids: InvalidatedIds | None
+    invalidated_ids: InvalidatedIds
     estimator: TokenEstimator | None = None
     """The one token estimator (``settings.token_encoding``) the gate, the context, the
     strategy and the workers count with; resolved once by ``create_observational_memory``."""
@@ -297,6 +295,10 @@ class ObservationalMemory:
         if not isinstance(agent, Agent):
             raise InvalidInputError("attach() takes a prism_om.host.Agent")
         reject_removed_settings(runtime_options, where="attach()")
+        if "invalidated_ids" in runtime_options:
+            raise InvalidInputError(
+                "attach() takes no invalidated_ids: pass it to create_observational_memory()"
+            )
         session = agent.session
         model = coerce_model(session_model) if session_model is not None else None
         if self.trigger is not None and self.trigger["type"] == "input_ratio":
@@ -314,6 +316,7 @@ class ObservationalMemory:
             secrets=self.secrets,
             debug=self.debug,
             providers=providers,
+            invalidated_ids=self.invalidated_ids,
             **runtime_options,
         )
         provider = ObservationalMemoryContextProvider(
@@ -334,6 +337,10 @@ class ObservationalMemory:
         if agent.debug is None and self.debug is not None:
             agent.debug = runtime.emit_debug_event  # redacted and gated like memory's events
         agent.context_providers.append(provider)
+        if agent.invalidated_ids is None:
+            # The replayed history (passive memory, or no recent-messages block) withholds
+            # what the memory withholds.
+            agent.invalidated_ids = provider.invalidated
         if agent.compaction_strategy is None:
             live = _InvalidationAwareStrategy(strategy, provider)
             agent.compaction_strategy = live
@@ -350,7 +357,7 @@ def create_observational_memory(
     background: bool = False,
     secrets: Iterable[str] = (),
     debug: DebugSink | None = None,
-    invalidated_ids: InvalidatedIds | None = None,
+    invalidated_ids: InvalidatedIds = None,
     **overrides: Any,
 ) -> ObservationalMemory:
     """Resolve settings and the compact-when gate; nothing starts until ``attach``.
@@ -375,7 +382,7 @@ def create_observational_memory(
         bool(background),
         tuple(secrets),
         debug,
-        invalidated_ids,
+        check_invalidation_source(invalidated_ids),
         get_estimator(resolved.token_encoding),
     )
 

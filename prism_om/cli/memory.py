@@ -195,6 +195,7 @@ async def cmd_observe(args: argparse.Namespace) -> None:
             settings={"debug_log": True},  # the spinner follows trace events
             secrets=red.secrets,
             debug=sink,
+            invalidated_ids=await cli_invalidated_ids(store, args),
         )
         with spinner:
             result = await runtime.flush(force=args.force)
@@ -228,11 +229,27 @@ def compaction_figures(entry: SessionEntry, branch_tokens: int) -> dict[str, Any
 
 
 async def _refuse_empty_summary(
-    store: Any, session: Session, branch: list[SessionEntry], *, force: bool
+    store: Any,
+    session: Session,
+    branch: list[SessionEntry],
+    compaction: SessionEntry,
+    invalid: frozenset[str],
+    *,
+    force: bool,
 ) -> None:
-    """A compaction with nothing to render folds the history into nothing: say so."""
+    """A compaction with nothing to render folds the history into nothing: say so.
+
+    Only messages it folds away count: the kept ones stay verbatim and a revoked one is
+    withheld anyway, so an empty summary over those loses nothing (the active memory
+    resting on kept messages is shown by them, as in the context).
+    """
+    keep = set((compaction.data or {}).get("keepEntryIds") or ())
+    messages = sum(
+        1 for e in branch if e.kind == "message" and e.id not in keep and e.id not in invalid
+    )
+    if not messages:
+        return
     ledger = await store.live_ledger(session.id)
-    messages = sum(1 for e in branch if e.kind == "message")
     if ledger.observation_coverage is None and not ledger.observations:
         why = f"session {session.id!r} was never observed"
         fix = f"run 'prism-om observe --session {session.id}' first"
@@ -271,15 +288,18 @@ async def cmd_compact(args: argparse.Namespace) -> None:
     async with open_cli_store(args.db, write=True) as store:
         await require_session(store, args.session)
         session = Session(store, args.session)
+        invalid = await cli_invalidated_ids(store, args)
         strategy = create_observational_memory_compaction_strategy(
             keep_recent_entries=args.recent_messages,
-            invalidated_ids=await cli_invalidated_ids(store, args),
+            invalidated_ids=invalid,
             secrets=cli_redactor(args).secrets,
         )
         branch = await session.entries()
         compaction = strategy.compact(branch, session_id=session.id, trigger="manual")
         if not (compaction.summary or "").strip():
-            await _refuse_empty_summary(store, session, branch, force=args.force)
+            await _refuse_empty_summary(
+                store, session, branch, compaction, invalid, force=args.force
+            )
         entry = await session.append(compaction)
         figures = compaction_figures(entry, await store.branch_tokens(session.id, branch[-1].id))
     if args.json:

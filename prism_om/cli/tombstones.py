@@ -3,7 +3,8 @@
 Revocation outside the API (python-design.md): the CLI reads the tombstones the deletion
 propagator wrote into the store itself, from every scope unless ``--tombstone-scope``
 names some (repeatable), and passes them as the invalidation set of each read path. A
-revoked item is printed as ``[revoked]`` with its id and nothing of its text.
+revoked item is printed as ``[revoked]`` with its id and nothing of its text. ``observe``
+reads them too, so a revoked message never reaches a worker (the write side).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TOMBSTONE_COMMANDS", "add_tombstone_scope", "cli_invalidated_ids"]
 
-TOMBSTONE_COMMANDS: Final = ("status", "view", "recall", "page", "compact")
+TOMBSTONE_COMMANDS: Final = ("status", "view", "recall", "page", "compact", "observe")
 
 
 def add_tombstone_scope(parser: argparse.ArgumentParser) -> None:

@@ -32,8 +32,10 @@ __all__ = [
     "REVOKED_MARKER",
     "REVOKED_REASON",
     "InvalidationSource",
+    "check_invalidation_ids",
     "check_invalidation_source",
     "resolve_invalidation",
+    "resolve_invalidation_sync",
     "withheld_memory_ids",
     "withheld_page_message",
 ]
@@ -62,14 +64,20 @@ def check_invalidation_source(source: object, *, name: str = "invalidated_ids") 
     return _checked_ids(source, name)
 
 
+def check_invalidation_ids(ids: Iterable[Any], name: str = "invalidated_ids") -> frozenset[str]:
+    """``ids`` as a frozenset of id strings; one string or a non-string id is refused."""
+    return _checked_ids(ids, name)
+
+
 def _checked_ids(ids: Iterable[Any], name: str) -> frozenset[str]:
     if isinstance(ids, str | bytes):
         # Iterating one id would withhold each of its characters.
         raise InvalidInputError(f"{name} must be a collection of ids, not one string")
     out = frozenset(ids)
-    bad = next((i for i in out if not isinstance(i, str)), None)
-    if bad is not None:
-        raise InvalidInputError(f"{name} holds a {type(bad).__name__}, not an id string")
+    bad = [i for i in out if not isinstance(i, str)]
+    if bad:
+        # A None among the ids is as wrong as any other non-string.
+        raise InvalidInputError(f"{name} holds a {type(bad[0]).__name__}, not an id string")
     return out
 
 
@@ -83,6 +91,29 @@ async def resolve_invalidation(
         value = source()
         if inspect.isawaitable(value):
             value = await value
+        return _checked_ids(value, name)
+    return _checked_ids(source, name)
+
+
+def resolve_invalidation_sync(
+    source: InvalidationSource, *, name: str = "invalidated_ids"
+) -> frozenset[str]:
+    """The current set of ``source`` for a synchronous caller (a compaction strategy).
+
+    An async source cannot be read here: its awaitable is closed and refused, never
+    treated as "nothing revoked".
+    """
+    if source is None:
+        return frozenset()
+    if callable(source):
+        value = source()
+        if inspect.isawaitable(value):
+            if inspect.iscoroutine(value):
+                value.close()
+            raise InvalidInputError(
+                f"{name} returned an awaitable where a synchronous caller reads it: pass "
+                "a set or a synchronous callable"
+            )
         return _checked_ids(value, name)
     return _checked_ids(source, name)
 

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..core.withheld import InvalidationSource, check_invalidation_source, resolve_invalidation
 from ..debug import PROVIDER_TEXT_SANITIZED, DebugEmitter, DebugSink
 from ..entries import SessionEntry, ToolCall, message_entry, sanitize_surrogates
 from ..entries import sanitize_surrogates_value as _sanitize_value
@@ -77,8 +78,12 @@ class Agent:
     provider_options: dict[str, Any] = field(default_factory=dict)
     debug: DebugSink | None = None
     """Receives ``prism:provider-text-sanitized`` when a reply held lone surrogates."""
+    invalidated_ids: InvalidationSource = None
+    """Revoked ids (a set, or a callable asked every turn) the replayed history withholds;
+    ``attach`` sets the memory's own."""
 
     def __post_init__(self) -> None:
+        self.invalidated_ids = check_invalidation_source(self.invalidated_ids)
         self._tools = {t.name: t for t in self.tools}
         if len(self._tools) != len(self.tools):
             raise InvalidInputError("two tools share one name")
@@ -120,7 +125,7 @@ class Agent:
         blocks = await self._blocks()
         history: list[SessionEntry] = []
         if not any(b.name == RECENT_MESSAGES_BLOCK for b in blocks):
-            history = await load_history_since_compaction(self.session)
+            history = await self._history()
         turn = [await self.session.append_message("user", prompt)]
         yield None, turn[0]
         for _round in range(self.max_tool_rounds + 1):
@@ -183,6 +188,10 @@ class Agent:
             blocks.extend(await provider.blocks(self.session))
         return blocks
 
+    async def _history(self) -> list[SessionEntry]:
+        invalid = await resolve_invalidation(self.invalidated_ids)
+        return await load_history_since_compaction(self.session, invalid)
+
     async def request_preview(self, prompt: str | None = "…") -> ProviderRequest:
         """The request the next turn would send for ``prompt``, without appending anything.
 
@@ -191,7 +200,7 @@ class Agent:
         blocks = await self._blocks()
         history: list[SessionEntry] = []
         if not any(b.name == RECENT_MESSAGES_BLOCK for b in blocks):
-            history = await load_history_since_compaction(self.session)
+            history = await self._history()
         if prompt is not None:
             history.append(message_entry(self.session.id, "user", prompt, parent_id="preview"))
         return ProviderRequest(

@@ -9,10 +9,11 @@ it, and the current turn's own messages follow as real messages.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from typing import Protocol
 
-from ..entries import SessionEntry
+from ..core.withheld import REVOKED_MARKER, check_invalidation_ids
+from ..entries import Message, SessionEntry
 from ..providers.base import ProviderMessage, ProviderRequest
 from ..session import Session
 from ..tokens import MESSAGE_OVERHEAD_TOKENS, TokenEstimator, get_estimator
@@ -26,6 +27,7 @@ __all__ = [
     "load_history_since_compaction",
     "render_system",
     "to_provider_messages",
+    "withhold_revoked",
 ]
 
 RECENT_MESSAGES_BLOCK = "recent-messages"
@@ -47,11 +49,39 @@ class ContextProvider(Protocol):
     def blocks(self, session: Session) -> Awaitable[Sequence[HostBlock]]: ...
 
 
-def history_since_compaction(branch: Sequence[SessionEntry]) -> list[SessionEntry]:
+def withhold_revoked(
+    entries: Sequence[SessionEntry], invalidated_ids: Iterable[str] = ()
+) -> list[SessionEntry]:
+    """``entries`` with each revoked message replaced by ``[revoked] <id>`` and no text.
+
+    Shown as the recent-messages block shows it: the place stays, nothing it said (nor its
+    tool-call arguments) does. A revoked tool result keeps its call id, so the pairing the
+    providers insist on holds.
+    """
+    invalid = check_invalidation_ids(invalidated_ids)
+    if not invalid:
+        return list(entries)
+    out: list[SessionEntry] = []
+    for entry in entries:
+        if entry.id in invalid and entry.message is not None:
+            message = Message(
+                role=entry.message.role,
+                content=f"{REVOKED_MARKER} {entry.id}",
+                tool_call_id=entry.message.tool_call_id,
+            )
+            entry = entry.model_copy(update={"message": message})
+        out.append(entry)
+    return out
+
+
+def history_since_compaction(
+    branch: Sequence[SessionEntry], invalidated_ids: Iterable[str] = ()
+) -> list[SessionEntry]:
     """The branch as the provider should see it: from the latest compaction on.
 
     The compaction entry itself stands for the summary; its ``keepEntryIds`` (messages it
-    kept verbatim) come next, then every entry appended after it.
+    kept verbatim) come next, then every entry appended after it. Messages named by
+    ``invalidated_ids`` are withheld (:func:`withhold_revoked`).
     """
     for index in range(len(branch) - 1, -1, -1):
         entry = branch[index]
@@ -59,16 +89,22 @@ def history_since_compaction(branch: Sequence[SessionEntry]) -> list[SessionEntr
             continue
         keep = set((entry.data or {}).get("keepEntryIds") or ())
         kept = [e for e in branch[:index] if e.id in keep]
-        return [entry, *kept, *branch[index + 1 :]]
-    return list(branch)
+        return withhold_revoked([entry, *kept, *branch[index + 1 :]], invalidated_ids)
+    return withhold_revoked(branch, invalidated_ids)
 
 
-async def load_history_since_compaction(session: Session) -> list[SessionEntry]:
+async def load_history_since_compaction(
+    session: Session, invalidated_ids: Iterable[str] = ()
+) -> list[SessionEntry]:
     """``history_since_compaction`` of the session's branch, read through the store's index.
 
     Reads the latest compaction, the entries it kept and the entries after it, so a turn
     costs the history it sends, not the whole transcript before the compaction.
     """
+    return withhold_revoked(await _load_history(session), invalidated_ids)
+
+
+async def _load_history(session: Session) -> list[SessionEntry]:
     store, sid = session.store, session.id
     compaction = await store.last_compaction(sid)
     if compaction is None:

@@ -177,15 +177,22 @@ def merge_observational_memory_ledgers(
 def _bound_to(
     ledger: ObservationalMemoryLedger, scope_map: WorkScopeMap, scope_id: str
 ) -> ObservationalMemoryLedger:
-    """The active memory of one branch that is bound to exactly ``scope_id``."""
+    """The memory of one branch that is bound to exactly ``scope_id``.
+
+    Dropped observations stay in, marked dropped (so no block shows them): exact recall
+    judges the full ledger, and an observation the owner's revocation drop retired must
+    answer "revoked" to a participant as it does to the owner, not "unknown".
+    """
     scope = scope_map.scopes.get(scope_id)
     if scope is None:
         return ObservationalMemoryLedger()
     binds = frozenset(scope.binds)
-    observations, reflections = active_memory(ledger)
+    observations = tuple(o for o in ledger.observations if memory_ref("observation", o.id) in binds)
+    kept = frozenset(o.id for o in observations)
     return ObservationalMemoryLedger(
-        observations=tuple(o for o in observations if memory_ref("observation", o.id) in binds),
-        reflections=tuple(r for r in reflections if memory_ref("reflection", r.id) in binds),
+        observations=observations,
+        reflections=tuple(r for r in ledger.reflections if memory_ref("reflection", r.id) in binds),
+        dropped_observation_ids=tuple(i for i in ledger.dropped_observation_ids if i in kept),
     )
 
 

@@ -29,6 +29,7 @@ every active observation, so entering another scope can surface what the summary
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +49,11 @@ from ..core.redaction import Redactor
 from ..core.relevance import lowest_relevance_order
 from ..core.render import render_observational_memory
 from ..core.scope_map import WorkScopeMap, fold_work_scope_map
+from ..core.withheld import (
+    InvalidationSource,
+    check_invalidation_source,
+    resolve_invalidation_sync,
+)
 from ..core.work_memory import project_work_memory
 from ..entries import SessionEntry, compaction_entry
 from ..errors import InvalidInputError, LimitExceededError, SessionMismatchError
@@ -93,10 +99,19 @@ class ObservationalMemoryCompactionStrategy:
     recent_message_max_tokens: int | None = None
     estimator: TokenEstimator | None = None
     secrets: Redactor = field(default_factory=Redactor)
-    invalidated_ids: frozenset[str] = frozenset()
+    invalidated_ids: InvalidationSource = frozenset()
+    """Revoked ids: a collection, or a *synchronous* callable asked on every compaction
+    (``compact`` is synchronous; ``attach`` reads an async source before each one)."""
     name: str = COMPACTION_STRATEGY_NAME
 
     def __post_init__(self) -> None:
+        source = check_invalidation_source(self.invalidated_ids)
+        if inspect.iscoroutinefunction(source):
+            raise InvalidInputError(
+                "the compaction strategy is synchronous: invalidated_ids must be a set of "
+                "ids or a synchronous callable (attach() reads an async source for it)"
+            )
+        object.__setattr__(self, "invalidated_ids", source)
         check_keep_recent_entries(self.keep_recent_entries)
         validate_limit("observations_pool_max_tokens", self.observations_pool_max_tokens)
         if self.recent_message_max_tokens is not None:
@@ -109,14 +124,16 @@ class ObservationalMemoryCompactionStrategy:
         if not entries:
             raise InvalidInputError("nothing to compact: the branch has no entries")
         est = self.estimator or get_estimator()
+        invalid = self._invalidation()
+        # A revoked message is never kept verbatim: the window is taken from the others.
         keep = select_recent_message_entries_from_entries(
-            entries,
+            [e for e in entries if e.id not in invalid] if invalid else entries,
             self.keep_recent_entries,
             max_tokens=self.recent_message_max_tokens,
             estimator=est,
         )
         projection = build_observational_memory_projection_from_entries(
-            entries, invalidated_ids=self.invalidated_ids
+            entries, invalidated_ids=invalid
         )
         red = self.secrets
         observations = [redact_memory_item(o, red) for o in projection.active_observations]
@@ -166,6 +183,9 @@ class ObservationalMemoryCompactionStrategy:
             trimmed_observation_ids=tuple(trimmed),
             pool_tokens=pool_tokens,
         )
+
+    def _invalidation(self) -> frozenset[str]:
+        return resolve_invalidation_sync(self.invalidated_ids)
 
     def _trim(
         self,
@@ -253,7 +273,7 @@ def create_observational_memory_compaction_strategy(
     recent_message_max_tokens: int | None = None,
     estimator: TokenEstimator | None = None,
     secrets: Iterable[str] | None = None,
-    invalidated_ids: Iterable[str] | None = None,
+    invalidated_ids: InvalidationSource = None,
 ) -> ObservationalMemoryCompactionStrategy:
     """The observational-memory compaction strategy (validates its options now)."""
     return ObservationalMemoryCompactionStrategy(
@@ -262,5 +282,5 @@ def create_observational_memory_compaction_strategy(
         recent_message_max_tokens=recent_message_max_tokens,
         estimator=estimator,
         secrets=Redactor(secrets),
-        invalidated_ids=frozenset(invalidated_ids or ()),
+        invalidated_ids=invalidated_ids if invalidated_ids is not None else frozenset(),
     )

@@ -57,12 +57,19 @@ def pending_message_tokens(
 
 
 async def observe(
-    call: WorkerCall, entries: Sequence[SessionEntry], *, taken_ids: set[str] | None = None
+    call: WorkerCall,
+    entries: Sequence[SessionEntry],
+    *,
+    taken_ids: set[str] | None = None,
+    withheld: frozenset[str] = frozenset(),
 ) -> ObserverResult:
-    """Observe the longest prefix of ``entries`` that fits one prompt."""
+    """Observe the longest prefix of ``entries`` that fits one prompt.
+
+    Messages whose id is in ``withheld`` (revoked) are covered but never shown.
+    """
     system = system_text(OBSERVER_INSTRUCTIONS, call.instructions)
     budget = call.input_budget(system, observer_prompt("", truncated=True))
-    batch = select_observer_batch(entries, budget, call.redactor)
+    batch = select_observer_batch(entries, budget, call.redactor, withheld=withheld)
     remaining = len(entries) - len(batch.scanned)
     if not batch.sources:
         return ObserverResult((), batch.covers_up_to_id, (), len(batch.scanned), remaining)

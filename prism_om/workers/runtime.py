@@ -46,16 +46,17 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from ..core.limits import MemoryWorkerLimits, resolve_memory_worker_limits
-from ..core.projection import active_memory
+from ..core.projection import active_memory, invalidated_observation_ids
 from ..core.records import OBSERVATIONS_DROPPED, Observation
 from ..core.redaction import Redactor
 from ..core.relevance import observation_pool_tokens
 from ..core.scope_map import SCOPE_BOUND
+from ..core.withheld import InvalidationSource, check_invalidation_source, resolve_invalidation
 from ..debug import (
     APPEND_MISMATCH,
     DROPPER_TOPPED_UP,
@@ -230,8 +231,10 @@ class ObservationalMemoryRuntime:
         request: RequestSettings,
         thinking_override: str | None,
         estimator: TokenEstimator | None,
+        invalidated_ids: InvalidationSource = None,
     ) -> None:
         self.session = session
+        self._invalidation = invalidated_ids
         self.settings = settings
         self.limits = limits
         self._append_entry = append_entry
@@ -299,10 +302,13 @@ class ObservationalMemoryRuntime:
     async def _flush(self, full_rebuild: bool, force: bool) -> FlushResult:
         self._emit(FLUSH_START, {"force": force, "fullReflectionRebuild": full_rebuild})
         progress = _Progress()
-        observed = await self._observe(force, progress)
-        reflected = await self._reflect(force, full_rebuild, progress)
+        # Asked once per flush, so a revocation that lands mid-session stops feeding
+        # memory from the next flush on (spec: "Revocation wiring").
+        invalid = await resolve_invalidation(self._invalidation)
+        observed = await self._observe(force, progress, invalid)
+        reflected = await self._reflect(force, full_rebuild, progress, invalid)
         await self._bind([*observed.memory_ids], [*reflected.memory_ids], progress)
-        dropped = await self._drop(progress)
+        dropped = await self._drop(progress, invalid)
         failures = [o for o in progress.outcomes if o.status == "failed"]
         if failures:
             self._last_error = failures[-1].error
@@ -370,7 +376,9 @@ class ObservationalMemoryRuntime:
             )
         return outcome
 
-    async def _observe(self, force: bool, progress: _Progress) -> WorkerOutcome:
+    async def _observe(
+        self, force: bool, progress: _Progress, invalid: frozenset[str] = frozenset()
+    ) -> WorkerOutcome:
         spec = self._workers["observer"]
         if spec.provider is None:
             return self._record(progress, WorkerOutcome("observer", "skipped", "missing_provider"))
@@ -382,7 +390,7 @@ class ObservationalMemoryRuntime:
         # worker runs and needs every id ever minted on the branch.
         live = await store.live_ledger(sid)
         entries = await store.entries_after(sid, live.observation_covers_up_to_id)
-        tokens = pending_message_tokens(entries, self._estimator())
+        tokens = pending_message_tokens(_unrevoked(entries, invalid), self._estimator())
         if tokens == 0:
             return self._record(
                 progress, WorkerOutcome("observer", "skipped", "nothing_to_observe")
@@ -399,7 +407,7 @@ class ObservationalMemoryRuntime:
         runs = turns = calls = 0
         while entries:
             try:
-                result = await observe(ready.call, entries, taken_ids=taken)
+                result = await observe(ready.call, entries, taken_ids=taken, withheld=invalid)
             except WorkerRunError as exc:
                 return self._record(
                     progress,
@@ -436,7 +444,7 @@ class ObservationalMemoryRuntime:
                 turns += result.run.turns
                 calls += result.run.tool_calls
             entries = entries[result.scanned :]
-            if pending_message_tokens(entries, self._estimator()) == 0:
+            if pending_message_tokens(_unrevoked(entries, invalid), self._estimator()) == 0:
                 break
         return self._record(
             progress,
@@ -453,7 +461,13 @@ class ObservationalMemoryRuntime:
             ),
         )
 
-    async def _reflect(self, force: bool, full_rebuild: bool, progress: _Progress) -> WorkerOutcome:
+    async def _reflect(
+        self,
+        force: bool,
+        full_rebuild: bool,
+        progress: _Progress,
+        invalid: frozenset[str] = frozenset(),
+    ) -> WorkerOutcome:
         spec = self._workers["reflector"]
         if spec.provider is None:
             return self._record(progress, WorkerOutcome("reflector", "skipped", "missing_provider"))
@@ -464,9 +478,13 @@ class ObservationalMemoryRuntime:
         ledger = await store.live_ledger(sid)
         observations: list[Observation]
         if full_rebuild:
-            observations = [r.observation for r in active_memory(ledger)[0]]
+            observations = [r.observation for r in active_memory(ledger, invalid)[0]]
         else:
             observations = observations_uncovered_by_reflection(ledger)
+        if invalid:
+            # A revoked observation's text never reaches the reflector.
+            withheld = invalidated_observation_ids(ledger.observations, invalid) | invalid
+            observations = [o for o in observations if o.id not in withheld]
         if not observations:
             return self._record(
                 progress, WorkerOutcome("reflector", "skipped", "nothing_to_reflect")
@@ -521,7 +539,9 @@ class ObservationalMemoryRuntime:
             SCOPE_BOUND_EVENT, {"scopeId": scopes.current, "refs": refs, "entryId": entry.id}
         )
 
-    async def _drop(self, progress: _Progress) -> WorkerOutcome:
+    async def _drop(
+        self, progress: _Progress, invalid: frozenset[str] = frozenset()
+    ) -> WorkerOutcome:
         spec = self._workers["dropper"]
         store, sid = self.session.store, self.session.id
         scopes = await store.scope_map(sid)
@@ -529,7 +549,8 @@ class ObservationalMemoryRuntime:
             return self._record(progress, WorkerOutcome("dropper", "skipped", "host_scopes"))
         head = await store.memory_head(sid)
         ledger = await store.live_ledger(sid)
-        pool = [r.observation for r in active_memory(ledger)[0]]
+        # Revoked observations are already withheld; the dropper never sees their text.
+        pool = [r.observation for r in active_memory(ledger, invalid)[0]]
         est = self._estimator()
         tokens = observation_pool_tokens(pool, est)
         if tokens <= self.settings.context.observations_pool_max_tokens:
@@ -704,6 +725,10 @@ class ObservationalMemoryRuntime:
         self._last_error = self._error(text)
 
 
+def _unrevoked(entries: Sequence[SessionEntry], invalid: frozenset[str]) -> list[SessionEntry]:
+    return [e for e in entries if e.id not in invalid] if invalid else list(entries)
+
+
 def _takes_keyword(func: Callable[..., Any], name: str) -> bool:
     try:
         parameters = inspect.signature(func).parameters.values()
@@ -768,6 +793,7 @@ def create_observational_memory_runtime(
     overrides: Mapping[str, Any] | None = None,
     providers: Mapping[str, Provider] | None = None,
     estimator: TokenEstimator | None = None,
+    invalidated_ids: InvalidationSource = None,
     max_worker_turns: int | None = None,
     max_worker_tool_calls_per_turn: int | None = None,
     max_worker_tool_calls: int | None = None,
@@ -782,7 +808,10 @@ def create_observational_memory_runtime(
     settings models) merged over ``settings``' groups: ``provider`` (a ``Provider`` or an
     id from ``providers=``), ``model``, ``instructions``, ``thinking_level``,
     ``credential``, ``require_explicit_model`` and the thresholds. ``session_model`` is
-    the fallback model. ``overrides`` are provider-request overrides for every worker
+    the fallback model. ``invalidated_ids`` (a set of ids, or a callable, sync or async,
+    asked on every flush) stops revoked sources feeding memory: the observer never shows a
+    revoked message (it is still covered), the reflector and dropper never get a revoked
+    observation. ``overrides`` are provider-request overrides for every worker
     call (``thinking_level``, ``session_id``/``correlation_id``, ``max_output_tokens``,
     ``options``; other keys go into the request options), not settings.
 
@@ -806,6 +835,7 @@ def create_observational_memory_runtime(
         raise InvalidInputError(f"{where}: session must be a prism_om Session")
     if not callable(append_entry):
         raise InvalidInputError(f"{where}: append_entry must be an async callable")
+    invalidation = check_invalidation_source(invalidated_ids)
     resolved = resolve_observational_memory_settings(
         settings, observation=observation, reflection=reflection, dropper=dropper
     )
@@ -862,4 +892,5 @@ def create_observational_memory_runtime(
         ),
         thinking_override=thinking,
         estimator=estimator,
+        invalidated_ids=invalidation,
     )

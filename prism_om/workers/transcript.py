@@ -109,13 +109,19 @@ class ObserverBatch:
 
 
 def select_observer_batch(
-    entries: Sequence[SessionEntry], budget: int, redactor: Redactor | None = None
+    entries: Sequence[SessionEntry],
+    budget: int,
+    redactor: Redactor | None = None,
+    *,
+    withheld: frozenset[str] = frozenset(),
 ) -> ObserverBatch:
     """The longest prefix of ``entries`` whose eligible messages fit ``budget`` bytes.
 
     Bookkeeping entries (memory records, compactions, other custom entries) join the scan
     without entering the text. A first message larger than the budget alone is cut with a
     marker, so every batch with a message makes progress: coverage never sticks on one.
+    A message whose id is in ``withheld`` (revoked) is scanned like bookkeeping: covered,
+    so coverage moves past it, and never shown.
     """
     scanned: list[SessionEntry] = []
     sources: list[SessionEntry] = []
@@ -123,7 +129,7 @@ def select_observer_batch(
     truncated: list[str] = []
     used = 0
     for entry in entries:
-        if not is_eligible_observation_source_entry(entry):
+        if entry.id in withheld or not is_eligible_observation_source_entry(entry):
             scanned.append(entry)
             continue
         block = serialize_entry(entry, redactor)
