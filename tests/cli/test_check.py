@@ -10,38 +10,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from support.store_builders import build, cli
 
-from prism_om.cli.app import main
-from prism_om.entries import SessionEntry, message_entry
+from prism_om.entries import message_entry
 from prism_om.stores import open_store
 from prism_om.stores.jsonl import JsonlStore
-
-
-def chain(sid: str, count: int) -> list[SessionEntry]:
-    out: list[SessionEntry] = []
-    for i in range(count):
-        parent = out[-1].id if out else None
-        out.append(
-            message_entry(
-                sid, "user", f"{sid} {i} " + "x" * 150, parent_id=parent, entry_id=f"{sid}-{i}"
-            )
-        )
-    return out
-
-
-def build(url: str, sessions: dict[str, int]) -> None:
-    async def run() -> None:
-        async with await open_store(url) as store:
-            for sid, count in sessions.items():
-                await store.append_many(chain(sid, count))
-
-    asyncio.run(run())
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def entry_ids(url: str, sid: str) -> list[str]:

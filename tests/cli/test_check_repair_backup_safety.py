@@ -13,42 +13,14 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from support.store_builders import build, cli
 
 from prism_om.cli import check as check_module
 from prism_om.cli.app import main
-from prism_om.entries import SessionEntry, message_entry
 from prism_om.errors import InvalidInputError
-from prism_om.stores import open_store
 from prism_om.stores.jsonl import JsonlStore
 
 STAMP = "20261130T101010"
-
-
-def _chain(sid: str, count: int) -> list[SessionEntry]:
-    out: list[SessionEntry] = []
-    for i in range(count):
-        parent = out[-1].id if out else None
-        out.append(
-            message_entry(
-                sid, "user", f"{sid} {i} " + "x" * 150, parent_id=parent, entry_id=f"{sid}-{i}"
-            )
-        )
-    return out
-
-
-def _build(url: str, sessions: dict[str, int]) -> None:
-    async def run() -> None:
-        async with await open_store(url) as store:
-            for sid, count in sessions.items():
-                await store.append_many(_chain(sid, count))
-
-    asyncio.run(run())
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _new_files(root: Path, before: set[Path]) -> set[str]:
@@ -79,7 +51,7 @@ def _damage_jsonl(store: Path, sid: str = "s2") -> None:
 @pytest.fixture
 def jsonl_store(tmp_path: Path) -> Path:
     store = tmp_path / "store"
-    _build(f"jsonl:{store}", {"s1": 10, "s2": 30})
+    build(f"jsonl:{store}", {"s1": 10, "s2": 30})
     _damage_jsonl(store)
     return store
 
@@ -91,7 +63,7 @@ def test_jsonl_backup_directory_holding_a_backup_file_is_refused(
     backup.mkdir()
     (backup / "s2.jsonl").write_bytes(b"precious earlier backup\n")
     before_store, before_backup = _snapshot(jsonl_store), _snapshot(backup)
-    code, _, err = _cli(
+    code, _, err = cli(
         capsys, "check", "--db", f"jsonl:{jsonl_store}", "--repair", "--backup", str(backup)
     )
     assert code == 2, err
@@ -106,7 +78,7 @@ def test_jsonl_backup_that_is_a_file_is_refused(
     backup = tmp_path / "precious.txt"
     backup.write_bytes(b"keep me")
     before = _snapshot(jsonl_store)
-    code, _, err = _cli(
+    code, _, err = cli(
         capsys, "check", "--db", f"jsonl:{jsonl_store}", "--repair", "--backup", str(backup)
     )
     assert code == 2 and str(backup) in err
@@ -118,13 +90,13 @@ def test_jsonl_repairing_twice_with_one_backup_keeps_the_first_backup(
 ) -> None:
     backup = tmp_path / "bak"
     url = f"jsonl:{jsonl_store}"
-    assert _cli(capsys, "check", "--db", url, "--repair", "--backup", str(backup))[0] == 0
+    assert cli(capsys, "check", "--db", url, "--repair", "--backup", str(backup))[0] == 0
     first = _snapshot(backup)
     assert "s2.jsonl" in first
-    _build(url, {"s3": 5})
+    build(url, {"s3": 5})
     _damage_jsonl(jsonl_store)  # the same session damaged again
     before = _snapshot(jsonl_store)
-    code, _, err = _cli(capsys, "check", "--db", url, "--repair", "--backup", str(backup))
+    code, _, err = cli(capsys, "check", "--db", url, "--repair", "--backup", str(backup))
     assert code == 2 and str(backup) in err
     assert _snapshot(backup) == first and _snapshot(jsonl_store) == before
 
@@ -135,7 +107,7 @@ def test_jsonl_backup_directory_with_unrelated_files_is_used(
     backup = tmp_path / "bak"
     backup.mkdir()
     (backup / "notes.txt").write_bytes(b"mine")
-    code, _, err = _cli(
+    code, _, err = cli(
         capsys, "check", "--db", f"jsonl:{jsonl_store}", "--repair", "--backup", str(backup)
     )
     assert code == 0, err
@@ -162,12 +134,12 @@ def test_jsonl_default_backup_names_are_unique_within_one_second(
     tmp_path: Path, jsonl_store: Path, capsys: pytest.CaptureFixture[str], fixed_stamp: None
 ) -> None:
     url = f"jsonl:{jsonl_store}"
-    code, out, err = _cli(capsys, "check", "--db", url, "--repair", "--json")
+    code, out, err = cli(capsys, "check", "--db", url, "--repair", "--json")
     assert code == 0, err
     first = Path(json.loads(out)["backup"])
     kept = _snapshot(first)
     _damage_jsonl(jsonl_store)
-    code, out, err = _cli(capsys, "check", "--db", url, "--repair", "--json")
+    code, out, err = cli(capsys, "check", "--db", url, "--repair", "--json")
     assert code == 0, err
     second = Path(json.loads(out)["backup"])
     assert first.name == f"store.backup-{STAMP}" and second.name == f"store.backup-{STAMP}-1"
@@ -197,7 +169,7 @@ def _damage_sqlite(db: Path) -> None:
 @pytest.fixture
 def sqlite_db(tmp_path: Path) -> Path:
     db = tmp_path / "zz.db"
-    _build(f"sqlite:{db}", {"s1": 40, "s2": 40})
+    build(f"sqlite:{db}", {"s1": 40, "s2": 40})
     _damage_sqlite(db)
     return db
 
@@ -206,9 +178,9 @@ def test_sqlite_existing_backup_file_is_refused_and_nothing_written(
     tmp_path: Path, sqlite_db: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     precious = tmp_path / "precious.db"
-    _build(f"sqlite:{precious}", {"keep": 3})
+    build(f"sqlite:{precious}", {"keep": 3})
     kept, before = precious.read_bytes(), set(tmp_path.iterdir())
-    code, _, err = _cli(
+    code, _, err = cli(
         capsys,
         "check",
         "--db",
@@ -229,7 +201,7 @@ def test_sqlite_backup_wal_beside_the_name_is_refused(
 ) -> None:
     wal = tmp_path / "bak.db-wal"
     wal.write_bytes(b"someone's wal")
-    code, _, err = _cli(
+    code, _, err = cli(
         capsys, "check", "--db", str(sqlite_db), "--repair", "--backup", str(tmp_path / "bak.db")
     )
     assert code == 2 and str(wal) in err and wal.read_bytes() == b"someone's wal"
@@ -240,7 +212,7 @@ def test_sqlite_backup_and_output_naming_one_file_is_refused(
 ) -> None:
     same = str(tmp_path / "one.db")
     before = set(tmp_path.iterdir())
-    code, _, err = _cli(
+    code, _, err = cli(
         capsys, "check", "--db", str(sqlite_db), "--repair", "--output", same, "--backup", same
     )
     assert code == 2 and same in err and _new_files(tmp_path, before) == set()
@@ -252,7 +224,7 @@ def test_sqlite_default_names_are_unique_within_one_second(
     damaged = sqlite_db.read_bytes()
     reports = []
     for _ in range(2):
-        code, out, err = _cli(capsys, "check", "--db", str(sqlite_db), "--repair", "--json")
+        code, out, err = cli(capsys, "check", "--db", str(sqlite_db), "--repair", "--json")
         assert code == 0, err
         reports.append(json.loads(out))
     first, second = reports

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.cli import failed, ok, run_cli
 
 from prism_om.cli.reading import session_rows
 from prism_om.entries import message_entry
@@ -21,30 +19,6 @@ from prism_om.stores.sqlite import SqliteStore
 DATA = Path(__file__).resolve().parents[1] / "data"
 FIXTURE = DATA / "sqlite" / "store-v1.db"
 TRANSCRIPT = DATA / "import" / "openai_array.json"
-
-
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "prism_om.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "COLUMNS": "120"},
-    )
-
-
-def ok(done: subprocess.CompletedProcess[str]) -> str:
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
-def failed(done: subprocess.CompletedProcess[str], code: int) -> str:
-    """The one error line of a failed command."""
-    assert done.returncode == code, (done.returncode, done.stdout, done.stderr)
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("prism-om: error: "), done.stderr
-    return lines[0]
 
 
 def digest(path: Path) -> str:
