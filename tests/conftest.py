@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -41,3 +41,13 @@ def store_opener(request: pytest.FixtureRequest, tmp_path: Path) -> StoreOpener:
 @pytest.fixture
 def make_opener(tmp_path: Path) -> Callable[[str], StoreOpener]:
     return lambda kind: opener_for(kind, tmp_path / kind)
+
+
+@pytest.fixture
+async def store(store_opener: StoreOpener) -> AsyncIterator[SessionStore]:
+    """An open store of each adapter kind, closed after the test."""
+    opened = await store_opener.open()
+    try:
+        yield opened
+    finally:
+        await opened.close()

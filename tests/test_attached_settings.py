@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -24,20 +23,10 @@ from prism_om.observational_memory.shared_scopes import ScopeAccessEvent, Shared
 from prism_om.providers import ScriptedProvider
 from prism_om.session import Session
 from prism_om.stores.base import SessionStore
-from prism_om.testing.conformance import StoreOpener
 from prism_om.workers import OfflineMemoryProvider
 
 STAMP = "2026-11-30T09:00:00.000Z"
 SCOPE = "build-42"
-
-
-@pytest.fixture
-async def store(store_opener: StoreOpener) -> AsyncIterator[SessionStore]:
-    opened = await store_opener.open()
-    try:
-        yield opened
-    finally:
-        await opened.close()
 
 
 def attached_to(

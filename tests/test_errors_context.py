@@ -6,7 +6,7 @@ import importlib
 import inspect
 import pickle
 import pkgutil
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -51,7 +51,6 @@ from prism_om.providers.scripted import ScriptExhaustedError
 from prism_om.session import Session
 from prism_om.stores.base import SessionStore
 from prism_om.stores.memory import MemoryStore
-from prism_om.testing.conformance import StoreOpener
 from prism_om.workers import Model, OfflineMemoryProvider, create_observational_memory_runtime
 
 # Exceptions that are deliberately not prism_om errors.
@@ -61,13 +60,6 @@ INTERNAL = {
     # The test kit's injected failure: a test must tell it apart from the store's own.
     "prism_om.testing.faults.InjectedFault",
 }
-
-
-@pytest.fixture
-async def store(store_opener: StoreOpener) -> AsyncIterator[SessionStore]:
-    opened = await store_opener.open()
-    yield opened
-    await opened.close()
 
 
 def _defined_exceptions() -> dict[str, type[BaseException]]:

@@ -8,7 +8,6 @@ observations and reflections, ``om:view``, ``request_preview`` and pages.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -24,7 +23,6 @@ from prism_om.attach import create_observational_memory
 from prism_om.host import Agent, AgentTool
 from prism_om.providers import ScriptedProvider
 from prism_om.stores.base import SessionStore
-from prism_om.testing.conformance import StoreOpener
 from prism_om.workers import OfflineMemoryProvider
 
 SECRET = "pa\"ss\\wo'rd-XYZ"
@@ -50,15 +48,6 @@ class SpyProvider(OfflineMemoryProvider):
         self.requests.append(repr(request))
         async for event in super().generate(request):
             yield event
-
-
-@pytest.fixture
-async def store(store_opener: StoreOpener) -> AsyncIterator[SessionStore]:
-    opened = await store_opener.open()
-    try:
-        yield opened
-    finally:
-        await opened.close()
 
 
 async def saved_memory_text(store: SessionStore, session_id: str) -> str:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 from support.revocation_story import story
 
@@ -17,15 +15,7 @@ from prism_om.observational_memory.revocation import (
 from prism_om.observational_memory.scope_controller import create_work_scope_controller
 from prism_om.session import Session
 from prism_om.stores.base import SessionStore
-from prism_om.testing.conformance import StoreOpener
 from prism_om.testing.memory_conformance import load_builder
-
-
-@pytest.fixture
-async def store(store_opener: StoreOpener) -> AsyncIterator[SessionStore]:
-    opened = await store_opener.open()
-    yield opened
-    await opened.close()
 
 
 async def test_a_turn_landing_right_after_the_drop_is_kept(store: SessionStore) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -27,7 +26,7 @@ from prism_om.observational_memory import (
 from prism_om.observational_memory.page import SUMMARY_CHARS, BranchPage
 from prism_om.observational_memory.recall import MemoryRecall
 from prism_om.stores.base import SessionStore
-from prism_om.testing.conformance import StoreOpener, snapshot
+from prism_om.testing.conformance import snapshot
 from prism_om.testing.memory_conformance import load_builder
 from prism_om.testing.om_factories import BranchBuilder, random_builder
 
@@ -78,13 +77,6 @@ class Story:
 @pytest.fixture
 def story() -> Story:
     return Story()
-
-
-@pytest.fixture
-async def store(store_opener: StoreOpener) -> AsyncIterator[SessionStore]:
-    opened = await store_opener.open()
-    yield opened
-    await opened.close()
 
 
 async def both(

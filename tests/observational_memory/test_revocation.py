@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 
 import pytest
 from support.revocation_story import story
@@ -34,13 +34,6 @@ from prism_om.stores.base import SessionStore
 from prism_om.testing.conformance import StoreOpener, snapshot
 from prism_om.testing.memory_conformance import load_builder
 from prism_om.testing.om_factories import BranchBuilder, random_builder
-
-
-@pytest.fixture
-async def store(store_opener: StoreOpener) -> AsyncIterator[SessionStore]:
-    opened = await store_opener.open()
-    yield opened
-    await opened.close()
 
 
 def memory_text(blocks: Sequence[ContextBlock]) -> str:

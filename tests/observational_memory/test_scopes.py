@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import Awaitable
 from typing import Any
 
 import pytest
@@ -45,20 +45,11 @@ from prism_om.observational_memory.scope_controller import (
 from prism_om.observational_memory.strategy import create_observational_memory_compaction_strategy
 from prism_om.session import Session
 from prism_om.stores.base import SessionStore
-from prism_om.testing.conformance import StoreOpener, snapshot
+from prism_om.testing.conformance import snapshot
 
 SID = "s1"
 OBS = [f"{i:012x}" for i in range(1, 7)]  # 000000000001 ...
 REFL = "abcdefabcdef"
-
-
-@pytest.fixture
-async def store(store_opener: StoreOpener) -> AsyncIterator[SessionStore]:
-    opened = await store_opener.open()
-    try:
-        yield opened
-    finally:
-        await opened.close()
 
 
 async def seed(store: SessionStore, session_id: str = SID, obs: list[str] = OBS) -> Session:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -26,18 +26,8 @@ from prism_om.observational_memory.shared_scopes import (
 from prism_om.observational_memory.strategy import create_observational_memory_compaction_strategy
 from prism_om.session import Session
 from prism_om.stores.base import SessionStore
-from prism_om.testing.conformance import StoreOpener
 
 SCOPE = "build-42"
-
-
-@pytest.fixture
-async def store(store_opener: StoreOpener) -> AsyncIterator[SessionStore]:
-    opened = await store_opener.open()
-    try:
-        yield opened
-    finally:
-        await opened.close()
 
 
 async def member(store: SessionStore, sid: str, prefix: str) -> tuple[Session, list[str]]:

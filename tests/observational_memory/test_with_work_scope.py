@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
 from prism_om.errors import InvalidInputError
@@ -14,18 +12,8 @@ from prism_om.observational_memory.scope_controller import (
 )
 from prism_om.session import Session
 from prism_om.stores.base import SessionStore
-from prism_om.testing.conformance import StoreOpener
 
 SID = "s1"
-
-
-@pytest.fixture
-async def store(store_opener: StoreOpener) -> AsyncIterator[SessionStore]:
-    opened = await store_opener.open()
-    try:
-        yield opened
-    finally:
-        await opened.close()
 
 
 async def outer_scope(store: SessionStore) -> WorkScopeController:
