@@ -35,6 +35,7 @@ from ..entries import SessionEntry
 from ..errors import (
     DuplicateEntryError,
     EntryNotFoundError,
+    MemoryRecordError,
     RootExistsError,
     SessionMismatchError,
     UnknownParentError,
@@ -125,9 +126,13 @@ class TreeIndex:
                         session_id=session_id,
                         url=self.url,
                     )
-            needs = memory_record_needs(entry)
-            if needs is not None:
-                validate_memory_record(entry, needs, view.facts(entry.parent_id, needs))
+            try:
+                needs = memory_record_needs(entry)
+                if needs is not None:
+                    validate_memory_record(entry, needs, view.facts(entry.parent_id, needs))
+            except MemoryRecordError as exc:
+                exc.add_context(url=self.url)
+                raise
             pending[entry.id] = entry
             view.add(entry)
 

@@ -24,8 +24,10 @@ from ..core.validation import check_memory_record_caps
 from ..entries import SessionEntry, check_entry_size, find_lone_surrogate, validate_session_id
 from ..errors import (
     DuplicateEntryError,
+    EntryNotFoundError,
     InvalidEntryError,
     InvalidInputError,
+    PrismMemoryError,
     SessionMismatchError,
     StaleCoverageError,
     StoreClosedError,
@@ -248,11 +250,22 @@ class SessionStore(SessionTree, Protocol):
         """The latest compaction entry on the branch, or None."""
 
 
-def check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[SessionEntry]:
+def check_batch_shape(
+    entries: Iterable[SessionEntry], *, url: str | None = None
+) -> builtins.list[SessionEntry]:
     """Checks that need no store: entry types, one session, no id twice in the batch, and
     each entry's serialised size within ``MAX_ENTRY_BYTES`` (``EntryTooLargeError``), and
     the per-record id caps (``MemoryRecordTooLargeError``). These are append rules: a
-    store loading what it holds does not re-apply them."""
+    store loading what it holds does not re-apply them. Pass the store's ``url`` so the
+    errors carry it."""
+    try:
+        return _check_batch_shape(entries)
+    except PrismMemoryError as exc:
+        exc.add_context(url=url)
+        raise
+
+
+def _check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[SessionEntry]:
     batch = builtins.list(entries)
     if not batch:
         return batch
@@ -520,14 +533,14 @@ class StoreBase(StoreLifecycle, abc.ABC):
         self, session_id: str, leaf_id: str | None = None
     ) -> ObservationalMemoryLedger:
         """The ledger without its dropped observations (see ``core.ledger_views.live_ledger``)."""
-        return live_ledger(await StoreBase.ledger(self, session_id, leaf_id))
+        return live_ledger(await self.ledger(session_id, leaf_id))
 
     async def memory_subset(
         self, session_id: str, memory_ids: Iterable[str], leaf_id: str | None = None
     ) -> ObservationalMemoryLedger:
         """The branch's ledger restricted to ``memory_ids`` (no coverage cursors)."""
         wanted = set(memory_ids)
-        return restrict_ledger(await StoreBase.ledger(self, session_id, leaf_id), wanted)
+        return restrict_ledger(await self.ledger(session_id, leaf_id), wanted)
 
     async def scope_map(self, session_id: str, leaf_id: str | None = None) -> WorkScopeMap:
         """The folded work-scope map of the branch."""
@@ -543,7 +556,12 @@ class StoreBase(StoreLifecycle, abc.ABC):
         self, session_id: str, after_id: str | None, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
         """Branch entries strictly after ``after_id``; EntryNotFoundError if it is off it."""
-        return entries_after_cursor(await self.entries(session_id, leaf_id), after_id)
+        branch = await self.entries(session_id, leaf_id)
+        try:
+            return entries_after_cursor(branch, after_id)
+        except EntryNotFoundError as exc:
+            exc.add_context(session_id=session_id, url=self.url)
+            raise
 
     async def page_messages(
         self,
@@ -555,7 +573,12 @@ class StoreBase(StoreLifecycle, abc.ABC):
     ) -> tuple[builtins.list[SessionEntry], bool]:
         """Eligible messages after/before ``cursor`` on the branch (see page_around_cursor)."""
         check_page_args(limit, direction)
-        return page_around_cursor(await self.entries(session_id, leaf_id), cursor, limit, direction)
+        branch = await self.entries(session_id, leaf_id)
+        try:
+            return page_around_cursor(branch, cursor, limit, direction)
+        except (EntryNotFoundError, InvalidInputError) as exc:
+            exc.add_context(session_id=session_id, url=self.url)
+            raise
 
     async def entry_count(self, session_id: str, leaf_id: str | None = None) -> int:
         """Number of entries on the branch."""
