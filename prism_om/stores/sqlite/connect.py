@@ -14,6 +14,7 @@ from typing import Any
 
 import aiosqlite
 
+from ...core.timestamps import utc_timestamp
 from ...errors import (
     CorruptStoreError,
     InvalidInputError,
@@ -21,7 +22,6 @@ from ...errors import (
     StoreNotFoundError,
 )
 from .._schema import APPLICATION_ID, SCHEMA_VERSION, Schema
-from .._summary import utc_timestamp
 from .sql import SUMMARIES_FROM_ENTRIES_SQL, fetch_first_row
 from .translate import close_quietly, primary_code, retrying, rollback_quietly, translate_error
 
