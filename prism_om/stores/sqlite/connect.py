@@ -10,7 +10,6 @@ import sqlite3
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import aiosqlite
 
@@ -46,7 +45,9 @@ def read_damage_note(location: str) -> str | None:
     return f"marked damaged by an earlier write: {text or 'no reason recorded'}"
 
 
-async def open_read_only(url: str, location: str, busy_timeout_ms: int) -> tuple[Any, int]:
+async def open_read_only(
+    url: str, location: str, busy_timeout_ms: int
+) -> tuple[aiosqlite.Connection, int]:
     """The one connection of a read-only store, and the file's schema version."""
     conn = await open_connection(url, location, busy_timeout_ms, uri_mode="ro")
     try:
