@@ -53,6 +53,8 @@ raised): ``entry_id``, ``session_id``, ``memory_id`` and the store's ``url``.
 
 from __future__ import annotations
 
+from typing import Self
+
 __all__ = [
     "AmbiguousInputError",
     "BranchMismatchError",
@@ -109,6 +111,29 @@ class PrismMemoryError(Exception):
         self.session_id = session_id
         self.memory_id = memory_id
         self.url = url
+
+    def add_context(
+        self,
+        *,
+        entry_id: str | None = None,
+        session_id: str | None = None,
+        memory_id: str | None = None,
+        url: str | None = None,
+    ) -> Self:
+        """Fill in the attributes still None (a layer that knows more adds it); returns self.
+
+        For a caller that catches an error from a pure function (which knows no store) and
+        re-raises it with the session and the store it was about.
+        """
+        if self.entry_id is None:
+            self.entry_id = entry_id
+        if self.session_id is None:
+            self.session_id = session_id
+        if self.memory_id is None:
+            self.memory_id = memory_id
+        if self.url is None:
+            self.url = url
+        return self
 
 
 class InvalidInputError(PrismMemoryError, ValueError):

@@ -93,3 +93,8 @@ def test_the_package_exports_types_stores_errors_and_limits_by_name() -> None:
         *prism_om.errors.__all__,
     }
     assert sorted(wanted - set(prism_om.__all__)) == []
+
+
+def test_the_services_export_no_internal_dispatch_type() -> None:
+    # BranchSource is how the recall tool and the commands reach a branch: internal.
+    assert "BranchSource" not in om.__all__

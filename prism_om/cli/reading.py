@@ -10,6 +10,7 @@ from rich.text import Text
 
 from ..core.ledger import RecordedObservation, RecordedReflection
 from ..core.redaction import Redactor
+from ..core.timestamps import utc_timestamp
 from ..entries import SessionEntry, entry_text
 from ..errors import CorruptStoreError
 from ..observational_memory import (
@@ -21,7 +22,7 @@ from ..observational_memory import (
 from ..observational_memory.page import BranchPage
 from ..observational_memory.recall import MemoryRecall
 from ..stores import SessionStore, SessionSummary
-from ..stores._summary import summarize_entries, utc_timestamp
+from ..stores._summary import summarize_entries
 from .common import CliUsageError, open_cli_store, require_session, store_url
 from .output import clip, console, heading, one_line, print_json, table
 from .redaction import cli_redactor

@@ -97,11 +97,27 @@ def _validate(model: type[_M], data: Any, entry: SessionEntry, marker: str, wher
     except ValidationError as exc:
         first = exc.errors()[0]
         field = _field_path(where, first["loc"])
+        memory_id = _memory_id_at(first["loc"], first.get("input"))
+        quoted = "" if memory_id is None else f" {memory_id!r}"
         raise MemoryRecordError(
-            f"entry {entry.id!r} ({marker}): {field}: {first['msg']}",
+            f"entry {entry.id!r} ({marker}): {field}{quoted}: {first['msg']}",
             entry_id=entry.id,
             session_id=entry.session_id,
+            memory_id=memory_id,
         ) from None
+
+
+# The wire fields that hold memory ids: a record's own ``id`` and the lists that cite them.
+_MEMORY_ID_LISTS = frozenset({"observationIds", "droppedObservationIds"})
+
+
+def _memory_id_at(loc: tuple[int | str, ...], value: object) -> str | None:
+    """The malformed memory id a validation error is about, or None for another field."""
+    if not isinstance(value, str) or not loc:
+        return None
+    if loc[-1] == "id" or (len(loc) >= 2 and loc[-2] in _MEMORY_ID_LISTS):
+        return value
+    return None
 
 
 def _field_path(where: str, loc: tuple[int | str, ...]) -> str:

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from ..entries import WireModel
+from ..entries import SessionEntry, WireModel
 from ..ids import MEMORY_ID_PATTERN
 from .scope_map import (
     SCOPE_BOUND,
@@ -42,6 +42,7 @@ __all__ = [
     "Reflection",
     "ReflectionsRecorded",
     "dated_observation",
+    "is_memory_record",
 ]
 
 OBSERVATIONS_RECORDED: Final = "om.observations.recorded"
@@ -62,6 +63,23 @@ SCOPE_RECORD_TYPES = frozenset(
         SCOPE_REVOKED,
     }
 )
+
+
+def is_memory_record(entry: SessionEntry) -> bool:
+    """True for the entries that move a branch's memory head (see ``memory_head``).
+
+    ``om.observations.recorded``, ``om.reflections.recorded``, ``om.observations.dropped``
+    and compactions whose ``data.memory`` is ``om.folded``; not scope records, plain
+    compactions or messages. It reads the marker only: an adapter calls it on entries
+    that passed ``validate_memory_record_on_branch`` at append.
+    """
+    if entry.kind == "message":
+        return False
+    if entry.kind == "compaction":
+        memory = entry.data.get("memory") if entry.data is not None else None
+        return isinstance(memory, dict) and memory.get("type") == FOLDED_TYPE
+    return entry.custom_type in MEMORY_RECORD_TYPES
+
 
 Priority = Literal["high", "medium", "low"]
 PRIORITY_RANK: dict[str, int] = {"low": 0, "medium": 1, "high": 2}

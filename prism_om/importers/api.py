@@ -183,14 +183,18 @@ async def import_conversation(
     file = check_transcript_file(path)
     data = await asyncio.to_thread(file.read_bytes)
     existing = set(await store.sessions())
-    plan = parse_conversation_bytes(
-        data,
-        name=str(path),
-        format=format,
-        session_id=session_id,
-        existing_sessions=existing,
-        progress=progress,
-    )
+    try:
+        plan = parse_conversation_bytes(
+            data,
+            name=str(path),
+            format=format,
+            session_id=session_id,
+            existing_sessions=existing,
+            progress=progress,
+        )
+    except SessionExistsError as exc:
+        exc.add_context(url=store.url)
+        raise
     await store.append_many(plan.entries)
     return ImportResult(
         file=plan.file,

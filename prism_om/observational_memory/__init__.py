@@ -11,7 +11,6 @@ and renderers they use live in :mod:`prism_om.core`.
 from __future__ import annotations
 
 from ._source import (
-    BranchSource,
     build_observational_memory_context_blocks,
     build_observational_memory_projection,
     fold_observational_memory_ledger,
@@ -70,7 +69,6 @@ __all__ = [
     "RECALL_TOOL_NAME",
     "SHARED_BLOCK_NAME",
     "TOMBSTONES_RECORDED",
-    "BranchSource",
     "CommandResult",
     "DeletionPropagator",
     "MemoryStatusCommand",

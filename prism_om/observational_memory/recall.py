@@ -209,7 +209,11 @@ def recall_observational_memory_from_store(
 
     The arguments are checked now, before anything is read; the reads run when awaited.
     """
-    memory_id = check_memory_id(memory_id)
+    try:
+        memory_id = check_memory_id(memory_id)
+    except InvalidIdError as exc:
+        exc.add_context(session_id=session_id, url=store.url)
+        raise
     window = check_sources_window(sources_offset, sources_limit)
     invalid = frozenset(invalidated_ids or ())
     red = redactor(secrets)

@@ -19,12 +19,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..core.records import (
-    FOLDED_TYPE,
-    MEMORY_RECORD_TYPES,
     OBSERVATIONS_RECORDED,
     REFLECTIONS_RECORDED,
+    is_memory_record,
 )
 from ..core.sources import is_eligible_observation_source_entry
+from ..core.timestamps import utc_timestamp
 from ..core.validation import (
     BranchFacts,
     MemoryRecordNeeds,
@@ -35,14 +35,14 @@ from ..entries import SessionEntry
 from ..errors import (
     DuplicateEntryError,
     EntryNotFoundError,
+    MemoryRecordError,
     RootExistsError,
     SessionMismatchError,
     UnknownParentError,
 )
-from ._summary import utc_timestamp
 from .base import SessionSummary
 
-__all__ = ["PathMembership", "TreeIndex", "is_memory_record"]
+__all__ = ["PathMembership", "TreeIndex"]
 
 
 @dataclass
@@ -125,9 +125,13 @@ class TreeIndex:
                         session_id=session_id,
                         url=self.url,
                     )
-            needs = memory_record_needs(entry)
-            if needs is not None:
-                validate_memory_record(entry, needs, view.facts(entry.parent_id, needs))
+            try:
+                needs = memory_record_needs(entry)
+                if needs is not None:
+                    validate_memory_record(entry, needs, view.facts(entry.parent_id, needs))
+            except MemoryRecordError as exc:
+                exc.add_context(url=self.url)
+                raise
             pending[entry.id] = entry
             view.add(entry)
 
@@ -342,20 +346,6 @@ class PathMembership:
             self._next_segment = self._parent(current)
         hi = self._pieces.get(segment)
         return hi is not None and depth <= hi
-
-
-def is_memory_record(entry: SessionEntry) -> bool:
-    """True for the entries that move a branch's memory head (see ``memory_head``).
-
-    The same entries the SQLite adapter gives a memory marker row: markers suffice, as
-    every stored ``om.*`` record passed validation.
-    """
-    if entry.kind == "message":
-        return False
-    if entry.kind == "compaction":
-        memory = entry.data.get("memory") if entry.data is not None else None
-        return isinstance(memory, dict) and memory.get("type") == FOLDED_TYPE
-    return entry.custom_type in MEMORY_RECORD_TYPES
 
 
 def recorded_memory_ids(entry: SessionEntry) -> list[tuple[str, str]]:

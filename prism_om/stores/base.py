@@ -24,8 +24,10 @@ from ..core.validation import check_memory_record_caps
 from ..entries import SessionEntry, check_entry_size, find_lone_surrogate, validate_session_id
 from ..errors import (
     DuplicateEntryError,
+    EntryNotFoundError,
     InvalidEntryError,
     InvalidInputError,
+    PrismMemoryError,
     SessionMismatchError,
     StaleCoverageError,
     StoreClosedError,
@@ -78,7 +80,19 @@ class SessionTree(Protocol):
       resolves inside the store's write lock, so concurrent writers chain one after
       another, in-process and across processes;
     * ``page_messages`` checks ``limit`` (an int, 1 to 100) and ``direction`` before it
-      reads, with the errors of the public page functions.
+      reads, with the errors of the public page functions;
+    * an appended ``om.*`` record must be supported by the branch it lands on (its sources,
+      cursors and cited memory ids earlier on that branch, its new ids not recorded there
+      yet): ``prism_om.core.validation.validate_memory_record_on_branch(entry, path)``
+      checks one entry against the path from the root to its parent (within a batch the
+      path includes the batch's earlier entries) and raises ``MemoryRecordError``;
+    * ``entries(session_id, leaf_id)`` and ``checkout(session_id, entry_id)`` raise
+      ``EntryNotFoundError`` for an id that is in no session of the store and
+      ``SessionMismatchError`` for an entry of another session, before anything changes.
+      ``entries`` with no ``leaf_id`` returns ``[]`` for a session without entries;
+    * every error about an entry, a session or the store carries them as attributes
+      (``entry_id``, ``session_id``, ``url``; ``memory_id`` for a memory record) and its
+      message quotes the offending id (``f"entry {entry_id!r} ..."``).
 
     Cancellation: a write call that has begun runs to its end, even when the calling
     task is cancelled, and only then re-raises ``CancelledError``. "Its end" is the
@@ -122,8 +136,9 @@ class SessionTree(Protocol):
 
         Memory records are ``om.observations.recorded``, ``om.reflections.recorded``,
         ``om.observations.dropped`` and compactions carrying ``om.folded`` memory; scope
-        records and plain compactions are not. Any new memory record moves the head, so
-        it stands for the branch's whole memory coverage.
+        records and plain compactions are not: ``prism_om.core.records.is_memory_record``
+        is that test. Any new memory record moves the head, so it stands for the branch's
+        whole memory coverage. Raises what ``entries`` raises for ``leaf_id``.
         """
 
     async def get(self, entry_id: str) -> SessionEntry | None:
@@ -138,7 +153,12 @@ class SessionTree(Protocol):
     async def entries(
         self, session_id: str, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
-        """The path from the root to ``leaf_id`` (default: the current leaf), root first."""
+        """The path from the root to ``leaf_id`` (default: the current leaf), root first.
+
+        ``EntryNotFoundError`` when ``leaf_id`` is in no session of the store,
+        ``SessionMismatchError`` when it belongs to another session; ``[]`` when
+        ``leaf_id`` is None and the session has no entries.
+        """
 
     async def leaves(self, session_id: str) -> builtins.list[str]:
         """Ids of the session's entries that have no child, in append order."""
@@ -147,7 +167,11 @@ class SessionTree(Protocol):
         """The session's persisted current leaf, or None for an unknown session."""
 
     async def checkout(self, session_id: str, entry_id: str) -> None:
-        """Move the session's current leaf to one of its entries."""
+        """Move the session's current leaf to one of its entries.
+
+        ``EntryNotFoundError`` when ``entry_id`` is in no session of the store,
+        ``SessionMismatchError`` when it belongs to another session; the leaf stays.
+        """
 
     async def sessions(self) -> builtins.list[str]:
         """Every session id of the store, in order of creation."""
@@ -248,11 +272,22 @@ class SessionStore(SessionTree, Protocol):
         """The latest compaction entry on the branch, or None."""
 
 
-def check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[SessionEntry]:
+def check_batch_shape(
+    entries: Iterable[SessionEntry], *, url: str | None = None
+) -> builtins.list[SessionEntry]:
     """Checks that need no store: entry types, one session, no id twice in the batch, and
     each entry's serialised size within ``MAX_ENTRY_BYTES`` (``EntryTooLargeError``), and
     the per-record id caps (``MemoryRecordTooLargeError``). These are append rules: a
-    store loading what it holds does not re-apply them."""
+    store loading what it holds does not re-apply them. Pass the store's ``url`` so the
+    errors carry it."""
+    try:
+        return _check_batch_shape(entries)
+    except PrismMemoryError as exc:
+        exc.add_context(url=url)
+        raise
+
+
+def _check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[SessionEntry]:
     batch = builtins.list(entries)
     if not batch:
         return batch
@@ -403,8 +438,32 @@ class StoreBase(StoreLifecycle, abc.ABC):
     bad batch or id (``check_batch_shape`` does the store-free checks), a
     ``StoreRuleError`` subclass for an append or move the tree refuses (nothing stored),
     ``StoreClosedError`` after ``close()``, and another ``StoreError`` when the storage
-    underneath fails. ``entries`` raises ``EntryNotFoundError`` for a leaf outside the
-    session.
+    underneath fails. ``entries`` and ``checkout`` raise ``EntryNotFoundError`` (with
+    ``entry_id``, ``session_id`` and ``url``) for an id in no session of the store and
+    ``SessionMismatchError`` for an entry of another session. Every error names what it
+    is about in its attributes and quotes the offending id in its message.
+
+    The public helpers an adapter builds on, so it keeps the rules without copying them:
+
+    * ``check_batch_shape(entries, url=self.url)``: the store-free batch checks, first;
+    * ``prism_om.entries.validate_session_id(session_id)``: the session id rule, for
+      reads that take one (``InvalidSessionIdError``);
+    * ``prism_om.core.validation.validate_memory_record_on_branch(entry, path)``: each
+      appended entry against the path from the root to its parent (the batch's earlier
+      entries included); raises ``MemoryRecordError``, to which the adapter adds its
+      ``url`` (``exc.add_context(url=self.url)``) before re-raising;
+    * ``prism_om.core.records.is_memory_record(entry)``: which entries move
+      ``memory_head``;
+    * ``check_memory_head`` and ``chain_at_leaf``: the compare and the re-parenting of
+      ``append_at_leaf``, both inside the adapter's write lock;
+    * ``prism_om.core.timestamps.utc_timestamp``: ``SessionSummary.last_activity``.
+
+    An adapter whose writes never yield to the event loop (a dict, say) meets the
+    cancellation rule trivially; one that awaits inside a write runs the write as its own
+    task and, when cancelled, waits for it to end (``asyncio.shield``) before re-raising.
+    ``prism_om.testing.dict_store.DictStore`` is a complete adapter over plain dicts that
+    uses only these helpers; ``tests/stores/test_outside_adapter.py`` runs both
+    conformance suites over it.
 
     It **inherits**, and **may override** for speed, ``append`` and ``async with`` (from
     ``StoreLifecycle``), ``get_many``, ``is_on_branch`` and every read of
@@ -520,14 +579,14 @@ class StoreBase(StoreLifecycle, abc.ABC):
         self, session_id: str, leaf_id: str | None = None
     ) -> ObservationalMemoryLedger:
         """The ledger without its dropped observations (see ``core.ledger_views.live_ledger``)."""
-        return live_ledger(await StoreBase.ledger(self, session_id, leaf_id))
+        return live_ledger(await self.ledger(session_id, leaf_id))
 
     async def memory_subset(
         self, session_id: str, memory_ids: Iterable[str], leaf_id: str | None = None
     ) -> ObservationalMemoryLedger:
         """The branch's ledger restricted to ``memory_ids`` (no coverage cursors)."""
         wanted = set(memory_ids)
-        return restrict_ledger(await StoreBase.ledger(self, session_id, leaf_id), wanted)
+        return restrict_ledger(await self.ledger(session_id, leaf_id), wanted)
 
     async def scope_map(self, session_id: str, leaf_id: str | None = None) -> WorkScopeMap:
         """The folded work-scope map of the branch."""
@@ -543,7 +602,12 @@ class StoreBase(StoreLifecycle, abc.ABC):
         self, session_id: str, after_id: str | None, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
         """Branch entries strictly after ``after_id``; EntryNotFoundError if it is off it."""
-        return entries_after_cursor(await self.entries(session_id, leaf_id), after_id)
+        branch = await self.entries(session_id, leaf_id)
+        try:
+            return entries_after_cursor(branch, after_id)
+        except EntryNotFoundError as exc:
+            exc.add_context(session_id=session_id, url=self.url)
+            raise
 
     async def page_messages(
         self,
@@ -555,7 +619,12 @@ class StoreBase(StoreLifecycle, abc.ABC):
     ) -> tuple[builtins.list[SessionEntry], bool]:
         """Eligible messages after/before ``cursor`` on the branch (see page_around_cursor)."""
         check_page_args(limit, direction)
-        return page_around_cursor(await self.entries(session_id, leaf_id), cursor, limit, direction)
+        branch = await self.entries(session_id, leaf_id)
+        try:
+            return page_around_cursor(branch, cursor, limit, direction)
+        except (EntryNotFoundError, InvalidInputError) as exc:
+            exc.add_context(session_id=session_id, url=self.url)
+            raise
 
     async def entry_count(self, session_id: str, leaf_id: str | None = None) -> int:
         """Number of entries on the branch."""
@@ -593,7 +662,10 @@ class SessionSummary:
 
     ``entries`` counts every entry of the session (all branches), ``messages`` its
     message entries, ``leaves`` its entries without a child; ``last_activity`` is the
-    greatest entry timestamp, or None for a session without entries.
+    greatest entry timestamp compared as a time, or None for a session without entries:
+    ``max(utc_timestamp(e.timestamp) for e in entries)`` with
+    ``prism_om.core.timestamps.utc_timestamp`` (the greatest raw string is not the
+    latest time). The conformance suite compares ``utc_timestamp(last_activity)``.
     """
 
     session_id: str

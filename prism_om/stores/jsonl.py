@@ -402,7 +402,9 @@ class JsonlStore(StoreBase):
         path = os.path.abspath(directory)
         if (read_only or not create) and not os.path.isdir(path):
             what = "is not a directory" if os.path.exists(path) else "does not exist"
-            raise StoreNotFoundError(f"no JSONL store at {path!r}: the directory {what}")
+            raise StoreNotFoundError(
+                f"no JSONL store at {path!r}: the directory {what}", url=f"jsonl:{path}"
+            )
         with _io(f"opening JSONL store {path!r}"):
             if not read_only:
                 os.makedirs(path, exist_ok=True)
@@ -456,7 +458,7 @@ class JsonlStore(StoreBase):
     # -- the SessionStore protocol -------------------------------------------------------
 
     async def append_many(self, entries: Sequence[SessionEntry]) -> None:
-        batch = check_batch_shape(entries)
+        batch = check_batch_shape(entries, url=self.url)
         self._ensure_writable()
         if batch:
             await finish_then_cancel(self._run(self._append_sync, batch))
@@ -467,7 +469,7 @@ class JsonlStore(StoreBase):
         *,
         expected_memory_head: str | AnyMemoryHead | None = ANY_MEMORY_HEAD,
     ) -> builtins.list[SessionEntry]:
-        batch = check_batch_shape(entries)
+        batch = check_batch_shape(entries, url=self.url)
         self._ensure_writable()
         if not batch:
             return []

@@ -37,7 +37,7 @@ class MemoryStore(StoreBase):
         return self._index
 
     async def append_many(self, entries: Sequence[SessionEntry]) -> None:
-        batch = check_batch_shape(entries)
+        batch = check_batch_shape(entries, url=self.url)
         self._open_index()
         if batch:
             await finish_then_cancel(self._append_locked(batch, None, ANY_MEMORY_HEAD))
@@ -48,7 +48,7 @@ class MemoryStore(StoreBase):
         *,
         expected_memory_head: str | AnyMemoryHead | None = ANY_MEMORY_HEAD,
     ) -> builtins.list[SessionEntry]:
-        batch = check_batch_shape(entries)
+        batch = check_batch_shape(entries, url=self.url)
         self._open_index()
         if not batch:
             return []

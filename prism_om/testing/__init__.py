@@ -14,6 +14,10 @@ Modules:
   branches, leaves, write concurrency and cancellation, size bounds), and ``StoreOpener``.
 - ``memory_conformance``: ``MemoryConformance``, the memory and branch reads of a store
   compared with the pure folds over its entries.
+- ``tree_only`` and ``dict_store``: two example adapters that implement only the tree
+  operations of ``StoreBase`` (one over a wrapped ``MemoryStore``, one over plain dicts
+  whose writes never yield), proving its derived reads satisfy both suites.
+- ``faults``: ``inject_append_fault``, a fault at an adapter's append commit point.
 - ``generate`` and ``om_factories``: random operations, messages and observational-memory
   branches (hypothesis strategies) for property tests.
 

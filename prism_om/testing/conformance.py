@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
+from ..core.timestamps import utc_timestamp
 from ..entries import SessionEntry
 from ..errors import (
     DuplicateEntryError,
@@ -21,7 +22,7 @@ from ..errors import (
     StoreClosedError,
     UnknownParentError,
 )
-from ..stores._summary import latest_timestamp, summarize_entries, utc_timestamp
+from ..stores._summary import latest_timestamp, summarize_entries
 from ..stores.base import SessionStore, SessionSummary
 from ..stores.memory import MemoryStore
 from ._requires import pytest

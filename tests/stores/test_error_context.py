@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from prism_om.entries import SessionEntry, message_entry
+from prism_om.core.records import OBSERVATIONS_RECORDED
+from prism_om.entries import SessionEntry, custom_entry, message_entry
 from prism_om.errors import (
     DuplicateEntryError,
     EntryNotFoundError,
+    InvalidIdError,
+    MemoryRecordError,
     RootExistsError,
+    SessionExistsError,
     SessionMismatchError,
     StoreClosedError,
+    StoreNotFoundError,
     UnknownParentError,
 )
+from prism_om.ids import create_memory_id
+from prism_om.importers import import_conversation
+from prism_om.observational_memory import recall_observational_memory
 from prism_om.stores import SessionStore, open_store
 from prism_om.testing.tree_only import TreeOnlyStore
 
@@ -67,3 +76,81 @@ async def test_rule_errors_name_the_entry_the_session_and_the_store(
     with pytest.raises(StoreClosedError) as closed_write:
         await store.append(msg("s", "z", "a"))
     assert closed_write.value.url == store.url
+
+
+def observation_record(session: str, parent: str, memory_id: str, source: str) -> SessionEntry:
+    observation = {"id": memory_id, "text": "noted", "sourceEntryIds": [source]}
+    return custom_entry(
+        session,
+        {"type": OBSERVATIONS_RECORDED, "observations": [observation]},
+        parent_id=parent,
+    )
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_cursor_errors_name_the_cursor_the_session_and_the_store(
+    kind: str, tmp_path: Path
+) -> None:
+    async with await open_kind(kind, tmp_path) as store:
+        await store.append_many([msg("s", "r", None), msg("s", "a", "r")])
+        reads = (
+            lambda: store.page_messages("s", "ghost", 5),
+            lambda: store.entries_after("s", "ghost"),
+        )
+        for read in reads:
+            with pytest.raises(EntryNotFoundError) as caught:
+                await read()
+            error = caught.value
+            assert (error.entry_id, error.session_id, error.url) == ("ghost", "s", store.url)
+            assert "'ghost'" in str(error)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_memory_record_errors_name_the_record_and_the_store(
+    kind: str, tmp_path: Path
+) -> None:
+    async with await open_kind(kind, tmp_path) as store:
+        await store.append_many([msg("s", "r", None), msg("s", "a", "r")])
+        cites_ghost = observation_record("s", "a", create_memory_id(), "ghost")
+        with pytest.raises(MemoryRecordError) as caught:
+            await store.append(cites_ghost)
+        error = caught.value
+        assert (error.entry_id, error.session_id, error.url) == (cites_ghost.id, "s", store.url)
+        malformed = observation_record("s", "a", "BAD", "a")
+        with pytest.raises(MemoryRecordError) as caught:
+            await store.append(malformed)
+        error = caught.value
+        assert (error.entry_id, error.session_id, error.url) == (malformed.id, "s", store.url)
+        assert error.memory_id == "BAD" and "'BAD'" in str(error)
+        assert await store.get(cites_ghost.id) is None and await store.get(malformed.id) is None
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_recall_of_a_malformed_id_names_the_session_and_the_store(
+    kind: str, tmp_path: Path
+) -> None:
+    async with await open_kind(kind, tmp_path) as store:
+        await store.append(msg("s", "r", None))
+        with pytest.raises(InvalidIdError) as caught:
+            await recall_observational_memory(store, "XYZ", session_id="s")
+        error = caught.value
+        assert (error.memory_id, error.session_id, error.url) == ("XYZ", "s", store.url)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_import_into_an_existing_session_names_the_store(kind: str, tmp_path: Path) -> None:
+    transcript = tmp_path / "chat.json"
+    transcript.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    async with await open_kind(kind, tmp_path) as store:
+        await store.append(msg("s", "r", None))
+        with pytest.raises(SessionExistsError) as caught:
+            await import_conversation(store, transcript, session_id="s")
+        assert (caught.value.session_id, caught.value.url) == ("s", store.url)
+
+
+@pytest.mark.parametrize("scheme", ["jsonl", "sqlite"])
+async def test_opening_a_missing_store_names_its_url(scheme: str, tmp_path: Path) -> None:
+    url = f"{scheme}:{tmp_path / 'missing'}"
+    with pytest.raises(StoreNotFoundError) as caught:
+        await open_store(url, create=False)
+    assert caught.value.url == url

@@ -26,7 +26,7 @@ the ``(segment_id, depth)`` index. Nothing walks parent pointers one entry at a 
 
 Appends check everything ``MemoryStore`` checks, in the same order and with the same
 errors, inside the write transaction: the tree rules, then ``om.*`` memory records with
-the shared validation of ``observational_memory.validation``, reading only the entries a
+the shared validation of ``core.validation``, reading only the entries a
 record names and the memory records on its branch.
 
 Read-only opens (``read_only=True``) never create or change the file: the connection is

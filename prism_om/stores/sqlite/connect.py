@@ -10,10 +10,10 @@ import sqlite3
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import aiosqlite
 
+from ...core.timestamps import utc_timestamp
 from ...errors import (
     CorruptStoreError,
     InvalidInputError,
@@ -21,7 +21,6 @@ from ...errors import (
     StoreNotFoundError,
 )
 from .._schema import APPLICATION_ID, SCHEMA_VERSION, Schema
-from .._summary import utc_timestamp
 from .sql import SUMMARIES_FROM_ENTRIES_SQL, fetch_first_row
 from .translate import close_quietly, primary_code, retrying, rollback_quietly, translate_error
 
@@ -46,7 +45,9 @@ def read_damage_note(location: str) -> str | None:
     return f"marked damaged by an earlier write: {text or 'no reason recorded'}"
 
 
-async def open_read_only(url: str, location: str, busy_timeout_ms: int) -> tuple[Any, int]:
+async def open_read_only(
+    url: str, location: str, busy_timeout_ms: int
+) -> tuple[aiosqlite.Connection, int]:
     """The one connection of a read-only store, and the file's schema version."""
     conn = await open_connection(url, location, busy_timeout_ms, uri_mode="ro")
     try:

@@ -260,8 +260,8 @@ def id_chunks(items: Sequence[str]) -> Iterable[builtins.list[str]]:
         yield builtins.list(items[start : start + LOOKUP_CHUNK])
 
 
-def sorted_pieces(rows: Iterable[Any]) -> builtins.list[tuple[int, int, int]]:
-    """Rows of ``BRANCH_PIECES_SQL`` as ``(segment_id, lo, hi)``, root first."""
+def sorted_pieces(rows: Iterable[tuple[int, int, int]]) -> builtins.list[tuple[int, int, int]]:
+    """Rows of ``BRANCH_PIECES_SQL`` (``(segment_id, lo, hi)`` tuples), root first."""
     return sorted(((int(s), int(lo), int(hi)) for s, lo, hi in rows), key=lambda p: p[1])
 
 

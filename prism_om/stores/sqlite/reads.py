@@ -193,7 +193,12 @@ class SqliteReads(StoreLifecycle):
             return [] if position is None else await self._branch_range(position, 0, position.depth)
         depth = None if position is None else await self._depth_on_branch(position, after_id)
         if position is None or depth is None:
-            raise EntryNotFoundError(f"entry {after_id!r} is not on the branch", url=self.url)
+            raise EntryNotFoundError(
+                f"entry {after_id!r} is not on the branch",
+                entry_id=after_id,
+                session_id=session_id,
+                url=self.url,
+            )
         return await self._branch_range(position, depth + 1, position.depth)
 
     async def recent_messages(
@@ -320,12 +325,17 @@ class SqliteReads(StoreLifecycle):
             rows = await self._fetch(CURSOR_ON_BRANCH_SQL, cursor_params)
         if position is None or not rows:
             raise EntryNotFoundError(
-                f"cursor {cursor!r} is not an entry of the current branch", url=self.url
+                f"cursor {cursor!r} is not an entry of the current branch",
+                entry_id=cursor,
+                session_id=session_id,
+                url=self.url,
             )
         depth, kind, role = rows[0]
         if kind != "message" or role not in ELIGIBLE_SOURCE_ROLES:
             raise InvalidInputError(
                 f"cursor {cursor!r} is a {kind} entry, not a user, assistant or tool message",
+                entry_id=cursor,
+                session_id=session_id,
                 url=self.url,
             )
         pieces = await self._pieces(position)

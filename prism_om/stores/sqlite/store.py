@@ -163,7 +163,7 @@ class SqliteStore(SqliteReads):
     # -- the SessionStore protocol ----------------------------------------------------
 
     async def append_many(self, entries: Sequence[SessionEntry]) -> None:
-        batch = check_batch_shape(entries)
+        batch = check_batch_shape(entries, url=self.url)
         self._open_writer()
         if not batch:
             return
@@ -183,7 +183,7 @@ class SqliteStore(SqliteReads):
         *,
         expected_memory_head: str | AnyMemoryHead | None = ANY_MEMORY_HEAD,
     ) -> builtins.list[SessionEntry]:
-        batch = check_batch_shape(entries)
+        batch = check_batch_shape(entries, url=self.url)
         self._open_writer()
         if not batch:
             return []
@@ -311,6 +311,7 @@ class SqliteStore(SqliteReads):
         failure = await first_memory_failure(conn, batch, limit, self._parse) or failure
         if failure is not None:
             index, error = failure
+            error.add_context(url=self.url)
             # An earlier (or the same) entry that already exists is reported first.
             raise await first_duplicate(conn, batch[: index + 1], self.url) or error
         placer = Placer(session_id, parents, last_seq, last_segment, self._estimator.name)
