@@ -95,6 +95,9 @@ async def test_is_store_is_isinstance_of_the_store_protocol() -> None:
     async with MemoryStore() as store:
         assert is_store(store) is isinstance(store, SessionStore) is True
     assert is_store([]) is False
+    # Asked again (the answer is remembered per class), every answer stays the same.
+    async with MemoryStore() as store:
+        assert [is_store(x) for x in (duck, store, [], (), "s")] == [False, True] + [False] * 3
 
 
 def test_the_package_lists_its_names_without_star_imports() -> None:

@@ -15,7 +15,9 @@ through ``is_store``.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias, overload
 
@@ -84,9 +86,23 @@ __all__ = [
 ]
 
 
+_STORE_TYPES: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
+
+
 def is_store(value: object) -> TypeIs[SessionStore]:
-    """True for a session store: the one test, ``isinstance(value, SessionStore)``."""
-    return isinstance(value, SessionStore)
+    """True for a session store: the one test, ``isinstance(value, SessionStore)``.
+
+    The answer is remembered per class: a runtime protocol check walks every member of
+    the protocol (tens of microseconds), and every facade call asks it once per call.
+    A protocol of methods is met by the class, so the class decides.
+    """
+    kind = type(value)
+    known = _STORE_TYPES.get(kind)
+    if known is None:
+        known = isinstance(value, SessionStore)
+        with contextlib.suppress(TypeError):  # a class that cannot be weakly referenced
+            _STORE_TYPES[kind] = known
+    return known
 
 
 def store_session(session_id: str | None, function: str) -> str:
