@@ -1,4 +1,4 @@
-"""A/B timing of the public page and recall paths on one SQLite session of 10,000 entries.
+"""A/B timing of the public page and recall paths on one session of 10,000 entries.
 
 Run it from two checkouts (``cd OLD && python /path/to/ab_page_recall.py``; ``python -m``
 picks the checkout's own ``prism_om`` first) to compare code versions on identical data,
@@ -9,6 +9,7 @@ observation in the middle. Prints the three best of five means of 3,000 calls ea
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import tempfile
 import time
@@ -62,10 +63,11 @@ async def best_means(call: Callable[[], Awaitable[object]]) -> list[float]:
     return sorted(means)[:3]
 
 
-async def main() -> None:
+async def main(kind: str) -> None:
     entries, memory_ids = session()
     with tempfile.TemporaryDirectory() as directory:
-        async with await open_store(f"sqlite:{directory}/ab.db") as store:
+        url = {"sqlite": f"sqlite:{directory}/ab.db", "jsonl": f"jsonl:{directory}/ab"}
+        async with await open_store(url.get(kind, "memory:")) as store:
             for start in range(0, ENTRIES, 500):
                 await store.append_many(entries[start : start + 500])
             cursor = entries[ENTRIES // 2 + 1].id
@@ -84,4 +86,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--adapter", choices=("sqlite", "jsonl", "memory"), default="sqlite")
+    asyncio.run(main(parser.parse_args().adapter))
