@@ -77,9 +77,7 @@ def store_opener(request: pytest.FixtureRequest, tmp_path: Path) -> StoreOpener:
 
 
 @pytest.fixture
-def make_opener(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> Callable[[str], StoreOpener]:
+def make_opener(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str], StoreOpener]:
     def make(kind: str) -> StoreOpener:
         if kind == "postgres":
             return opener_for(kind, tmp_path / kind, request.getfixturevalue("postgres_url"))

@@ -72,8 +72,7 @@ async def open_store(url: str, *, read_only: bool = False, create: bool = True) 
             from .postgres import PostgresStore
         except ImportError as exc:
             raise StoreError(
-                f"{path!r} needs the PostgreSQL driver: pip install 'prism-om[postgres]' "
-                f"({exc})"
+                f"a PostgreSQL store needs its driver: pip install 'prism-om[postgres]' ({exc})"
             ) from exc
         return await PostgresStore.open(path, **options)
     from .sqlite import SqliteStore

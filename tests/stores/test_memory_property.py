@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from support.postgres import with_fresh_schema
 
 from prism_om import fold_work_scope_map
 from prism_om.observational_memory import fold_observational_memory_ledger
 from prism_om.stores import open_store
 from prism_om.testing.memory_conformance import load_builder
 from prism_om.testing.om_factories import BranchBuilder, branch_builders
-from support.postgres import with_fresh_schema
 
 
 async def _check(kind: str, builder: BranchBuilder, folder: Path, postgres_base: str) -> None:

@@ -45,7 +45,10 @@ def _queries() -> dict[str, str]:
     }
     found.update({f"LEDGER_SQL[{k}]": v for k, v in sqlite_sql.LEDGER_SQL.items()})
     found.update({f"folds[{k}]": v for k, v in folds._INSERTS.items()})
-    return {name: text.replace("{marks}", "?, ?").replace("{table}", "om_drops") for name, text in found.items()}
+    return {
+        name: text.replace("{marks}", "?, ?").replace("{table}", "om_drops")
+        for name, text in found.items()
+    }
 
 
 @pytest.mark.parametrize("name", sorted(_queries()))

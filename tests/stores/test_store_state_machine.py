@@ -18,13 +18,13 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from support.postgres import URL_VARIABLE, drop_schema, with_fresh_schema
 
 from prism_om.errors import PrismMemoryError
 from prism_om.stores import SessionStore, open_store
 from prism_om.stores.memory import MemoryStore
 from prism_om.testing.conformance import snapshot
 from prism_om.testing.generate import make_message
-from support.postgres import URL_VARIABLE, drop_schema, with_fresh_schema
 
 SESSIONS = ("s1", "s2", "s3")
 

@@ -125,7 +125,9 @@ def translate_pg_error(url: str, action: str, exc: BaseException) -> StoreError:
             f"{action} on {url}: no server connection came free in time ({text})", url=url
         )
     if isinstance(exc, _BUSY):
-        return StoreBusyError(f"{action} on {url}: the server reported contention ({text})", url=url)
+        return StoreBusyError(
+            f"{action} on {url}: the server reported contention ({text})", url=url
+        )
     if isinstance(exc, _CORRUPT):
         return CorruptStoreError(f"{action} on {url}: the server reports damage ({text})", url=url)
     if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import cast
 
 import sqlglot
 from sqlglot import exp
@@ -52,10 +53,8 @@ def _rewrite_query(node: exp.Expression) -> exp.Expression:
         node.set("conflict", exp.OnConflict(action=exp.var("DO NOTHING")))
     # SQLite's adapter casts body to BLOB so sqlite3 hands back bytes for the JSON parser;
     # PostgreSQL's text-to-bytea cast would read backslashes as escapes, so text stays text.
-    if isinstance(node, exp.Cast) and node.to.is_type(exp.DataType.Type.VARBINARY, "blob"):
-        return node.this
-    if isinstance(node, exp.Cast) and node.to.this == exp.DataType.Type.BLOB:
-        return node.this
+    if isinstance(node, exp.Cast) and node.to.is_type(exp.DataType.Type.BLOB):
+        return cast(exp.Expression, node.this)
     # SQLite sorts NULLs first, so sqlglot spells that out for PostgreSQL; every sorted
     # column is NOT NULL, and the explicit NULLS clause would keep PostgreSQL from reading
     # an index backwards for ``ORDER BY depth DESC`` (and is invalid in ON CONFLICT).
@@ -97,9 +96,7 @@ def _identity(statement: exp.Expression) -> exp.Expression:
         if (table, column.name) in IDENTITY_COLUMNS:
             column.append(
                 "constraints",
-                exp.ColumnConstraint(
-                    kind=exp.GeneratedAsIdentityColumnConstraint(this=False)
-                ),
+                exp.ColumnConstraint(kind=exp.GeneratedAsIdentityColumnConstraint(this=False)),
             )
     return statement
 

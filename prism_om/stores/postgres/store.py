@@ -69,7 +69,9 @@ _LOCAL_SEGMENT_BASE = -(1 << 62)
 DEFAULT_SCHEMA = "public"
 # PostgreSQL-only statements (user_version, advisory locks and sequences have no SQLite
 # twin); everything else is SQLite's SQL transpiled by dialect.postgres_sql.
-META_TABLE_SQL = "CREATE TABLE IF NOT EXISTS prism_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)"
+META_TABLE_SQL = (
+    "CREATE TABLE IF NOT EXISTS prism_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)"
+)
 META_VERSION_SQL = "SELECT value FROM prism_meta WHERE name = 'schema_version'"
 META_EXISTS_SQL = "SELECT to_regclass('prism_meta') IS NOT NULL"
 # Appends and checkouts of one session queue on this lock until their transaction ends;
@@ -81,8 +83,7 @@ NEXT_SEQS_SQL = (
     "SELECT nextval(pg_get_serial_sequence('entries', 'seq')) FROM generate_series(1, %s)"
 )
 NEXT_SEGMENTS_SQL = (
-    "SELECT nextval(pg_get_serial_sequence('segments', 'segment_id')) "
-    "FROM generate_series(1, %s)"
+    "SELECT nextval(pg_get_serial_sequence('segments', 'segment_id')) FROM generate_series(1, %s)"
 )
 # Migrations from an older prism_meta schema_version, keyed by the version they start at
 # (python-design.md "Schema versions"); version 2 is the first the PostgreSQL engine wrote.
@@ -262,9 +263,8 @@ class PostgresStore(SqliteReads):
 
     async def _write(self, action: str, work: Callable[[PgConnection], Awaitable[T]]) -> T:
         try:
-            async with self._pool.connection() as raw:
-                async with raw.transaction():
-                    return await work(PgConnection(raw))
+            async with self._pool.connection() as raw, raw.transaction():
+                return await work(PgConnection(raw))
         except (psycopg.Error, PoolTimeout) as exc:
             raise translate_pg_error(self.url, action, exc) from exc
 
@@ -304,8 +304,12 @@ class PostgresStore(SqliteReads):
         seqs.sort()
         with collector_paused():
             rows = [
-                (seqs[row[ROW_SEQ] - 1], *row[1:ROW_SEGMENT], segment_ids.get(row[ROW_SEGMENT],
-                 row[ROW_SEGMENT]), *row[ROW_SEGMENT + 1 :])
+                (
+                    seqs[row[ROW_SEQ] - 1],
+                    *row[1:ROW_SEGMENT],
+                    segment_ids.get(row[ROW_SEGMENT], row[ROW_SEGMENT]),
+                    *row[ROW_SEGMENT + 1 :],
+                )
                 for row in local
             ]
         segments = [
