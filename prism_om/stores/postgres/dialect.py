@@ -53,7 +53,7 @@ def _rewrite_query(node: exp.Expression) -> exp.Expression:
         node.set("conflict", exp.OnConflict(action=exp.var("DO NOTHING")))
     # SQLite's adapter casts body to BLOB so sqlite3 hands back bytes for the JSON parser;
     # PostgreSQL's text-to-bytea cast would read backslashes as escapes, so text stays text.
-    if isinstance(node, exp.Cast) and node.to.is_type(exp.DataType.Type.BLOB):
+    if isinstance(node, exp.Cast) and node.to.is_type(exp.DataType.Type.VARBINARY, "blob"):
         return cast(exp.Expression, node.this)
     # SQLite sorts NULLs first, so sqlglot spells that out for PostgreSQL; every sorted
     # column is NOT NULL, and the explicit NULLS clause would keep PostgreSQL from reading
