@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -213,3 +214,50 @@ def test_cli_demo_then_reads_against_a_server(postgres_url: str) -> None:
     assert '"session' in listed.stdout
     again = _cli("demo", "--db", postgres_url)
     assert again.returncode == 2 and "already holds sessions" in again.stderr
+
+
+def _terminate_lock_holders(url: str) -> None:
+    """Kill the server backend holding an advisory lock: the appending writer's."""
+    conninfo, _, _ = split_postgres_url(url)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        killed = conn.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_locks "
+            "WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()"
+        ).fetchone()
+    assert killed and killed[0] >= 1, "the fault found no writer to kill"
+
+
+async def test_a_connection_killed_mid_append_leaves_nothing(postgres_url: str) -> None:
+    from prism_om.testing.faults import inject_append_fault
+
+    async with await open_store(postgres_url) as store:
+        await store.append(make_message("s", "a", None, "user", "root", 1))
+        batch = []
+        parent = "a"
+        for n in range(50):
+            batch.append(make_message("s", f"k{n}", parent, "user", f"m{n}", n + 2))
+            parent = f"k{n}"
+        kill = inject_append_fault(store, lambda _: _terminate_lock_holders(postgres_url))
+        with kill, pytest.raises(StoreError) as caught:
+            await store.append_many(batch)
+        assert not isinstance(caught.value, psycopg.Error)
+        assert [e.id for e in await store.list("s")] == ["a"]
+        assert (await store.session_summaries())[0].entries == 1
+        # The pool replaced the dead connection: the same store writes on.
+        await store.append_many(batch)
+    async with await open_store(postgres_url) as reopened:
+        assert len(await reopened.entries("s")) == 51
+        assert await reopened.leaves("s") == ["k49"]
+
+
+def test_missing_postgres_skips_here_and_fails_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    from support.postgres import REQUIRE_VARIABLE, unavailable
+
+    monkeypatch.delenv(REQUIRE_VARIABLE, raising=False)
+    with pytest.raises(pytest.skip.Exception, match="no binaries"):
+        unavailable("no binaries")
+    monkeypatch.setenv(REQUIRE_VARIABLE, "1")
+    with pytest.raises(pytest.fail.Exception, match="no binaries"):
+        unavailable("no binaries")
+    ci = (Path(__file__).resolve().parents[2] / ".ci" / "run").read_text()
+    assert f"export {REQUIRE_VARIABLE}=1" in ci
