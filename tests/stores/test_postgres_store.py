@@ -6,6 +6,7 @@ Everything a store must do is proven by the shared suites (``store_opener`` incl
 
 from __future__ import annotations
 
+import asyncio
 import re
 import subprocess
 import sys
@@ -261,3 +262,26 @@ def test_missing_postgres_skips_here_and_fails_in_ci(monkeypatch: pytest.MonkeyP
         unavailable("no binaries")
     ci = (Path(__file__).resolve().parents[2] / ".ci" / "run").read_text()
     assert f"export {REQUIRE_VARIABLE}=1" in ci
+
+
+async def test_a_server_restart_between_calls_is_survived(postgres_url: str) -> None:
+    import os
+
+    from support.postgres import URL_VARIABLE, restart_cluster
+
+    if os.environ.get(URL_VARIABLE):
+        pytest.skip("restarts only the throwaway cluster, never a server it was given")
+    async with await open_store(postgres_url) as store:
+        await store.append(make_message("s", "a", None, "user", "root", 1))
+        # Several pooled connections, all of which the restart kills.
+        await asyncio.gather(*(store.get("a") for _ in range(6)))
+        restart_cluster(postgres_url)
+        assert [e.id for e in await store.list("s")] == ["a"]
+        await store.append(make_message("s", "b", "a", "user", "again", 2))
+        restart_cluster(postgres_url)
+        try:
+            await store.append(make_message("s", "c", "b", "user", "third", 3))
+        except StoreError as exc:  # a dead pooled connection may answer first: typed
+            assert not isinstance(exc, psycopg.Error)
+            await store.append(make_message("s", "c", "b", "user", "third", 3))
+        assert await store.leaf("s") == "c"

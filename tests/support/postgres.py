@@ -104,3 +104,29 @@ def drop_schema(url: str) -> None:
     conninfo, schema, _ = split_postgres_url(url)
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+def restart_cluster(url: str) -> None:
+    """Restart the throwaway cluster serving ``url`` (its socket directory holds its data)."""
+    bindir = find_bindir()
+    assert bindir is not None
+    root = dict(parse_qsl(urlsplit(url).query))["host"]
+    prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    pg_ctl = os.path.join(bindir, "pg_ctl")
+    data = os.path.join(root, "data")
+    subprocess.run(
+        [
+            *prefix,
+            pg_ctl,
+            "-D",
+            data,
+            "-l",
+            os.path.join(root, "log"),
+            "-m",
+            "fast",
+            "-w",
+            "restart",
+        ],
+        check=True,
+        capture_output=True,
+    )

@@ -9,6 +9,7 @@ text (``dialect.postgres_sql``), so those modules run unchanged on both engines.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import re
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import Any, cast
@@ -21,7 +22,13 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from ...errors import CorruptStoreError, ReadOnlyStoreError, StoreBusyError, StoreError
 from .dialect import postgres_sql
 
-__all__ = ["PgConnection", "PoolReader", "configure_connection", "translate_pg_error"]
+__all__ = [
+    "PgConnection",
+    "PoolReader",
+    "configure_connection",
+    "drop_dead_connections",
+    "translate_pg_error",
+]
 
 _NUMBERED = re.compile(r"\?\d")
 
@@ -102,10 +109,23 @@ class PoolReader:
 
     async def execute_fetchall(self, sql: str, params: Any = ()) -> builtins.list[Any]:
         try:
-            async with self.pool.connection() as raw:
-                return await PgConnection(raw).execute_fetchall(sql, params)
+            try:
+                async with self.pool.connection() as raw:
+                    return await PgConnection(raw).execute_fetchall(sql, params)
+            except psycopg.OperationalError:
+                # A connection the server dropped (a restart): the pool finds the others
+                # that died with it, and the read, which changes nothing, runs once more.
+                await drop_dead_connections(self.pool)
+                async with self.pool.connection() as raw:
+                    return await PgConnection(raw).execute_fetchall(sql, params)
         except (psycopg.Error, PoolTimeout) as exc:
             raise translate_pg_error(self.url, "read", exc) from exc
+
+
+async def drop_dead_connections(pool: AsyncConnectionPool[Any]) -> None:
+    """Replace the pool's idle connections that no longer answer (checked once each)."""
+    with contextlib.suppress(psycopg.Error, PoolTimeout):
+        await pool.check()
 
 
 _BUSY = (

@@ -58,7 +58,13 @@ from ..sqlite.sql import (
     ROW_TOKENS,
     LeafPosition,
 )
-from .connection import PgConnection, PoolReader, configure_connection, translate_pg_error
+from .connection import (
+    PgConnection,
+    PoolReader,
+    configure_connection,
+    drop_dead_connections,
+    translate_pg_error,
+)
 from .dialect import postgres_schema
 
 T = TypeVar("T")
@@ -266,6 +272,10 @@ class PostgresStore(SqliteReads):
             async with self._pool.connection() as raw, raw.transaction():
                 return await work(PgConnection(raw))
         except (psycopg.Error, PoolTimeout) as exc:
+            if isinstance(exc, psycopg.OperationalError):
+                # Whether a lost COMMIT landed is unknown, so the write is not retried;
+                # the pool drops the dead connections so that the next call succeeds.
+                await drop_dead_connections(self._pool)
             raise translate_pg_error(self.url, action, exc) from exc
 
     async def _append_in(
