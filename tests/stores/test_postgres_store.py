@@ -215,6 +215,8 @@ def test_cli_demo_then_reads_against_a_server(postgres_url: str) -> None:
     assert '"session' in listed.stdout
     again = _cli("demo", "--db", postgres_url)
     assert again.returncode == 2 and "already holds sessions" in again.stderr
+    check = _cli("check", "--db", postgres_url)
+    assert check.returncode == 2 and "PostgreSQL server checks its own" in check.stderr
 
 
 def _terminate_lock_holders(url: str) -> None:
