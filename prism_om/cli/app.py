@@ -38,7 +38,9 @@ exit codes:
   130 interrupted
 Errors print one line, 'prism-om: error: ...', on stderr; --debug adds the traceback.
 
---db takes a store URL (sqlite:FILE, jsonl:DIR) or a bare path, meaning a SQLite file;
+--db takes a store URL (sqlite:FILE, jsonl:DIR, postgresql://user@host/db?schema=NAME) or a
+bare path, meaning a SQLite file; a server store exists once its tables do, and read
+commands never create them;
 the default is {DEFAULT_DB} in the current directory, the file 'prism-om demo' writes.
 
 secrets: status, view, recall, page, observe and compact replace every exact secret

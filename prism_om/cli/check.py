@@ -69,6 +69,11 @@ async def cmd_check(args: argparse.Namespace) -> None:
     scheme, path = parse_store_url(url)
     if scheme == "memory":
         raise CliUsageError("a memory: store keeps nothing on disk to check", url=url)
+    if scheme == "postgresql":
+        raise CliUsageError(
+            "check reads SQLite files and JSONL directories; a PostgreSQL server checks its "
+            "own storage (amcheck, pg_dump)"
+        )
     if not _exists(path):
         raise CliUsageError(f"no store at {path!r} ({url})", url=url)
     if scheme == "jsonl":

@@ -63,11 +63,18 @@ async def open_cli_store(
             "command; pass a sqlite: file or a jsonl: directory",
             url=url,
         )
-    if not create and scheme != "memory" and not _exists(path):
+    # A server store exists once its tables do: only the server can say, so open_store's
+    # StoreNotFoundError answers for it (and a read never creates the tables).
+    server = scheme == "postgresql"
+    if not create and scheme != "memory" and not server and not _exists(path):
         raise CliUsageError(_missing(path, url), url=url)
     try:
         opened = await open_store(url, read_only=not writing, create=create)
     except StoreNotFoundError as exc:
+        if server:
+            # exc names the URL with its password hidden; path would not.
+            hint = "run 'prism-om demo --db URL' or 'prism-om import FILE --db URL' first"
+            raise CliUsageError(f"{exc}; {hint}", url=exc.url) from exc
         raise CliUsageError(f"{exc}; {_missing(path, url)}", url=url) from exc
     async with opened as store:
         yield store

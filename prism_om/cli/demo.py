@@ -183,11 +183,20 @@ def _prepare(db: str) -> Path:
 async def run_demo(db: str) -> None:
     """Replay the recorded conversation into a fresh store at ``db`` and print the tour."""
     started = time.perf_counter()
-    path = _prepare(db)
+    url = store_url(db)
+    # A server store cannot be removed and remade like the demo's file: the demo fills an
+    # empty one (a new ?schema= on the server) and refuses one that holds sessions.
+    server = url.startswith(("postgresql://", "postgres://"))
+    target = url if server else f"sqlite:{_prepare(db)}"
     data = load_demo_conversation()
     out = console()
     est = get_estimator()
-    async with await open_store(f"sqlite:{path}") as store:
+    async with await open_store(target) as store:
+        if server and await store.sessions():
+            raise CliUsageError(
+                f"{store.url} already holds sessions; the demo fills an empty store: "
+                "name a new schema (?schema=demo2)"
+            )
         runs = []
         for spec in data["sessions"]:
             runs.append(await _replay(store, spec, data["system"], Counter()))
@@ -199,7 +208,7 @@ async def run_demo(db: str) -> None:
             "agent with observational memory attached; offline workers (deterministic, no "
             f"network, no credentials); {elapsed:.1f} s"
         )
-        out.print(f"store: sqlite:{path}")
+        out.print(f"store: {store.url}")
         rows = []
         for run in runs:
             listed = await store.list(run.session_id)

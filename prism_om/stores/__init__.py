@@ -2,6 +2,8 @@
 
 URLs: ``memory:``, ``jsonl:<directory>`` and ``sqlite:<file>``; paths may be relative or
 absolute (``sqlite:///tmp/x.db`` and ``sqlite:/tmp/x.db`` both name ``/tmp/x.db``).
+``postgresql://user@host:port/db?schema=name`` (or ``postgres://``) opens a server store
+(``stores.postgres``, the optional extra ``prism-om[postgres]``).
 """
 
 from __future__ import annotations
@@ -27,9 +29,13 @@ def parse_store_url(url: str) -> tuple[str, str]:
     from ..errors import InvalidInputError
 
     scheme, sep, rest = url.partition(":")
+    if scheme in {"postgresql", "postgres"} and rest.startswith("//"):
+        # A server URL is handed on whole: host, port, database and options.
+        return "postgresql", url
     if not sep or scheme not in {"memory", "jsonl", "sqlite"}:
         raise InvalidInputError(
-            f"unknown store URL {url!r}: use memory:, jsonl:<directory> or sqlite:<file>"
+            f"unknown store URL {url!r}: use memory:, jsonl:<directory>, sqlite:<file> "
+            "or postgresql://user@host:port/db"
         )
     if rest.startswith("///") or rest.startswith("//"):
         rest = rest[2:]
@@ -45,6 +51,8 @@ async def open_store(url: str, *, read_only: bool = False, create: bool = True) 
     instead of making an empty one; ``read_only=True`` never creates or changes anything,
     and the store's writes raise ``ReadOnlyStoreError``. ``memory:`` ignores both.
     """
+    from ..errors import StoreError
+
     scheme, path = parse_store_url(url)
     if scheme == "memory":
         return MemoryStore(url)
@@ -59,6 +67,14 @@ async def open_store(url: str, *, read_only: bool = False, create: bool = True) 
         from .jsonl import JsonlStore
 
         return await JsonlStore.open(path, **options)
+    if scheme == "postgresql":
+        try:
+            from .postgres import PostgresStore
+        except ImportError as exc:
+            raise StoreError(
+                f"a PostgreSQL store needs its driver: pip install 'prism-om[postgres]' ({exc})"
+            ) from exc
+        return await PostgresStore.open(path, **options)
     from .sqlite import SqliteStore
 
     return await SqliteStore.open(path, **options)

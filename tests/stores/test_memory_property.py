@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from support.postgres import with_fresh_schema
 
 from prism_om import fold_work_scope_map
 from prism_om.observational_memory import fold_observational_memory_ledger
@@ -22,8 +23,14 @@ from prism_om.testing.memory_conformance import load_builder
 from prism_om.testing.om_factories import BranchBuilder, branch_builders
 
 
-async def _check(kind: str, builder: BranchBuilder, folder: Path) -> None:
-    url = {"memory": "memory:", "jsonl": f"jsonl:{folder}", "sqlite": f"sqlite:{folder}.db"}[kind]
+async def _check(kind: str, builder: BranchBuilder, folder: Path, postgres_base: str) -> None:
+    if kind == "postgres":
+        # A fresh schema per example, as a fresh folder is for the file adapters.
+        url = with_fresh_schema(postgres_base)
+    else:
+        url = {"memory": "memory:", "jsonl": f"jsonl:{folder}", "sqlite": f"sqlite:{folder}.db"}[
+            kind
+        ]
     async with await open_store(url) as store:
         await load_builder(store, builder, batch=3)
         sid = builder.session_id
@@ -33,8 +40,9 @@ async def _check(kind: str, builder: BranchBuilder, folder: Path) -> None:
             assert await store.scope_map(sid, leaf) == fold_work_scope_map(branch)
 
 
-@pytest.mark.parametrize("kind", ["memory", "jsonl", "sqlite"])
-def test_store_ledgers_equal_the_fold(kind: str) -> None:
+@pytest.mark.parametrize("kind", ["memory", "jsonl", "sqlite", "postgres"])
+def test_store_ledgers_equal_the_fold(kind: str, request: pytest.FixtureRequest) -> None:
+    base = request.getfixturevalue("postgres_base_url") if kind == "postgres" else ""
     runner = asyncio.Runner()
     root = Path(tempfile.mkdtemp(prefix="prism-prop-"))
     counter = iter(range(10_000))
@@ -42,7 +50,7 @@ def test_store_ledgers_equal_the_fold(kind: str) -> None:
     @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(builder=branch_builders(min_steps=1, max_steps=60))
     def check(builder: BranchBuilder) -> None:
-        runner.run(_check(kind, builder, root / f"s{next(counter)}"))
+        runner.run(_check(kind, builder, root / f"s{next(counter)}", base))
 
     try:
         check()

@@ -8,6 +8,7 @@ closes and reopens.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from support.postgres import URL_VARIABLE, drop_schema, with_fresh_schema
 
 from prism_om.errors import PrismMemoryError
 from prism_om.stores import SessionStore, open_store
@@ -29,11 +31,14 @@ SESSIONS = ("s1", "s2", "s3")
 
 class StoreMachine(RuleBasedStateMachine):
     kind = "memory"
+    # The server of the session's PostgreSQL tests; each example gets its own schema.
+    postgres_base = ""
 
     def __init__(self) -> None:
         super().__init__()
         self.runner = asyncio.Runner()
         self.tmp = Path(tempfile.mkdtemp(prefix="prism-sm-"))
+        self.postgres_url = with_fresh_schema(self.postgres_base) if self.postgres_base else ""
         self.model = MemoryStore()
         self.store: SessionStore = self.run(self.open())
         self.counter = 0
@@ -45,6 +50,8 @@ class StoreMachine(RuleBasedStateMachine):
     async def open(self) -> SessionStore:
         if self.kind == "memory":
             return MemoryStore()
+        if self.kind == "postgres":
+            return await open_store(self.postgres_url)
         suffix = "store" if self.kind == "jsonl" else "store.db"
         return await open_store(f"{self.kind}:{self.tmp / suffix}")
 
@@ -127,11 +134,16 @@ class StoreMachine(RuleBasedStateMachine):
         self.run(self.store.close())
         self.runner.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
+        if self.postgres_url and os.environ.get(URL_VARIABLE):
+            drop_schema(self.postgres_url)
 
 
-@pytest.mark.parametrize("kind", ["memory", "jsonl", "sqlite"])
-def test_store_state_machine(kind: str) -> None:
-    machine = type(f"{kind.title()}StoreMachine", (StoreMachine,), {"kind": kind})
+@pytest.mark.parametrize("kind", ["memory", "jsonl", "sqlite", "postgres"])
+def test_store_state_machine(kind: str, request: pytest.FixtureRequest) -> None:
+    base = request.getfixturevalue("postgres_base_url") if kind == "postgres" else ""
+    machine = type(
+        f"{kind.title()}StoreMachine", (StoreMachine,), {"kind": kind, "postgres_base": base}
+    )
     machine.TestCase.settings = settings(
         max_examples=12,
         stateful_step_count=20,

@@ -1,0 +1,157 @@
+"""psycopg at the adapter's boundary: an aiosqlite-shaped face, and errors translated.
+
+The SQLite modules (placement, folds, reads) talk to a connection through
+``execute_fetchall`` / ``execute`` / ``executemany`` with SQLite's SQL. ``PgConnection``
+offers the same three calls over one psycopg connection and transpiles the SQL once per
+text (``dialect.postgres_sql``), so those modules run unchanged on both engines.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import re
+from collections.abc import Generator, Iterable, Mapping, Sequence
+from typing import Any, cast
+
+import psycopg
+import psycopg.errors
+from psycopg.types.numeric import Int8Dumper
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from ...errors import CorruptStoreError, ReadOnlyStoreError, StoreBusyError, StoreError
+from .dialect import postgres_sql
+
+__all__ = [
+    "PgConnection",
+    "PoolReader",
+    "configure_connection",
+    "drop_dead_connections",
+    "translate_pg_error",
+]
+
+_NUMBERED = re.compile(r"\?\d")
+
+
+def _bind(sql: str, params: Any) -> tuple[str, Any]:
+    text = postgres_sql(sql)
+    # Numbered placeholders became :pN (dialect.numbered_to_named): bind them by name.
+    if _NUMBERED.search(sql) and not isinstance(params, Mapping):
+        params = {f"p{index}": value for index, value in enumerate(params, 1)}
+    elif not isinstance(params, Mapping):
+        params = builtins.list(params)
+    return text, params
+
+
+async def configure_connection(conn: psycopg.AsyncConnection[Any]) -> None:
+    # Every integer goes as int8: psycopg would send a small one as int2, and a recursive
+    # CTE whose first term takes a bound depth then disagrees with its bigint columns.
+    conn.adapters.register_dumper(int, Int8Dumper)
+
+
+class _Pending:
+    """What ``PgConnection.execute`` returns: awaitable, or ``async with ... as cursor``."""
+
+    def __init__(self, conn: PgConnection, sql: str, params: Any) -> None:
+        self._conn, self._sql, self._params = conn, sql, params
+        self._rows: builtins.list[Any] = []
+
+    def __await__(self) -> Generator[Any, None, _Pending]:
+        return self._run().__await__()
+
+    async def _run(self) -> _Pending:
+        self._rows = await self._conn.execute_fetchall(self._sql, self._params)
+        return self
+
+    async def fetchall(self) -> builtins.list[Any]:
+        return self._rows
+
+    async def __aenter__(self) -> _Pending:
+        return await self._run()
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+class PgConnection:
+    """One psycopg connection, spoken to in the SQLite adapter's SQL."""
+
+    def __init__(self, raw: psycopg.AsyncConnection[Any]) -> None:
+        self.raw = raw
+
+    async def execute_fetchall(self, sql: str, params: Any = ()) -> builtins.list[Any]:
+        text, bound = _bind(sql, params)
+        async with self.raw.cursor() as cursor:
+            await cursor.execute(text, bound)
+            return await cursor.fetchall() if cursor.description else []
+
+    async def fetch_native(self, sql: str, params: Sequence[Any] = ()) -> builtins.list[Any]:
+        """Rows of a statement written for PostgreSQL only (see ``store``): not transpiled."""
+        async with self.raw.cursor() as cursor:
+            await cursor.execute(cast(Any, sql), params)
+            return await cursor.fetchall() if cursor.description else []
+
+    def execute(self, sql: str, params: Any = ()) -> _Pending:
+        return _Pending(self, sql, params)
+
+    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        text = postgres_sql(sql)
+        async with self.raw.cursor() as cursor:
+            await cursor.executemany(text, builtins.list(rows))
+
+
+class PoolReader:
+    """Reads for ``SqliteReads._fetch``: each on a pooled connection, errors translated."""
+
+    def __init__(self, pool: AsyncConnectionPool[Any], url: str) -> None:
+        self.pool = pool
+        self.url = url
+
+    async def execute_fetchall(self, sql: str, params: Any = ()) -> builtins.list[Any]:
+        try:
+            try:
+                async with self.pool.connection() as raw:
+                    return await PgConnection(raw).execute_fetchall(sql, params)
+            except psycopg.OperationalError:
+                # A connection the server dropped (a restart): the pool finds the others
+                # that died with it, and the read, which changes nothing, runs once more.
+                await drop_dead_connections(self.pool)
+                async with self.pool.connection() as raw:
+                    return await PgConnection(raw).execute_fetchall(sql, params)
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise translate_pg_error(self.url, "read", exc) from exc
+
+
+async def drop_dead_connections(pool: AsyncConnectionPool[Any]) -> None:
+    """Replace the pool's idle connections that no longer answer (checked once each)."""
+    with contextlib.suppress(psycopg.Error, PoolTimeout):
+        await pool.check()
+
+
+_BUSY = (
+    psycopg.errors.SerializationFailure,
+    psycopg.errors.DeadlockDetected,
+    psycopg.errors.LockNotAvailable,
+    psycopg.errors.QueryCanceled,
+)
+_CORRUPT = (psycopg.errors.DataCorrupted, psycopg.errors.IndexCorrupted)
+
+
+def translate_pg_error(url: str, action: str, exc: BaseException) -> StoreError:
+    """The prism_om error for a psycopg (or pool) error; the caller chains it with ``from``."""
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if isinstance(exc, PoolTimeout):
+        return StoreBusyError(
+            f"{action} on {url}: no server connection came free in time ({text})", url=url
+        )
+    if isinstance(exc, _BUSY):
+        return StoreBusyError(
+            f"{action} on {url}: the server reported contention ({text})", url=url
+        )
+    if isinstance(exc, _CORRUPT):
+        return CorruptStoreError(f"{action} on {url}: the server reports damage ({text})", url=url)
+    if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
+        return ReadOnlyStoreError(f"{action} on {url}: the connection is read-only", url=url)
+    if isinstance(exc, psycopg.OperationalError):
+        return StoreError(f"{action} on {url}: the server is unreachable ({text})", url=url)
+    return StoreError(f"{action} on {url} failed: {text}", url=url)

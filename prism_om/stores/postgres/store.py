@@ -1,0 +1,458 @@
+"""``PostgresStore``: the SQLite adapter's reads and rules, on a PostgreSQL server."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar, cast
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+import psycopg.errors
+from psycopg import sql as pgsql
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from ..._gc import collector_paused
+from ...entries import SessionEntry, now_timestamp
+from ...errors import (
+    CorruptStoreError,
+    InvalidInputError,
+    ReadOnlyStoreError,
+    StoreError,
+    StoreNotFoundError,
+)
+from ...tokens import TokenEstimator, get_estimator
+from .._schema import SCHEMA_VERSION
+from .._shield import finish_then_cancel
+from .._summary import latest_timestamp
+from ..base import (
+    ANY_MEMORY_HEAD,
+    AnyMemoryHead,
+    chain_at_leaf,
+    check_batch_shape,
+    check_memory_head,
+)
+from ..sqlite.folds import write_memory_folds
+from ..sqlite.placement import (
+    PlacedEntry,
+    Placer,
+    check_leaf_session,
+    encode_batch,
+    first_duplicate,
+    first_memory_failure,
+    first_rule_failure,
+    lookup_parents,
+    memory_head_of,
+    outside_parent_ids,
+)
+from ..sqlite.reads import SqliteReads
+from ..sqlite.sql import (
+    ADD_TO_SUMMARY_SQL,
+    INSERT_ENTRY_SQL,
+    INSERT_SEGMENT_SQL,
+    LEAF_BY_SESSION_SQL,
+    ROW_DEPTH,
+    ROW_SEGMENT,
+    ROW_SEQ,
+    ROW_TOKENS,
+    LeafPosition,
+)
+from .connection import (
+    PgConnection,
+    PoolReader,
+    configure_connection,
+    drop_dead_connections,
+    translate_pg_error,
+)
+from .dialect import postgres_schema
+
+T = TypeVar("T")
+ENCODE_IN_THREAD = 1000
+# Segments placed in a batch are numbered below this until the identity column hands out
+# their real ids; stored segment ids are positive, so the two never meet.
+_LOCAL_SEGMENT_BASE = -(1 << 62)
+DEFAULT_SCHEMA = "public"
+# PostgreSQL-only statements (user_version, advisory locks and sequences have no SQLite
+# twin); everything else is SQLite's SQL transpiled by dialect.postgres_sql.
+META_TABLE_SQL = (
+    "CREATE TABLE IF NOT EXISTS prism_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)"
+)
+META_VERSION_SQL = "SELECT value FROM prism_meta WHERE name = 'schema_version'"
+META_EXISTS_SQL = "SELECT to_regclass('prism_meta') IS NOT NULL"
+# Appends and checkouts of one session queue on this lock until their transaction ends;
+# other sessions' writes go on in parallel.
+SESSION_LOCK_SQL = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
+# Creating the tables twice at once (two processes opening a new database) would race.
+SCHEMA_LOCK_SQL = "SELECT pg_advisory_xact_lock(hashtextextended('prism_om schema', 0))"
+NEXT_SEQS_SQL = (
+    "SELECT nextval(pg_get_serial_sequence('entries', 'seq')) FROM generate_series(1, %s)"
+)
+NEXT_SEGMENTS_SQL = (
+    "SELECT nextval(pg_get_serial_sequence('segments', 'segment_id')) FROM generate_series(1, %s)"
+)
+# Migrations from an older prism_meta schema_version, keyed by the version they start at
+# (python-design.md "Schema versions"); version 2 is the first the PostgreSQL engine wrote.
+MIGRATIONS: dict[int, Callable[[PgConnection], Awaitable[None]]] = {}
+
+
+def split_postgres_url(url: str) -> tuple[str, str, str]:
+    """``(conninfo, schema, shown url)``: the ``schema`` option removed, the password hidden."""
+    parts = urlsplit(url)
+    if parts.scheme not in {"postgresql", "postgres"}:
+        raise InvalidInputError(f"not a PostgreSQL URL: {url!r}")
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schemas = [value for key, value in query if key in {"schema", "search_path"}]
+    rest = [(key, value) for key, value in query if key not in {"schema", "search_path"}]
+    schema = schemas[-1] if schemas else DEFAULT_SCHEMA
+    if not schema or "," in schema:
+        raise InvalidInputError(f"store URL option schema={schema!r} must name one schema")
+    conninfo = urlunsplit(parts._replace(scheme="postgresql", query=urlencode(rest)))
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = netloc.replace(f":{parts.password}@", ":***@", 1)
+    shown = urlunsplit(parts._replace(netloc=netloc))
+    return conninfo, schema, shown
+
+
+class PostgresStore(SqliteReads):
+    """A ``SessionStore`` on a PostgreSQL server; open it with ``await PostgresStore.open(url)``.
+
+    Same tables (``schema.sql`` transpiled), same queries (transpiled), same rules and
+    errors as ``SqliteStore``; see the package docstring for what differs.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        pool: AsyncConnectionPool[Any],
+        estimator: TokenEstimator,
+        *,
+        read_only: bool,
+    ) -> None:
+        self.url = url
+        self._pool = pool
+        reader = PoolReader(pool, url)
+        # SqliteReads reads through _reader.execute_fetchall; PoolReader has that face.
+        self._reader = cast(Any, reader)
+        self._writer = cast(Any, reader)
+        self._estimator = estimator
+        self._read_only = read_only
+        self._schema_version = SCHEMA_VERSION
+        self._location = url
+        self._damaged = None
+        self._writes: set[asyncio.Task[Any]] = set()
+
+    @classmethod
+    async def open(
+        cls,
+        url: str,
+        *,
+        read_only: bool = False,
+        create: bool = True,
+        pool_size: int = 4,
+        timeout_s: float = 30.0,
+        token_estimator: TokenEstimator | None = None,
+    ) -> PostgresStore:
+        """Connect, then create (or check) the schema in the URL's ``schema`` option.
+
+        ``timeout_s`` bounds the wait for a server connection (at open and for each call);
+        past it a call raises ``StoreBusyError`` rather than hang. ``create=False`` and
+        ``read_only=True`` refuse a database without the prism_om tables
+        (``StoreNotFoundError``) and never create them; read-only connections are also
+        read-only on the server (``default_transaction_read_only``).
+        """
+        conninfo, schema, shown = split_postgres_url(url)
+        options = f"-c search_path={schema}"
+        if read_only:
+            options += " -c default_transaction_read_only=on"
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            conninfo,
+            min_size=1,
+            max_size=pool_size,
+            kwargs={"autocommit": True, "options": options},
+            configure=configure_connection,
+            timeout=timeout_s,
+            open=False,
+        )
+        try:
+            await pool.open(wait=True, timeout=timeout_s)
+            async with pool.connection() as raw:
+                await _prepare_schema(PgConnection(raw), schema, shown, read_only, create)
+        except BaseException as exc:
+            await pool.close()
+            if isinstance(exc, (psycopg.Error, PoolTimeout)):
+                raise translate_pg_error(shown, "open", exc) from exc
+            raise
+        return cls(shown, pool, token_estimator or get_estimator(), read_only=read_only)
+
+    # -- the SessionStore protocol ----------------------------------------------------
+
+    async def append_many(self, entries: Sequence[SessionEntry]) -> None:
+        batch = check_batch_shape(entries, url=self.url)
+        self._open_writer()
+        if not batch:
+            return
+        encoded = await _encode(batch, self._estimator)
+
+        async def work(conn: PgConnection) -> None:
+            await _lock_session(conn, batch[0].session_id)
+            await self._append_in(conn, batch, encoded)
+
+        await self._writing("append", work)
+
+    async def append_at_leaf(
+        self,
+        entries: Sequence[SessionEntry],
+        *,
+        expected_memory_head: str | AnyMemoryHead | None = ANY_MEMORY_HEAD,
+    ) -> builtins.list[SessionEntry]:
+        batch = check_batch_shape(entries, url=self.url)
+        self._open_writer()
+        if not batch:
+            return []
+        session_id = batch[0].session_id
+
+        async def work(conn: PgConnection) -> builtins.list[SessionEntry]:
+            # The leaf is read under the session's lock, inside the write transaction, so
+            # no other writer (task, process or host) appends between reading and writing.
+            await _lock_session(conn, session_id)
+            rows = await conn.execute_fetchall(LEAF_BY_SESSION_SQL, (session_id,))
+            leaf = rows[0][0] if rows else None
+            head = None
+            if leaf is not None and expected_memory_head is not ANY_MEMORY_HEAD:
+                _, segment_id, depth, path_tokens, encoding = rows[0]
+                position = LeafPosition(leaf, segment_id, depth, path_tokens, encoding)
+                head = await memory_head_of(position, conn.execute_fetchall)
+            check_memory_head(session_id, expected_memory_head, head)
+            chained = chain_at_leaf(batch, leaf)
+            await self._append_in(conn, chained, await _encode(chained, self._estimator))
+            return chained
+
+        return await self._writing("append", work)
+
+    async def checkout(self, session_id: str, entry_id: str) -> None:
+        session_id = self._session(session_id)
+
+        async def work(conn: PgConnection) -> None:
+            await _lock_session(conn, session_id)
+            rows = await conn.execute_fetchall(
+                "SELECT session_id FROM entries WHERE id = ?", (entry_id,)
+            )
+            check_leaf_session(entry_id, session_id, rows[0][0] if rows else None, self.url)
+            await conn.execute(
+                "UPDATE sessions SET leaf_id = ? WHERE session_id = ?", (entry_id, session_id)
+            )
+
+        await self._writing("checkout", work)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        # A write that has begun completes (the cancellation rule) before the pool goes.
+        while self._writes:
+            await asyncio.wait(builtins.list(self._writes))
+        await self._pool.close()
+
+    # -- the write transaction --------------------------------------------------------
+
+    async def _writing(self, action: str, work: Callable[[PgConnection], Awaitable[T]]) -> T:
+        task = asyncio.ensure_future(self._write(action, work))
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+        try:
+            return await finish_then_cancel(_await(task))
+        except CorruptStoreError as exc:
+            self._mark_damaged(exc)
+            raise
+
+    async def _write(self, action: str, work: Callable[[PgConnection], Awaitable[T]]) -> T:
+        try:
+            async with self._pool.connection() as raw, raw.transaction():
+                return await work(PgConnection(raw))
+        except (psycopg.Error, PoolTimeout) as exc:
+            if isinstance(exc, psycopg.OperationalError):
+                # Whether a lost COMMIT landed is unknown, so the write is not retried;
+                # the pool drops the dead connections so that the next call succeeds.
+                await drop_dead_connections(self._pool)
+            raise translate_pg_error(self.url, action, exc) from exc
+
+    async def _append_in(
+        self,
+        conn: PgConnection,
+        batch: Sequence[SessionEntry],
+        encoded: Sequence[tuple[str, int]],
+    ) -> None:
+        session_id = batch[0].session_id
+        rows_state = await conn.execute_fetchall(
+            "SELECT root_id FROM sessions WHERE session_id = ?", (session_id,)
+        )
+        root_id = rows_state[0][0] if rows_state else None
+        parents = await lookup_parents(cast(Any, conn), outside_parent_ids(batch))
+        failure = first_rule_failure(batch, root_id, parents, self.url)
+        limit = len(batch) if failure is None else failure[0]
+        failure = await first_memory_failure(cast(Any, conn), batch, limit, self._parse) or failure
+        if failure is not None:
+            index, error = failure
+            raise await first_duplicate(cast(Any, conn), batch[: index + 1], self.url) or error
+        # Placed with batch-local numbers, then given ids drawn from the identity columns'
+        # sequences: concurrent writers of other sessions never wait on one counter.
+        placer = Placer(session_id, parents, 0, _LOCAL_SEGMENT_BASE, self._estimator.name)
+        with collector_paused():
+            local = [
+                placer.place(entry, body, tokens)
+                for entry, (body, tokens) in zip(batch, encoded, strict=True)
+            ]
+        seqs = [r[0] for r in await conn.fetch_native(NEXT_SEQS_SQL, (len(local),))]
+        segment_ids: dict[int, int] = {}
+        if placer.segments:
+            drawn = await conn.fetch_native(NEXT_SEGMENTS_SQL, (len(placer.segments),))
+            segment_ids = dict(
+                zip((s[0] for s in placer.segments), sorted(r[0] for r in drawn), strict=True)
+            )
+        seqs.sort()
+        with collector_paused():
+            rows = [
+                (
+                    seqs[row[ROW_SEQ] - 1],
+                    *row[1:ROW_SEGMENT],
+                    segment_ids.get(row[ROW_SEGMENT], row[ROW_SEGMENT]),
+                    *row[ROW_SEGMENT + 1 :],
+                )
+                for row in local
+            ]
+        segments = [
+            (segment_ids[sid], sess, segment_ids.get(parent, parent) if parent else parent, start)
+            for sid, sess, parent, start in placer.segments
+        ]
+        if root_id is None:
+            await conn.execute(
+                "INSERT INTO sessions (session_id, root_id, leaf_id, created_at) "
+                "VALUES (?, ?, ?, ?)",
+                (session_id, batch[0].id, batch[-1].id, now_timestamp()),
+            )
+        else:
+            await conn.execute(
+                "UPDATE sessions SET leaf_id = ? WHERE session_id = ?", (batch[-1].id, session_id)
+            )
+        if segments:
+            await conn.executemany(INSERT_SEGMENT_SQL, segments)
+        await conn.execute(
+            ADD_TO_SUMMARY_SQL,
+            (
+                session_id,
+                len(batch),
+                sum(1 for entry in batch if entry.kind == "message"),
+                len(segments),
+                latest_timestamp(entry.timestamp for entry in batch),
+            ),
+        )
+        try:
+            # A savepoint, so that after a duplicate id the transaction can still look up
+            # which one it was (PostgreSQL refuses every statement after an error).
+            async with conn.raw.transaction():
+                await conn.executemany(INSERT_ENTRY_SQL, rows)
+        except psycopg.errors.UniqueViolation:
+            duplicate = await first_duplicate(cast(Any, conn), batch, self.url)
+            if duplicate is None:
+                raise
+            raise duplicate from None
+        with collector_paused():
+            placed = [
+                PlacedEntry(entry, row[ROW_SEQ], row[ROW_SEGMENT], row[ROW_DEPTH], row[ROW_TOKENS])
+                for entry, row in zip(batch, rows, strict=True)
+            ]
+        await write_memory_folds(cast(Any, conn), placed)
+        self._append_fault_point(batch)
+
+    def _open_writer(self) -> Any:
+        self._check_open()
+        if self._read_only:
+            raise ReadOnlyStoreError(
+                f"store {self.url!r} was opened read-only: open it without read_only to write",
+                url=self.url,
+            )
+        if self._damaged is not None:
+            raise CorruptStoreError(
+                f"{self.url} reported damage ({self._damaged}); this store refuses writes "
+                "until it is reopened",
+                url=self.url,
+            )
+        return self._writer
+
+    def _mark_damaged(self, exc: CorruptStoreError) -> None:
+        # The server owns its files: there is no note to leave beside them, so only this
+        # store object refuses later writes.
+        if not self._read_only and self._damaged is None:
+            self._damaged = str(exc).splitlines()[0]
+
+
+async def _await(task: asyncio.Future[T]) -> T:
+    return await task
+
+
+async def _encode(
+    batch: Sequence[SessionEntry], estimator: TokenEstimator
+) -> builtins.list[tuple[str, int]]:
+    if len(batch) >= ENCODE_IN_THREAD:
+        return await asyncio.to_thread(encode_batch, batch, estimator)
+    return encode_batch(batch, estimator)
+
+
+async def _lock_session(conn: PgConnection, session_id: str) -> None:
+    await conn.fetch_native(SESSION_LOCK_SQL, (session_id,))
+
+
+async def _prepare_schema(
+    conn: PgConnection, schema: str, url: str, read_only: bool, create: bool
+) -> None:
+    """Create the tables on first use, or check (and migrate) the version found."""
+    raw = conn.raw
+    exists = (await (await raw.execute(META_EXISTS_SQL)).fetchone() or (False,))[0]
+    if not exists:
+        if read_only or not create:
+            raise StoreNotFoundError(
+                f"no store at {url}: schema {schema!r} holds no prism_om tables", url=url
+            )
+        async with raw.transaction():
+            await raw.execute(SCHEMA_LOCK_SQL)
+            await raw.execute(
+                pgsql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(pgsql.Identifier(schema))
+            )
+            for statement in postgres_schema():
+                await raw.execute(cast(Any, statement))
+            await raw.execute(META_TABLE_SQL)
+            await raw.execute(
+                "INSERT INTO prism_meta (name, value) VALUES ('schema_version', %s) "
+                "ON CONFLICT (name) DO NOTHING",
+                (str(SCHEMA_VERSION),),
+            )
+    row = await (await raw.execute(META_VERSION_SQL)).fetchone()
+    version = int(row[0]) if row else 0
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{url} has schema version {version}, newer than this prism_om "
+            f"({SCHEMA_VERSION}): upgrade prism-om",
+            url=url,
+        )
+    if version < SCHEMA_VERSION:
+        if any(v not in MIGRATIONS for v in range(version, SCHEMA_VERSION)):
+            raise StoreError(
+                f"{url} has schema version {version}, and no migration to version "
+                f"{SCHEMA_VERSION} exists",
+                url=url,
+            )
+        if read_only:
+            raise StoreError(
+                f"{url} has schema version {version}: open it for writing once to migrate it",
+                url=url,
+            )
+        async with raw.transaction():
+            await raw.execute(SCHEMA_LOCK_SQL)
+            for step in range(version, SCHEMA_VERSION):
+                await MIGRATIONS[step](conn)
+            await raw.execute(
+                "UPDATE prism_meta SET value = %s WHERE name = 'schema_version'",
+                (str(SCHEMA_VERSION),),
+            )
