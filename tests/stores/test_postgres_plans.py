@@ -165,20 +165,6 @@ def seq_scans(plan: Any) -> list[str]:
     return found
 
 
-# Open finding (not hidden): the branch reads of the three smallest fold tables still plan a
-# Seq Scan at this size. PostgreSQL estimates the recursive branch_path CTE at ~31 rows
-# (ten times its recursive term) where the real branch has 2 pieces, so 31 index probes
-# cost more than one scan of a table of ~6-9k rows. The test below keeps the check at
-# full strength for them (strict xfail): it turns into a failure once they are fixed.
-KNOWN_SEQ_SCANS = {
-    "ledger drops": ["om_drops"],
-    "ledger drops, a window": ["om_drops"],
-    "ledger markers": ["om_markers"],
-    "ledger markers, a window": ["om_markers"],
-    "scope records": ["om_scope_records"],
-}
-
-
 def scanned(conn: psycopg.Connection[Any], names: set[str] | None = None) -> dict[str, list[str]]:
     """Each read query whose plan seq-scans a watched table, with those tables."""
     bad: dict[str, list[str]] = {}
@@ -216,16 +202,8 @@ def filled(postgres_url: str) -> Iterator[psycopg.Connection[Any]]:
 
 def test_every_read_query_is_an_index_read(filled: psycopg.Connection[Any]) -> None:
     assert filled.execute("SELECT count(*) FROM entries").fetchone() == (SESSIONS * 500,)
-    others = set(read_queries()) - set(KNOWN_SEQ_SCANS)
-    assert len(others) >= 30
-    assert scanned(filled, others) == {}
-
-
-@pytest.mark.xfail(strict=True, reason="open finding: see KNOWN_SEQ_SCANS")
-def test_small_fold_table_branch_reads_are_index_reads(
-    filled: psycopg.Connection[Any],
-) -> None:
-    assert scanned(filled, set(KNOWN_SEQ_SCANS)) == {}
+    assert len(read_queries()) >= 35
+    assert scanned(filled) == {}
 
 
 def test_without_its_index_a_read_seq_scans_and_the_check_fails(
