@@ -60,7 +60,33 @@ def _rewrite_query(node: exp.Expression) -> exp.Expression:
     # an index backwards for ``ORDER BY depth DESC`` (and is invalid in ON CONFLICT).
     if isinstance(node, exp.Ordered):
         node.set("nulls_first", bool(node.args.get("desc")))
+    # A branch read joins a table to the few pieces of the recursive branch_path CTE.
+    # PostgreSQL estimates a recursive CTE at ten times its recursive term (~31 pieces
+    # where a branch has a handful), so for a table of a few thousand rows it prefers one
+    # hash join over a Seq Scan of the whole table (every session's rows) to ~31 index
+    # probes. Spelled as a one-value range, the join is neither hashable nor mergeable:
+    # the plan is a nested loop searching the (segment_id, depth) index once per piece,
+    # as SQLite's CROSS JOIN asks (tests/stores/test_postgres_plans.py checks the plans).
+    if isinstance(node, exp.EQ):
+        piece = _branch_piece_column(node.expression)
+        other = node.this
+        if piece is None:
+            piece, other = _branch_piece_column(node.this), node.expression
+        if (
+            piece is not None
+            and isinstance(other, exp.Column)
+            and other.name == "segment_id"
+            and other.table != "bp"
+        ):
+            return exp.Between(this=other, low=piece.copy(), high=piece.copy())
     return node
+
+
+def _branch_piece_column(node: exp.Expression) -> exp.Column | None:
+    """``bp.segment_id``: a piece of the branch_path CTE in a branch read's join."""
+    if isinstance(node, exp.Column) and node.table == "bp" and node.name == "segment_id":
+        return node
+    return None
 
 
 @functools.lru_cache(maxsize=2048)
