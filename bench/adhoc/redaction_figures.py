@@ -39,7 +39,10 @@ def main() -> None:
             for i in range(0, len(base), 10_000)
         ),
     }
-    print("redaction of 1 MB, 4 secrets (each in every escaped form up to MAX_ESCAPE_LEVELS), median of 5:")
+    print(
+        "redaction of 1 MB, 4 secrets "
+        "(each in every escaped form up to MAX_ESCAPE_LEVELS), median of 5:"
+    )
     for label, text in texts.items():
         print(f"  {label:22s} {median_ms(lambda t=text: red.text(t)):7.1f} ms")
     entry = message_entry(

@@ -85,7 +85,8 @@ async def copy_sessions(
         try:
             present = _present_prefix(session_id, entries, await target.list(session_id))
         except CopyConflictError as exc:
-            raise exc.add_context(url=target.url)
+            exc.add_context(url=target.url)
+            raise
         plans.append((session_id, entries, present))
     done: list[SessionCopy] = []
     for session_id, entries, present in plans:
@@ -164,9 +165,7 @@ async def cmd_copy(args: argparse.Namespace) -> None:
             )
             task = bar.add_task("entries", total=total)
             with bar:
-                copies = await copy_sessions(
-                    source, target, wanted, lambda n: bar.advance(task, n)
-                )
+                copies = await copy_sessions(source, target, wanted, lambda n: bar.advance(task, n))
             problems = await verify_copy(source, target, copies)
             urls = (source.url, target.url)
     if args.json:
@@ -186,6 +185,4 @@ async def cmd_copy(args: argparse.Namespace) -> None:
         appended = sum(c.appended for c in copies)
         out.print(f"{len(copies)} sessions, {appended} entries appended: {urls[0]} -> {urls[1]}")
     if problems:
-        raise CopyVerificationError(
-            "copy verification failed: " + "; ".join(problems), url=urls[1]
-        )
+        raise CopyVerificationError("copy verification failed: " + "; ".join(problems), url=urls[1])
