@@ -76,8 +76,9 @@ async def copy_sessions(
     target: SessionStore,
     session_ids: list[str],
     on_progress: Any = None,
+    on_total: Any = None,
 ) -> list[SessionCopy]:
-    """Copy the sessions; ``on_progress(appended)`` after each batch."""
+    """Copy the sessions; ``on_total(to_append)`` once planned, ``on_progress(n)`` per batch."""
     plans: list[tuple[str, list[SessionEntry], int]] = []
     # Every session is checked before anything is written: a conflict writes nothing.
     for session_id in session_ids:
@@ -88,6 +89,8 @@ async def copy_sessions(
             exc.add_context(url=target.url)
             raise
         plans.append((session_id, entries, present))
+    if on_total is not None:
+        on_total(sum(len(entries) - present for _, entries, present in plans))
     done: list[SessionCopy] = []
     for session_id, entries, present in plans:
         rest = entries[present:]
@@ -152,7 +155,6 @@ async def cmd_copy(args: argparse.Namespace) -> None:
             raise CliUsageError(
                 f"no session {missing[0]!r} in {source.url}", session_id=missing[0], url=source.url
             )
-        total = sum(s.entries for s in await source.session_summaries() if s.session_id in wanted)
         async with open_cli_store(args.target, create=True) as target:
             bar = Progress(
                 TextColumn("copying"),
@@ -163,9 +165,15 @@ async def cmd_copy(args: argparse.Namespace) -> None:
                 transient=True,
                 disable=args.json or not err.is_terminal,
             )
-            task = bar.add_task("entries", total=total)
+            task = bar.add_task("entries", total=None)
             with bar:
-                copies = await copy_sessions(source, target, wanted, lambda n: bar.advance(task, n))
+                copies = await copy_sessions(
+                    source,
+                    target,
+                    wanted,
+                    on_progress=lambda n: bar.advance(task, n),
+                    on_total=lambda n: bar.update(task, total=n),
+                )
             problems = await verify_copy(source, target, copies)
             urls = (source.url, target.url)
     if args.json:
