@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from .data import build_dataset, continuation
 from .floor import run_floor, run_round_trip
-from .model import OURS, PEERS, Result
+from .model import DEFAULT_ADAPTERS, OURS, PEERS, Result
 from .peers import NETWORK_ATTEMPTS, PEER_RUNNERS, no_network
 from .report import RunInfo, check_targets, markdown_report, plot_scaling, tables
 from .timing import Timer
@@ -40,7 +40,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     )
     parser.add_argument("--large", action="store_true", help="also run 1,000,000 (minutes)")
     parser.add_argument("--repeat", type=int, default=5, help="samples per median (default 5)")
-    parser.add_argument("--adapters", default=",".join(OURS), help="memory,jsonl,sqlite")
+    parser.add_argument(
+        "--adapters",
+        default=",".join(DEFAULT_ADAPTERS),
+        help="memory,jsonl,sqlite (default); postgres starts a throwaway cluster",
+    )
     parser.add_argument(
         "--peers", default=",".join(PEERS), help="peers to run, or 'none' (default: all)"
     )
@@ -57,6 +61,19 @@ def log(message: str) -> None:
 
 
 async def run(args: argparse.Namespace, workdir: str) -> tuple[list[Result], list[str], str]:
+    adapters = [a for a in _csv(args.adapters) if a in OURS]
+    if "postgres" not in adapters:
+        return await _run(args, workdir, None)
+    from .pg import postgres_server
+
+    with postgres_server() as base_url:
+        log(f"PostgreSQL server: {base_url}")
+        return await _run(args, workdir, base_url)
+
+
+async def _run(
+    args: argparse.Namespace, workdir: str, pg_base: str | None
+) -> tuple[list[Result], list[str], str]:
     sizes = sorted({int(s.replace("_", "")) for s in _csv(args.sizes)})
     if args.large and LARGE_SIZE not in sizes:
         sizes.append(LARGE_SIZE)
@@ -74,11 +91,23 @@ async def run(args: argparse.Namespace, workdir: str) -> tuple[list[Result], lis
         extra = continuation(dataset, BATCHES * 100 + SINGLE_APPENDS, "x")
         batches = [extra[i * 100 : (i + 1) * 100] for i in range(BATCHES)]
         sample = AppendSample(batches, extra[BATCHES * 100 :])
+        pg_url = None
+        if pg_base is not None:
+            from prism_om.testing.postgres_cluster import with_fresh_schema
+
+            from .pg import run_pg_floor, run_pg_round_trip
+
+            pg_url = with_fresh_schema(pg_base, f"bench_{size}_{os.getpid()}")
         for adapter in adapters:
 
             async def round_trip(size: int = size) -> list[Result]:
                 return [await run_round_trip(workdir, timer, size)]
 
+            async def pg_round_trip(size: int = size, url: str | None = pg_url) -> list[Result]:
+                assert url is not None
+                return [await run_pg_round_trip(url, timer, size)]
+
+            before = {"sqlite": round_trip, "postgres": pg_round_trip}.get(adapter)
             results += await run_adapter(
                 adapter,
                 dataset,
@@ -87,12 +116,20 @@ async def run(args: argparse.Namespace, workdir: str) -> tuple[list[Result], lis
                 timer,
                 recall,
                 log,
-                before_reads=round_trip if adapter == "sqlite" else None,
+                before_reads=before,
+                url=pg_url if adapter == "postgres" else None,
             )
-        if not any(r.workload == "rtt" and r.size == size for r in results):
-            results.append(await run_round_trip(workdir, timer, size))
-        results += await run_floor(dataset, sample, workdir, timer)
-        log("  floor done")
+        if any(a != "postgres" for a in adapters) or not adapters:
+            if not any(
+                r.workload == "rtt" and r.size == size and r.system != "psycopg" for r in results
+            ):
+                results.append(await run_round_trip(workdir, timer, size))
+            results += await run_floor(dataset, sample, workdir, timer)
+            log("  floor done")
+        if pg_base is not None:
+            floor_url = with_fresh_schema(pg_base, f"floor_{size}_{os.getpid()}")
+            results += await run_pg_floor(floor_url, dataset, sample, timer)
+            log("  postgres floor done")
         for peer in peers:
             if peer in failed:
                 continue

@@ -6,7 +6,10 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 __all__ = [
+    "DEFAULT_ADAPTERS",
     "OURS",
+    "PG_FLOOR",
+    "PG_REFERENCE",
     "PEERS",
     "REFERENCE",
     "FLOOR",
@@ -40,13 +43,16 @@ WORKLOADS: Final[dict[str, Workload]] = {
         Workload("context_pure", "branch() + pure fold + context blocks", "call"),
         Workload("cold_start", "reopen: open + leaf + recent_messages(20)", "call"),
         Workload("peak_rss", "peak RSS: reopen and serve one turn", "process"),
-        Workload("rtt", "one aiosqlite round trip (SELECT 1)", "call"),
+        Workload("rtt", "one driver round trip (SELECT 1)", "call"),
     )
 }
 
-OURS: Final = ("memory", "jsonl", "sqlite")
+OURS: Final = ("memory", "jsonl", "sqlite", "postgres")
+DEFAULT_ADAPTERS: Final = ("memory", "jsonl", "sqlite")
 FLOOR: Final = "floor (sqlite3)"
 REFERENCE: Final = "aiosqlite"
+PG_FLOOR: Final = "floor (psycopg)"
+PG_REFERENCE: Final = "psycopg"
 PEERS: Final = ("SQLiteSession", "AsyncSqliteSaver", "om-memory")
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 
-from .model import FLOOR, OURS, PEERS, REFERENCE, WORKLOADS, Result
+from .model import FLOOR, OURS, PEERS, PG_FLOOR, PG_REFERENCE, REFERENCE, WORKLOADS, Result
 
 __all__ = [
     "RunInfo",
@@ -67,7 +67,7 @@ def _index(results: Iterable[Result]) -> dict[tuple[str, str, int], Result]:
 
 
 def _systems(results: Sequence[Result], workload: str) -> list[str]:
-    order = [*OURS, FLOOR, *PEERS, REFERENCE]
+    order = [*OURS, FLOOR, PG_FLOOR, *PEERS, REFERENCE, PG_REFERENCE]
     present = {r.system for r in results if r.workload == workload}
     return [s for s in order if s in present]
 
@@ -106,7 +106,7 @@ def tables(results: Sequence[Result], sizes: Sequence[int]) -> str:
                 cells.append(fmt_value(r.value, r.unit))
                 if r.note and r.note not in notes:
                     notes.append(r.note)
-                floor = index.get((key, FLOOR, size))
+                floor = index.get((key, PG_FLOOR if system == "postgres" else FLOOR, size))
                 best = _best_peer(index, key, size)
                 floor_ratios.append(f"{r.value / floor.value:.2f}" if floor else "—")
                 peer_ratios.append(f"{r.value / best[1]:.2f} ({best[0]})" if best else "—")
@@ -120,8 +120,10 @@ def tables(results: Sequence[Result], sizes: Sequence[int]) -> str:
         out.append("")
     if any(r.workload == "rtt" for r in results):
         out.append(
-            "The round trip is measured at each size right before the SQLite read workloads "
-            "(median of 9 samples); recall and page are compared with the one of their size.\n"
+            "The round trip is measured at each size right before the SQLite (aiosqlite) or "
+            "PostgreSQL (psycopg) read workloads (median of 9 samples); recall and page are "
+            "compared with the one of their size and engine. The PostgreSQL floor's ratios "
+            "are against the psycopg floor.\n"
         )
     return "\n".join(out)
 
@@ -186,6 +188,44 @@ def check_targets(results: Sequence[Result], sizes: Sequence[int]) -> list[Targe
             detail += " (1,000,000 not run: flatness checked up to the largest size)"
         targets.append(
             Target(f"SQLite {label} within 3x of one aiosqlite round trip, flat", met, detail)
+        )
+
+    # 2b. PostgreSQL: recall <= 2x and page <= 3x of a psycopg round trip, flat;
+    # append_many <= 2x the driver's own executemany of the same rows.
+    for key, label, bound in (
+        ("recall", "recall", 2),
+        ("page20", "page of 20 (public page path)", 3),
+    ):
+        measured = [n for n in sizes if has(key, "postgres", n) and has("rtt", PG_REFERENCE, n)]
+        if not measured:
+            continue
+        ratios = [
+            index[(key, "postgres", n)].value / index[("rtt", PG_REFERENCE, n)].value
+            for n in measured
+        ]
+        flat, how = _flat(index, key, "postgres", measured)
+        detail = ", ".join(
+            f"{n:,}: {fmt_value(index[(key, 'postgres', n)].value, 's')} = {r:.1f}x "
+            f"of {fmt_value(index[('rtt', PG_REFERENCE, n)].value, 's')}"
+            for n, r in zip(measured, ratios, strict=True)
+        )
+        targets.append(
+            Target(
+                f"PostgreSQL {label} within {bound}x of one psycopg round trip, flat",
+                all(r <= bound for r in ratios) and flat,
+                f"{detail}; growth {how}",
+            )
+        )
+    parts, ok = [], True
+    for n in sizes:
+        if has("append_batch", "postgres", n) and has("append_batch", PG_FLOOR, n):
+            pg = index[("append_batch", "postgres", n)].value
+            ratio = pg / index[("append_batch", PG_FLOOR, n)].value
+            ok &= ratio <= 2
+            parts.append(f"{n:,}: {ratio:.2f}x")
+    if parts:
+        targets.append(
+            Target("PostgreSQL append_many within 2x of psycopg executemany", ok, ", ".join(parts))
         )
 
     # 3. ledger + blocks at 1M at least 100x faster than the pure fold, flat.
@@ -308,8 +348,14 @@ def plot_scaling(results: Sequence[Result], path: str) -> None:
     cols = 3
     rows = (len(keys) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(13, 3.3 * rows), squeeze=False)
-    rtt = sorted((r.size, r.value) for r in results if r.workload == "rtt")
-    styles = {s: ("-", "o") for s in OURS} | {FLOOR: (":", "s")} | {p: ("--", "^") for p in PEERS}
+    rtt = sorted(
+        (r.size, r.value) for r in results if r.workload == "rtt" and r.system == REFERENCE
+    )
+    styles = (
+        {s: ("-", "o") for s in OURS}
+        | {FLOOR: (":", "s"), PG_FLOOR: (":", "D")}
+        | {p: ("--", "^") for p in PEERS}
+    )
     for ax, key in zip(axes.flat, keys, strict=False):
         for system in _systems(results, key):
             points = sorted(

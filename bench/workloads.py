@@ -1,4 +1,4 @@
-"""The workloads on our own adapters (memory, JSONL, SQLite)."""
+"""The workloads on our own adapters (memory, JSONL, SQLite, PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -97,13 +97,15 @@ async def run_adapter(
     recall: tuple[str, RecallFn],
     log: Callable[[str], None],
     before_reads: Callable[[], Awaitable[list[Result]]] | None = None,
+    url: str | None = None,
 ) -> list[Result]:
     """Every workload on one adapter at one size.
 
     ``before_reads`` runs after the build, right before the read workloads (the runner
-    measures the aiosqlite round trip there for SQLite); its results are kept.
+    measures the driver's round trip there for SQLite and PostgreSQL); its results are
+    kept. ``url`` overrides where the store lives (PostgreSQL: a schema on the server).
     """
-    url = adapter_url(adapter, workdir, dataset.size)
+    url = url or adapter_url(adapter, workdir, dataset.size)
     size = dataset.size
     results: list[Result] = []
 

@@ -80,6 +80,8 @@ from .entries import (
 from .errors import (
     AmbiguousInputError,
     BranchMismatchError,
+    CopyConflictError,
+    CopyVerificationError,
     CorruptStoreError,
     DuplicateEntryError,
     EntryNotFoundError,
@@ -285,6 +287,8 @@ __all__ = [
     # errors
     "AmbiguousInputError",
     "BranchMismatchError",
+    "CopyConflictError",
+    "CopyVerificationError",
     "CorruptStoreError",
     "DuplicateEntryError",
     "EntryNotFoundError",

@@ -24,7 +24,8 @@ The hierarchy::
     │   ├── RootExistsError          a second root for one session
     │   ├── EntryNotFoundError       a leaf or cursor that is not in the session
     │   ├── MemoryRecordError        an om.* record that the branch does not support
-    │   └── StaleCoverageError       a worker's records, after another worker recorded
+    │   ├── StaleCoverageError       a worker's records, after another worker recorded
+    │   └── CopyConflictError        a copy's target session that differs from its source
     ├── BranchMismatchError          an append that did not land on the session's leaf
     ├── ScopeDeniedError             a shared scope read that was not granted
     ├── StoreError                   the storage underneath failed
@@ -32,7 +33,8 @@ The hierarchy::
     │   ├── StoreBusyError           the store stayed locked past its timeout
     │   ├── StoreClosedError         use after close()
     │   ├── StoreNotFoundError       opening a store that does not exist, without create
-    │   └── ReadOnlyStoreError       a write to a store opened read-only
+    │   ├── ReadOnlyStoreError       a write to a store opened read-only
+    │   └── CopyVerificationError    a copy whose target counts differ from the source
     ├── WorkerError                  a memory worker run failed
     │   ├── WorkerRunError           a broken worker limit or failing part (``reason``)
     │   └── WorkerRunFailed*         a CLI flush whose worker failed (exit code 1)
@@ -58,6 +60,8 @@ from typing import Self
 __all__ = [
     "AmbiguousInputError",
     "BranchMismatchError",
+    "CopyConflictError",
+    "CopyVerificationError",
     "CorruptStoreError",
     "DuplicateEntryError",
     "EntryNotFoundError",
@@ -197,6 +201,15 @@ class StaleCoverageError(StoreRuleError):
     worker already recorded over this coverage, so nothing was stored."""
 
 
+class CopyConflictError(StoreRuleError):
+    """A copy's target already holds the session with entries the source does not have.
+
+    ``prism-om copy`` completes a target session that holds a prefix of the source's
+    entries; anything else (other entries, other bodies, more entries) it refuses,
+    naming the session, and writes nothing to it.
+    """
+
+
 class BranchMismatchError(PrismMemoryError):
     """A memory append that did not land at the session's leaf."""
 
@@ -227,6 +240,10 @@ class WorkerError(PrismMemoryError):
 
 class RemovedSettingError(PrismMemoryError, TypeError):
     """A settings key removed in 0.1.5; the message names its replacement."""
+
+
+class CopyVerificationError(StoreError):
+    """After a copy, the target's counts (entries, leaves, leaf, ledger) differ from the source."""
 
 
 class StoreNotFoundError(StoreError, LookupError):

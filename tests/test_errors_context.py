@@ -59,6 +59,8 @@ INTERNAL = {
     "prism_om.providers._sse.SSEError",
     # The test kit's injected failure: a test must tell it apart from the store's own.
     "prism_om.testing.faults.InjectedFault",
+    # The test kit's cluster helper: no PostgreSQL here (the tests turn it into a skip).
+    "prism_om.testing.postgres_cluster.PostgresUnavailableError",
 }
 
 

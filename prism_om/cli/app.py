@@ -75,6 +75,8 @@ def _handler(name: str) -> Handler:
             from .check import cmd_check as chosen
         elif name == "schema":
             from .schema import cmd_schema as chosen
+        elif name == "copy":
+            from .copy import cmd_copy as chosen
         else:
             from . import reading
 
@@ -253,6 +255,24 @@ def build_parser() -> argparse.ArgumentParser:
     schema = add("schema", "print schema.sql, transpiled to another SQL dialect", as_json)
     schema.add_argument(
         "--dialect", default="sqlite", metavar="NAME", help="sqlglot dialect (default: sqlite)"
+    )
+
+    copy = add(
+        "copy",
+        "copy every session (entries, branches, leaf) from one store into another, "
+        "skipping or completing what the target holds, then verify the counts",
+        as_json,
+    )
+    copy.add_argument("--from", dest="source", required=True, metavar="URL", help="source store")
+    copy.add_argument(
+        "--to", dest="target", required=True, metavar="URL", help="target store (created)"
+    )
+    copy.add_argument(
+        "--session",
+        action="append",
+        type=session_id_argument,
+        metavar="ID",
+        help="copy only this session (repeatable; default: every session)",
     )
 
     # Revocation outside the API: the read commands withhold what the tombstones revoke.
