@@ -215,3 +215,55 @@ def test_without_its_index_a_read_seq_scans_and_the_check_fails(
     bad = scanned(filled)
     assert "entries" in bad.get("recent messages", []), bad
     assert "entries" in bad.get("branch entries, a window", []), bad
+
+
+LONG_SESSION = 50_000  # one session, one branch: the bench's shape at a test's size
+
+
+def test_a_page_of_one_long_session_reads_the_index_in_order(postgres_url: str) -> None:
+    """The bench's shape: one session of many entries on one branch, appended by the
+    store in batches and read at once (no ANALYZE of ours, autovacuum not yet by). Without
+    statistics the planner took the page's depth range for a few rows and planned a
+    Bitmap Heap Scan of the whole rest of the branch plus a Sort: a page grew with the
+    session. The store analyzes the tables it has filled, so the page is an Index Scan of
+    ``entries_segment_depth`` in depth order that stops after ``limit`` rows."""
+    import asyncio
+
+    from bench.data import SESSION_ID, build_dataset
+
+    dataset = build_dataset(LONG_SESSION)
+
+    async def build() -> None:
+        async with await open_store(postgres_url) as store:
+            for i in range(0, LONG_SESSION, 1000):
+                await store.append_many(dataset.entries[i : i + 1000])
+
+    asyncio.run(build())
+    conninfo, schema, _ = split_postgres_url(postgres_url)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.adapters.register_dumper(int, Int8Dumper)
+        conn.execute(pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(schema)))
+        row = conn.execute(
+            "SELECT e.segment_id, e.depth FROM sessions s JOIN entries e ON e.id = s.leaf_id"
+            " WHERE s.session_id = %s",
+            (SESSION_ID,),
+        ).fetchone()
+        assert row is not None
+        segment_id, leaf_depth = row
+        cursor = conn.execute(
+            "SELECT depth FROM entries WHERE id = %s", (dataset.middle_message_id(),)
+        ).fetchone()
+        assert cursor is not None
+        roles = q.ELIGIBLE_ROLES
+        for text, params in (
+            (q.PAGE_FORWARD_SQL, (segment_id, cursor[0] + 1, leaf_depth, *roles, 21)),
+            (q.RECENT_MESSAGES_SQL, (segment_id, 0, leaf_depth, *roles, 21)),
+        ):
+            pg_text, bound = _bind(text, params)
+            plan = conn.execute(f"EXPLAIN (FORMAT JSON) {pg_text}", bound).fetchone()
+            assert plan is not None
+            top = plan[0][0]["Plan"]
+            assert top["Node Type"] == "Limit", top
+            scan = top["Plans"][0]
+            assert scan["Node Type"] == "Index Scan", scan
+            assert scan["Index Name"] == "entries_segment_depth", scan

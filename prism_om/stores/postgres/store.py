@@ -72,6 +72,18 @@ ENCODE_IN_THREAD = 1000
 # Segments placed in a batch are numbered below this until the identity column hands out
 # their real ids; stored segment ids are positive, so the two never meet.
 _LOCAL_SEGMENT_BASE = -(1 << 62)
+# The planner plans on statistics, and autovacuum gathers them only after a while (a
+# minute's nap, then 10% of the table changed). Until then a table filled in one go has
+# none: a page's depth range looks like a few rows, and PostgreSQL reads the whole rest
+# of the branch (Bitmap Heap Scan) to sort it instead of walking the (segment_id, depth)
+# index and stopping after the page. So the store analyzes the tables it writes each
+# time what it has appended since opening doubles (from this many entries): a handful
+# of ANALYZEs however long the session, statistics within 2x of what it wrote.
+_ANALYZE_FIRST_AT = 1000
+_ANALYZED_TABLES = (
+    "entries, segments, om_observations, om_observation_sources, om_reflections, "
+    "om_drops, om_markers, om_scope_records"
+)
 DEFAULT_SCHEMA = "public"
 # PostgreSQL-only statements (user_version, advisory locks and sequences have no SQLite
 # twin); everything else is SQLite's SQL transpiled by dialect.postgres_sql.
@@ -142,6 +154,8 @@ class PostgresStore(SqliteReads):
         self._location = url
         self._damaged = None
         self._writes: set[asyncio.Task[Any]] = set()
+        self._appended = 0
+        self._analyze_at = _ANALYZE_FIRST_AT
 
     @classmethod
     async def open(
@@ -200,6 +214,7 @@ class PostgresStore(SqliteReads):
             await self._append_in(conn, batch, encoded)
 
         await self._writing("append", work)
+        await self._analyze_after(len(batch))
 
     async def append_at_leaf(
         self,
@@ -229,7 +244,9 @@ class PostgresStore(SqliteReads):
             await self._append_in(conn, chained, await _encode(chained, self._estimator))
             return chained
 
-        return await self._writing("append", work)
+        chained = await self._writing("append", work)
+        await self._analyze_after(len(chained))
+        return chained
 
     async def checkout(self, session_id: str, entry_id: str) -> None:
         session_id = self._session(session_id)
@@ -256,6 +273,20 @@ class PostgresStore(SqliteReads):
         await self._pool.close()
 
     # -- the write transaction --------------------------------------------------------
+
+    async def _analyze_after(self, appended: int) -> None:
+        """``ANALYZE`` the store's tables once what was appended doubles (see above)."""
+        self._appended += appended
+        if self._appended < self._analyze_at:
+            return
+        self._analyze_at = 2 * self._appended
+        try:
+            async with self._pool.connection() as raw:
+                await raw.execute(cast(Any, f"ANALYZE {_ANALYZED_TABLES}"))
+        except (psycopg.Error, PoolTimeout):
+            # The append has committed; statistics only guide the planner, and
+            # autovacuum gathers them in its own time.
+            pass
 
     async def _writing(self, action: str, work: Callable[[PgConnection], Awaitable[T]]) -> T:
         task = asyncio.ensure_future(self._write(action, work))
