@@ -373,7 +373,7 @@ AppendFault = Callable[[Sequence[SessionEntry]], None]
 """A test's fault for the append commit point (see ``prism_om.testing.faults``)."""
 
 
-class StoreLifecycle:
+class StoreLifecycle(abc.ABC):
     """What every adapter shares: ``append``, ``async with``, the closed check, the fault point.
 
     An adapter sets ``url``, sets ``_closed`` in ``close()``, and implements
@@ -389,11 +389,13 @@ class StoreLifecycle:
     # Only prism_om.testing.faults sets it; unused, it costs one attribute read a batch.
     _append_fault: AppendFault | None = None
 
+    @abc.abstractmethod
     async def append_many(self, entries: Sequence[SessionEntry]) -> None:
-        raise NotImplementedError
+        """Append a batch of one session's entries, all or nothing."""
 
+    @abc.abstractmethod
     async def close(self) -> None:
-        raise NotImplementedError
+        """Release files and connections; idempotent."""
 
     async def append(self, entry: SessionEntry) -> None:
         """Append one entry (``append_many([entry])``)."""
@@ -425,7 +427,7 @@ class StoreLifecycle:
 _LEDGER_CACHE_SIZE = 64
 
 
-class StoreBase(StoreLifecycle, abc.ABC):
+class StoreBase(StoreLifecycle):
     """The documented base for an adapter: implement the tree, inherit the reads.
 
     An adapter **must implement** the ``SessionTree`` operations: ``append_many``,
