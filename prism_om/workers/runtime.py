@@ -3,9 +3,13 @@
 One flush runs one consolidation pipeline:
 
 1. **observe** once the unscanned eligible messages reach ``observation.message_tokens``
-   (or ``force``): every unscanned entry is observed, in as many runs as the prompt budget
-   needs, each appending one ``om.observations.recorded`` record with its coverage, so the
-   newest messages are never left behind;
+   (or ``force``): every unscanned entry is observed in chunks of at most
+   ``observation.message_tokens`` message tokens (and one prompt's share of
+   ``max_worker_message_bytes``), each its own run and request appending its own
+   ``om.observations.recorded`` record with its coverage, so the newest messages are never
+   left behind and a bulk import is observed as its live session would have been; a
+   failing run loses only its own chunk: the chunks before it stay recorded and the next
+   flush starts at the failed one;
 2. **reflect** once the observations after the last reflection coverage reach
    ``reflection.observation_tokens`` (or ``force``; all active observations with
    ``full_reflection_rebuild``), appending one ``om.reflections.recorded`` record;
@@ -407,7 +411,14 @@ class ObservationalMemoryRuntime:
         runs = turns = calls = 0
         while entries:
             try:
-                result = await observe(ready.call, entries, taken_ids=taken, withheld=invalid)
+                result = await observe(
+                    ready.call,
+                    entries,
+                    taken_ids=taken,
+                    withheld=invalid,
+                    max_message_tokens=self.settings.observation.message_tokens,
+                    estimator=self._estimator(),
+                )
             except WorkerRunError as exc:
                 return self._record(
                     progress,
