@@ -60,6 +60,7 @@ from ..core.records import OBSERVATIONS_DROPPED, Observation
 from ..core.redaction import Redactor
 from ..core.relevance import observation_pool_tokens
 from ..core.scope_map import SCOPE_BOUND
+from ..core.sources import is_eligible_observation_source_entry
 from ..core.withheld import InvalidationSource, check_invalidation_source, resolve_invalidation
 from ..debug import (
     APPEND_MISMATCH,
@@ -455,7 +456,8 @@ class ObservationalMemoryRuntime:
                 turns += result.run.turns
                 calls += result.run.tool_calls
             entries = entries[result.scanned :]
-            if pending_message_tokens(_unrevoked(entries, invalid), self._estimator()) == 0:
+            # Not a token count of the rest: that would tokenize the backlog once per chunk.
+            if not _has_message(entries, invalid):
                 break
         return self._record(
             progress,
@@ -734,6 +736,11 @@ class ObservationalMemoryRuntime:
 
     def _record_error(self, text: str) -> None:
         self._last_error = self._error(text)
+
+
+def _has_message(entries: Sequence[SessionEntry], invalid: frozenset[str]) -> bool:
+    """Whether an observable (eligible, unrevoked) message is among ``entries``."""
+    return any(e.id not in invalid and is_eligible_observation_source_entry(e) for e in entries)
 
 
 def _unrevoked(entries: Sequence[SessionEntry], invalid: frozenset[str]) -> list[SessionEntry]:
