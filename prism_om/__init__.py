@@ -87,6 +87,7 @@ from .errors import (
     EntryNotFoundError,
     EntryTooLargeError,
     ImportFormatError,
+    ImportTimeError,
     InvalidEntryError,
     InvalidIdError,
     InvalidInputError,
@@ -317,6 +318,7 @@ __all__ = [
     "WorkerError",
     "WorkerRunError",
     "ImportFormatError",
+    "ImportTimeError",
     "SessionExistsError",
     "ProviderError",
 ]

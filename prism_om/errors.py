@@ -14,6 +14,7 @@ The hierarchy::
     │   │   └── MemoryRecordTooLargeError  a record citing more ids than its cap
     │   │                            (also a MemoryRecordError)
     │   ├── ImportFormatError        a transcript file an importer cannot read (path, line)
+    │   │   └── ImportTimeError      a record's time field that is no time (``field``)
     │   ├── SessionExistsError       an import into a session that already has entries
     │   ├── ToolInputError*          a worker tool call its input does not support
     │   └── CliUsageError*           a command line the CLI refuses (exit code 2)
@@ -67,6 +68,7 @@ __all__ = [
     "EntryNotFoundError",
     "EntryTooLargeError",
     "ImportFormatError",
+    "ImportTimeError",
     "InvalidEntryError",
     "InvalidIdError",
     "InvalidInputError",
@@ -323,6 +325,35 @@ def _rebuild_import_format_error(
     path: str, reason: str, line: int | None, index: int | None
 ) -> ImportFormatError:
     return ImportFormatError(path, reason, line=line, index=index)
+
+
+class ImportTimeError(ImportFormatError):
+    """A record whose time field (``field``: ``timestamp``, ``created_at``...) holds
+    something that is neither ISO 8601 nor an epoch number; the message names the line or
+    index and the field."""
+
+    def __init__(
+        self,
+        path: str,
+        reason: str,
+        *,
+        field: str,
+        line: int | None = None,
+        index: int | None = None,
+        session_id: str | None = None,
+    ) -> None:
+        self.field = field
+        super().__init__(path, reason, line=line, index=index, session_id=session_id)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        where = (self.path, self.reason, self.field, self.line, self.index)
+        return (_rebuild_import_time_error, where, self.__dict__)
+
+
+def _rebuild_import_time_error(
+    path: str, reason: str, field: str, line: int | None, index: int | None
+) -> ImportTimeError:
+    return ImportTimeError(path, reason, field=field, line=line, index=index)
 
 
 class SessionExistsError(InvalidInputError):

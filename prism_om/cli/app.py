@@ -154,6 +154,19 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument(
         "--session", type=session_id_argument, metavar="NAME", help="name of the new session"
     )
+    imp.add_argument(
+        "--start-time",
+        metavar="ISO",
+        help="time of the first message when the file has none (ISO 8601; naive is UTC; "
+        "default: count back from the import time)",
+    )
+    imp.add_argument(
+        "--interval",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="seconds between messages the import dates itself (default: 1)",
+    )
 
     observe = add("observe", "run the observer and reflector once", store, session, as_json, redact)
     observe.add_argument("--force", action="store_true", help="ignore the token thresholds")

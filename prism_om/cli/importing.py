@@ -10,6 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..importers import import_conversation, parse_conversation
 from ..importers.api import check_transcript_file
+from ..importers.times import parse_start_time, validate_interval
 from ..stores import parse_store_url
 from .common import open_cli_store, store_url
 from .output import console, error_console, print_json
@@ -23,8 +24,10 @@ def _would_create(db: str) -> bool:
 
 
 async def cmd_import(args: argparse.Namespace) -> None:
-    # Before the store is opened (or created): a bad FILE leaves nothing behind.
+    # Before the store is opened (or created): a bad FILE or option leaves nothing behind.
     path = check_transcript_file(args.file)
+    start_time = parse_start_time(args.start_time)
+    interval = validate_interval(args.interval)
     err = error_console()
     # A bar only where someone watches it; it disappears once the import is done.
     bar = Progress(
@@ -45,14 +48,31 @@ async def cmd_import(args: argparse.Namespace) -> None:
         # A malformed file must not leave a new, empty store behind: with no store yet
         # there is nothing to collide with, so check the file before creating one.
         await asyncio.to_thread(
-            parse_conversation, path, format=args.format, session_id=args.session
+            parse_conversation,
+            path,
+            format=args.format,
+            session_id=args.session,
+            start_time=start_time,
+            interval=interval,
         )
     async with open_cli_store(args.db, create=True) as store:
         with bar:
             result = await import_conversation(
-                store, path, format=args.format, session_id=args.session, progress=progress
+                store,
+                path,
+                format=args.format,
+                session_id=args.session,
+                progress=progress,
+                start_time=start_time,
+                interval=interval,
             )
         url = store.url
+    dating = result.times.describe()
+    if dating is not None:
+        # Said even with --json (on stderr): dates the file did not give are never silent.
+        if result.times.fallback == "import-time":
+            dating += "; pass --start-time ISO to give the first message's real time"
+        err.print(f"prism-om: note: {dating}", soft_wrap=True)
     if args.json:
         print_json(
             {
@@ -62,6 +82,14 @@ async def cmd_import(args: argparse.Namespace) -> None:
                 "format": result.format,
                 "label": result.label,
                 "store": url,
+                "times": {
+                    "own": result.times.own,
+                    "filled": result.times.filled,
+                    "fallback": result.times.fallback,
+                    "interval": result.times.interval,
+                    "first": result.times.first,
+                    "last": result.times.last,
+                },
             }
         )
         return

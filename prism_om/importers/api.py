@@ -6,6 +6,11 @@ characters), a ``-``, and the first 8 hex digits of the SHA-256 of the file's by
 ``chat-export-3f9c01ab``. When the store already has that session (the same file imported
 before), ``-2``, ``-3``, ... is added. An explicit ``session_id`` that the store already has
 is refused with ``SessionExistsError``: an import never adds to an existing session.
+
+Times. Records without a time of their own are dated ``interval`` seconds apart (default
+1) from ``start_time`` (an ISO 8601 string or a datetime; naive is UTC), else around the
+file's own times, else back from the import time; ``times`` (on the plan and the result)
+says which. ``prism_om.importers.times`` has the rules.
 """
 
 from __future__ import annotations
@@ -16,17 +21,19 @@ import re
 import stat
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from ..entries import SessionEntry, validate_session_id
 from ..stores.base import SessionStore
-from .build import EntryFactory, Progress
+from .build import EntryFactory, Progress, TimeOptions
 from .detect import Format, detect_format, normalise_format
 from .errors import ImportFormatError, SessionExistsError
 from .native import parse_native
 from .openai_chat import parse_openai
 from .pi_session import parse_pi, pi_version
 from .source import Source, read_source
+from .times import DEFAULT_INTERVAL, ImportTimes, parse_start_time, validate_interval
 
 __all__ = [
     "ImportPlan",
@@ -63,6 +70,8 @@ class ImportPlan:
     session_id: str
     entries: list[SessionEntry]
     record_count: int
+    times: ImportTimes
+    """How the records were dated: their own times, and the fallback for the rest."""
 
     @property
     def leaf_id(self) -> str:
@@ -79,6 +88,8 @@ class ImportResult:
     session_id: str
     entry_count: int
     leaf_id: str
+    times: ImportTimes
+    """How the entries were dated; ``times.describe()`` says it in a sentence."""
 
 
 def default_session_id(file_name: str, digest: str) -> str:
@@ -123,12 +134,16 @@ def parse_conversation_bytes(
     session_id: str | None = None,
     existing_sessions: Collection[str] = (),
     progress: Progress | None = None,
+    start_time: datetime | str | None = None,
+    interval: float = DEFAULT_INTERVAL,
 ) -> ImportPlan:
     """``parse_conversation`` for content already in memory; ``name`` is its file name."""
+    options = TimeOptions(parse_start_time(start_time), validate_interval(interval))
     source = read_source(data, name)
     fmt = normalise_format(format) if format is not None else detect_format(source)
     target = _choose_session_id(source, session_id, existing_sessions)
-    entries = _PARSERS[fmt](source, EntryFactory(source, target, progress))
+    factory = EntryFactory(source, target, progress, options)
+    entries = _PARSERS[fmt](source, factory)
     return ImportPlan(
         file=name,
         format=fmt,
@@ -136,7 +151,13 @@ def parse_conversation_bytes(
         session_id=target,
         entries=entries,
         record_count=len(source.records),
+        times=factory.times or _own_times(entries, options.interval),
     )
+
+
+def _own_times(entries: list[SessionEntry], interval: float) -> ImportTimes:
+    # Native files carry every entry's time (the wire format requires one).
+    return ImportTimes(own=len(entries), filled=0, fallback="none", interval=interval)
 
 
 def parse_conversation(
@@ -146,14 +167,19 @@ def parse_conversation(
     session_id: str | None = None,
     existing_sessions: Collection[str] = (),
     progress: Progress | None = None,
+    start_time: datetime | str | None = None,
+    interval: float = DEFAULT_INTERVAL,
 ) -> ImportPlan:
     """Read a transcript file and return the entries an import would append.
 
     ``format`` is ``"openai"``, ``"pi"`` or ``"native"``; None detects it. ``session_id``
     names the new session; None derives one from the file (see the module docstring),
     avoiding the names in ``existing_sessions``. ``progress(done, total)`` is called at
-    most about 100 times. Malformed input raises ``ImportFormatError`` naming the file,
-    the line (JSON lines) or index (JSON array) and the reason. Nothing is written.
+    most about 100 times. ``start_time`` and ``interval`` date the records that carry no
+    time (module docstring, "Times"). Malformed input raises ``ImportFormatError`` naming
+    the file, the line (JSON lines) or index (JSON array) and the reason (a bad time value:
+    ``ImportTimeError``, naming the field too); a bad ``start_time`` or ``interval`` raises
+    ``InvalidInputError``. Nothing is written.
     """
     file = check_transcript_file(path)
     return parse_conversation_bytes(
@@ -163,6 +189,8 @@ def parse_conversation(
         session_id=session_id,
         existing_sessions=existing_sessions,
         progress=progress,
+        start_time=start_time,
+        interval=interval,
     )
 
 
@@ -173,13 +201,20 @@ async def import_conversation(
     format: str | None = None,
     session_id: str | None = None,
     progress: Progress | None = None,
+    start_time: datetime | str | None = None,
+    interval: float = DEFAULT_INTERVAL,
 ) -> ImportResult:
     """Parse a transcript file and append it to ``store`` as a new session, in one batch.
 
     The batch is all or nothing: a malformed file (``ImportFormatError``), an existing
     explicit ``session_id`` (``SessionExistsError``) or a store rule broken by a concurrent
     writer leaves the store as it was. ``progress`` runs on the event loop's thread.
+    ``start_time`` and ``interval`` date the records without a time; ``result.times``
+    says how they were dated (``parse_conversation``).
     """
+    # A bad option is refused before the file is read or the store is asked anything.
+    parse_start_time(start_time)
+    validate_interval(interval)
     file = check_transcript_file(path)
     data = await asyncio.to_thread(file.read_bytes)
     existing = set(await store.sessions())
@@ -191,6 +226,8 @@ async def import_conversation(
             session_id=session_id,
             existing_sessions=existing,
             progress=progress,
+            start_time=start_time,
+            interval=interval,
         )
     except SessionExistsError as exc:
         exc.add_context(url=store.url)
@@ -203,6 +240,7 @@ async def import_conversation(
         session_id=plan.session_id,
         entry_count=len(plan.entries),
         leaf_id=plan.leaf_id,
+        times=plan.times,
     )
 
 

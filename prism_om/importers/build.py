@@ -6,33 +6,39 @@ Ids. An imported entry's id is ``"i"`` plus 24 hex digits of
 the same session gives the same ids; imported into another session it gives other ids, so
 re-importing never collides with an earlier import (the session id itself is always new).
 
-Timestamps. A record's own time is kept: an ISO 8601 string as written (a naive one is read
-as UTC and rewritten with ``Z``), or epoch seconds / milliseconds (a number above 1e11 is
-taken as milliseconds) rewritten as ISO UTC. A record without one takes the time of the
-record before it, so it sorts where it was written. Before the first dated record, times
-are synthetic: the Unix epoch plus one millisecond per record index. They must not depend
-on the file's mtime or the clock, or two copies of one file would import differently.
+Timestamps. ``times`` explains them: a record's own time is kept, and the records
+without one are dated ``interval`` seconds apart around the times that are known, from
+``start_time``, or back from the import time, never at the Unix epoch. Each parser hands
+over every record's time value first (``date``), so a gap at the start of a file can count
+back from the first time written after it.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from ..entries import SessionEntry, entry_from_wire
-from ..errors import InvalidEntryError
+from ..errors import ImportTimeError, InvalidEntryError
 from .source import Source
+from .times import (
+    DEFAULT_INTERVAL,
+    ImportTimes,
+    TimeValue,
+    date_records,
+)
 
-__all__ = ["EntryFactory", "Progress", "SYNTHETIC_EPOCH", "coerce_timestamp", "derive_entry_id"]
+__all__ = [
+    "EntryFactory",
+    "Progress",
+    "TimeOptions",
+    "derive_entry_id",
+]
 
 Progress = Callable[[int, int], None]
-
-SYNTHETIC_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-# Epoch numbers above this are milliseconds: 1e11 seconds is the year 5138.
-_MILLISECONDS_ABOVE = 1e11
 # Progress is reported at most this many times per parse, whatever the file size.
 _PROGRESS_CALLS = 100
 
@@ -43,62 +49,71 @@ def derive_entry_id(session_id: str, source_key: str) -> str:
     return f"i{digest[:24]}"
 
 
-def _iso(moment: datetime) -> str:
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+@dataclass(frozen=True, slots=True)
+class TimeOptions:
+    """How to date records without a time: from ``start_time``, ``interval`` s apart."""
 
-
-def coerce_timestamp(value: object) -> str | None:
-    """An ISO 8601 timestamp from a record's time field, None when absent.
-
-    Raises ``ValueError`` with the reason for a value that is present but unusable.
-    """
-    if value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            moment = datetime.fromisoformat(value)
-        except ValueError:
-            raise ValueError(f"timestamp {value!r} is not ISO 8601") from None
-        if moment.tzinfo is None:
-            return _iso(moment.replace(tzinfo=UTC))
-        return value
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = value / 1000 if abs(value) > _MILLISECONDS_ABOVE else value
-        try:
-            return _iso(datetime.fromtimestamp(seconds, UTC))
-        except (OverflowError, OSError, ValueError):
-            raise ValueError(f"timestamp {value!r} is out of range") from None
-    raise ValueError(f"timestamp must be an ISO 8601 string or epoch number, got {value!r}")
+    start_time: datetime | None = None
+    interval: float = DEFAULT_INTERVAL
 
 
 class EntryFactory:
     """Builds one import's entries: ids, times, validation, progress."""
 
-    def __init__(self, source: Source, session_id: str, progress: Progress | None) -> None:
+    def __init__(
+        self,
+        source: Source,
+        session_id: str,
+        progress: Progress | None,
+        times: TimeOptions | None = None,
+    ) -> None:
         self.source = source
         self.session_id = session_id
         self._progress = progress
         self._total = len(source.records)
         self._step = max(1, -(-self._total // _PROGRESS_CALLS))
         self._done = 0
-        self._last_time: str | None = None
+        self._options = times or TimeOptions()
+        self._timestamps: list[str] = []
+        self.times: ImportTimes | None = None
+        """How the records were dated; set by ``date``."""
 
     def entry_id(self, source_key: str) -> str:
         """The id of the record ``source_key`` in this import's session."""
         return derive_entry_id(self.session_id, source_key)
 
-    def timestamp(self, value: object, pos: int, index: int) -> str:
-        """The entry time for a record: its own, else the previous one, else synthetic."""
-        try:
-            own = coerce_timestamp(value)
-        except ValueError as exc:
-            raise self.source.error(pos, str(exc), session_id=self.session_id) from None
-        if own is not None:
-            self._last_time = own
-            return own
-        if self._last_time is not None:
-            return self._last_time
-        return _iso(SYNTHETIC_EPOCH + timedelta(milliseconds=index))
+    def date(self, values: Sequence[TimeValue | None]) -> None:
+        """Date every record from its time value (by record index; None: it has none).
+
+        A bad value raises ``ImportTimeError`` at its record, naming the field.
+        """
+        records = self.source.records
+        jsonl = self.source.layout == "jsonl"
+
+        def bad_time(index: int, field: str, reason: str) -> ImportTimeError:
+            pos = records[index].pos
+            return ImportTimeError(
+                self.source.name,
+                reason,
+                field=field,
+                line=pos if jsonl else None,
+                index=None if jsonl else pos,
+                session_id=self.session_id,
+            )
+
+        dated = date_records(
+            values,
+            start_time=self._options.start_time,
+            interval=self._options.interval,
+            bad_time=bad_time,
+            where=lambda index: self.source.where(records[index].pos),
+        )
+        self._timestamps = dated.timestamps
+        self.times = dated.report
+
+    def timestamp(self, index: int) -> str:
+        """The time of record ``index`` (``date`` must have run)."""
+        return self._timestamps[index]
 
     def make(self, pos: int, wire: dict[str, Any]) -> SessionEntry:
         """Validate a wire dict (``sessionId`` is filled in) into an entry of the import."""

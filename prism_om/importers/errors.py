@@ -1,10 +1,10 @@
-"""The errors an import raises; both are ``InvalidInputError``, so nothing is ever written.
+"""The errors an import raises; all are ``InvalidInputError``, so nothing is ever written.
 
 They are defined in ``prism_om.errors`` with the rest of the tree.
 """
 
 from __future__ import annotations
 
-from ..errors import ImportFormatError, SessionExistsError
+from ..errors import ImportFormatError, ImportTimeError, SessionExistsError
 
-__all__ = ["ImportFormatError", "SessionExistsError"]
+__all__ = ["ImportFormatError", "ImportTimeError", "SessionExistsError"]

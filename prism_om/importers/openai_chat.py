@@ -22,7 +22,8 @@ any other role         custom ``{"type": "import.message", ...the record's field
 
 Content parts: ``text`` (also ``input_text``/``output_text``) → text; ``image_url`` → an
 image part with ``url``; ``refusal`` → text; other kinds → a placeholder text part. Time
-comes from ``timestamp``, ``created_at`` or ``created`` (see ``build`` for the fallback).
+comes from the first of ``timestamp``, ``created_at``, ``created`` and ``time`` present
+(see ``times`` for the formats and the fallback).
 Other record fields (ids, usage, audio...) are not kept on message entries.
 """
 
@@ -34,10 +35,11 @@ from ..entries import SessionEntry
 from .build import EntryFactory
 from .content import parse_arguments, placeholder_part, text_part
 from .source import Source
+from .times import TimeValue
 
-__all__ = ["TIME_FIELDS", "parse_openai"]
+__all__ = ["TIME_FIELDS", "parse_openai", "time_value"]
 
-TIME_FIELDS = ("timestamp", "created_at", "created")
+TIME_FIELDS = ("timestamp", "created_at", "created", "time")
 _TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
 
 
@@ -53,18 +55,23 @@ def parse_openai(source: Source, factory: EntryFactory) -> list[SessionEntry]:
     """Convert every record of an OpenAI-style chat file, in order."""
     chain = _Chain()
     entries: list[SessionEntry] = []
+    factory.date([time_value(record.data) for record in source.records])
     for index, record in enumerate(source.records):
         data, pos = record.data, record.pos
         wire = _payload(source, pos, data, chain)
-        time_value = next((data[k] for k in TIME_FIELDS if data.get(k) is not None), None)
         wire["id"] = factory.entry_id(source.where(pos))
         wire["parentId"] = chain.parent
-        wire["timestamp"] = factory.timestamp(time_value, pos, index)
+        wire["timestamp"] = factory.timestamp(index)
         entry = factory.make(pos, wire)
         entries.append(entry)
         chain.parent = entry.id
         factory.tick()
     return entries
+
+
+def time_value(data: dict[str, Any]) -> TimeValue | None:
+    """The record's first time field present, with its name."""
+    return next(((k, data[k]) for k in TIME_FIELDS if data.get(k) is not None), None)
 
 
 def _payload(source: Source, pos: int, data: dict[str, Any], chain: _Chain) -> dict[str, Any]:

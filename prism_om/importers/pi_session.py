@@ -54,6 +54,7 @@ from ..entries import SessionEntry
 from .build import EntryFactory
 from .content import parse_arguments, placeholder_part, text_part
 from .source import Record, Source
+from .times import TimeValue
 
 __all__ = ["PI_ENTRY_TYPES", "parse_pi", "pi_version"]
 
@@ -104,6 +105,7 @@ def parse_pi(source: Source, factory: EntryFactory) -> list[SessionEntry]:
     version = pi_version(source)
     records = source.records
     has_header = records[0].data.get("type") == "session"
+    factory.date([_time_value(record.data) for record in records])
     root = _root(source, factory, records[0], has_header)
     entries = [root]
     tree = _Tree(root.id)
@@ -134,10 +136,20 @@ def _root(source: Source, factory: EntryFactory, first: Record, has_header: bool
             "id": factory.entry_id(key),
             "parentId": None,
             "kind": "custom",
-            "timestamp": factory.timestamp(first.data.get("timestamp"), first.pos, 0),
+            "timestamp": factory.timestamp(0),
             "data": data,
         },
     )
+
+
+def _time_value(data: dict[str, Any]) -> TimeValue | None:
+    """An entry's ``timestamp``, else its message's (pi keeps epoch milliseconds there)."""
+    if data.get("timestamp") is not None:
+        return "timestamp", data["timestamp"]
+    message = data.get("message")
+    if isinstance(message, dict) and message.get("timestamp") is not None:
+        return "message.timestamp", message["timestamp"]
+    return None
 
 
 def _convert(
@@ -160,13 +172,9 @@ def _convert(
         # Version 1 has no ids: entries chain in file order.
         entry_id, parent_id = factory.entry_id(source.where(pos)), tree.previous
     wire = _payload(source, data, pos, tree)
-    time_value = data.get("timestamp")
-    message = data.get("message")
-    if time_value is None and isinstance(message, dict):
-        time_value = message.get("timestamp")
     wire["id"] = entry_id
     wire["parentId"] = parent_id
-    wire["timestamp"] = factory.timestamp(time_value, pos, index)
+    wire["timestamp"] = factory.timestamp(index)
     return factory.make(pos, wire)
 
 

@@ -253,7 +253,9 @@ class WorkerSettings(_Settings):
 
 
 class ObservationSettings(WorkerSettings):
-    """The observer: runs once ``message_tokens`` of unscanned messages have accumulated."""
+    """The observer: runs once ``message_tokens`` of unscanned messages have accumulated,
+    and shows a model at most that many message tokens per run (a larger backlog, such as
+    a bulk import, is observed in chunks, each recorded with its own coverage)."""
 
     message_tokens: PositiveInt = DEFAULT_MESSAGE_TOKENS
 

@@ -62,14 +62,24 @@ async def observe(
     *,
     taken_ids: set[str] | None = None,
     withheld: frozenset[str] = frozenset(),
+    max_message_tokens: int | None = None,
+    estimator: TokenEstimator | None = None,
 ) -> ObserverResult:
-    """Observe the longest prefix of ``entries`` that fits one prompt.
+    """Observe the longest prefix of ``entries`` that fits one prompt (and, with
+    ``max_message_tokens``, holds at most that many message tokens: one chunk).
 
     Messages whose id is in ``withheld`` (revoked) are covered but never shown.
     """
     system = system_text(OBSERVER_INSTRUCTIONS, call.instructions)
     budget = call.input_budget(system, observer_prompt("", truncated=True))
-    batch = select_observer_batch(entries, budget, call.redactor, withheld=withheld)
+    batch = select_observer_batch(
+        entries,
+        budget,
+        call.redactor,
+        withheld=withheld,
+        max_tokens=max_message_tokens,
+        estimator=estimator,
+    )
     remaining = len(entries) - len(batch.scanned)
     if not batch.sources:
         return ObserverResult((), batch.covers_up_to_id, (), len(batch.scanned), remaining)
@@ -107,13 +117,15 @@ async def run_observer(
     options: Mapping[str, Any] | None = None,
     secrets: Iterable[str] | Redactor | None = None,
     taken_ids: set[str] | None = None,
+    message_tokens: int | None = None,
     **limits: Unpack[ShortLimits],
 ) -> ObserverResult:
     """Run the observer once over ``entries`` (the unscanned entries, branch order).
 
     Writes nothing: append ``result.record()`` as a custom entry to persist it. Only the
-    prefix that fits one prompt is observed (``result.remaining`` tells what is left);
-    call again with the rest. Raises ``WorkerRunError`` on any broken limit.
+    prefix that fits one prompt, and with ``message_tokens`` at most that many message
+    tokens, is observed (``result.remaining`` tells what is left); call again with the
+    rest. Raises ``WorkerRunError`` on any broken limit.
     """
     call = direct_call(
         provider=provider,
@@ -126,4 +138,4 @@ async def run_observer(
         secrets=secrets,
         limits=limits,
     )
-    return await observe(call, entries, taken_ids=taken_ids)
+    return await observe(call, entries, taken_ids=taken_ids, max_message_tokens=message_tokens)

@@ -3,9 +3,13 @@
 One flush runs one consolidation pipeline:
 
 1. **observe** once the unscanned eligible messages reach ``observation.message_tokens``
-   (or ``force``): every unscanned entry is observed, in as many runs as the prompt budget
-   needs, each appending one ``om.observations.recorded`` record with its coverage, so the
-   newest messages are never left behind;
+   (or ``force``): every unscanned entry is observed in chunks of at most
+   ``observation.message_tokens`` message tokens (and one prompt's share of
+   ``max_worker_message_bytes``), each its own run and request appending its own
+   ``om.observations.recorded`` record with its coverage, so the newest messages are never
+   left behind and a bulk import is observed as its live session would have been; a
+   failing run loses only its own chunk: the chunks before it stay recorded and the next
+   flush starts at the failed one;
 2. **reflect** once the observations after the last reflection coverage reach
    ``reflection.observation_tokens`` (or ``force``; all active observations with
    ``full_reflection_rebuild``), appending one ``om.reflections.recorded`` record;
@@ -56,6 +60,7 @@ from ..core.records import OBSERVATIONS_DROPPED, Observation
 from ..core.redaction import Redactor
 from ..core.relevance import observation_pool_tokens
 from ..core.scope_map import SCOPE_BOUND
+from ..core.sources import is_eligible_observation_source_entry
 from ..core.withheld import InvalidationSource, check_invalidation_source, resolve_invalidation
 from ..debug import (
     APPEND_MISMATCH,
@@ -407,7 +412,14 @@ class ObservationalMemoryRuntime:
         runs = turns = calls = 0
         while entries:
             try:
-                result = await observe(ready.call, entries, taken_ids=taken, withheld=invalid)
+                result = await observe(
+                    ready.call,
+                    entries,
+                    taken_ids=taken,
+                    withheld=invalid,
+                    max_message_tokens=self.settings.observation.message_tokens,
+                    estimator=self._estimator(),
+                )
             except WorkerRunError as exc:
                 return self._record(
                     progress,
@@ -444,7 +456,8 @@ class ObservationalMemoryRuntime:
                 turns += result.run.turns
                 calls += result.run.tool_calls
             entries = entries[result.scanned :]
-            if pending_message_tokens(_unrevoked(entries, invalid), self._estimator()) == 0:
+            # Not a token count of the rest: that would tokenize the backlog once per chunk.
+            if not _has_message(entries, invalid):
                 break
         return self._record(
             progress,
@@ -723,6 +736,11 @@ class ObservationalMemoryRuntime:
 
     def _record_error(self, text: str) -> None:
         self._last_error = self._error(text)
+
+
+def _has_message(entries: Sequence[SessionEntry], invalid: frozenset[str]) -> bool:
+    """Whether an observable (eligible, unrevoked) message is among ``entries``."""
+    return any(e.id not in invalid and is_eligible_observation_source_entry(e) for e in entries)
 
 
 def _unrevoked(entries: Sequence[SessionEntry], invalid: frozenset[str]) -> list[SessionEntry]:

@@ -25,6 +25,7 @@ from ..core.records import Observation
 from ..core.redaction import Redactor, redacted_entry_text
 from ..core.sources import is_eligible_observation_source_entry
 from ..entries import SessionEntry
+from ..tokens import TokenEstimator, get_estimator
 
 __all__ = [
     "TRUNCATION_MARKER",
@@ -114,24 +115,35 @@ def select_observer_batch(
     redactor: Redactor | None = None,
     *,
     withheld: frozenset[str] = frozenset(),
+    max_tokens: int | None = None,
+    estimator: TokenEstimator | None = None,
 ) -> ObserverBatch:
-    """The longest prefix of ``entries`` whose eligible messages fit ``budget`` bytes.
+    """The longest prefix of ``entries`` whose eligible messages fit ``budget`` bytes and,
+    with ``max_tokens``, ``max_tokens`` tokens (counted by ``estimator``).
 
     Bookkeeping entries (memory records, compactions, other custom entries) join the scan
-    without entering the text. A first message larger than the budget alone is cut with a
-    marker, so every batch with a message makes progress: coverage never sticks on one.
-    A message whose id is in ``withheld`` (revoked) is scanned like bookkeeping: covered,
-    so coverage moves past it, and never shown.
+    without entering the text. A first message larger than the byte budget alone is cut
+    with a marker, and one above ``max_tokens`` alone is shown whole, so every batch with a
+    message makes progress: coverage never sticks on one. A message whose id is in
+    ``withheld`` (revoked) is scanned like bookkeeping: covered, so coverage moves past it,
+    and never shown.
     """
     scanned: list[SessionEntry] = []
     sources: list[SessionEntry] = []
     blocks: list[str] = []
     truncated: list[str] = []
-    used = 0
+    used = tokens = 0
+    est = estimator or get_estimator() if max_tokens is not None else None
     for entry in entries:
         if entry.id in withheld or not is_eligible_observation_source_entry(entry):
             scanned.append(entry)
             continue
+        if est is not None and max_tokens is not None:
+            # The same count that gates observation.message_tokens, so a bulk import is
+            # observed in the chunks a live session of it would have been.
+            tokens += est.count_entry(entry)
+            if sources and tokens > max_tokens:
+                break
         block = serialize_entry(entry, redactor)
         size = utf8_len(block)
         if used + size > budget:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +23,23 @@ from prism_om.importers import (
     import_conversation,
     parse_conversation,
     parse_conversation_bytes,
+    times,
 )
 from prism_om.importers.pi_session import PI_ENTRY_TYPES
 from prism_om.stores import open_store
 from prism_om.stores.memory import MemoryStore
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "import"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _fixed_import_clock() -> Iterator[None]:
+    """Files without times are dated back from the import time (tests/importers/
+    test_import_times.py); here that time is fixed, so two parses compare equal."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(times, "import_clock", lambda: datetime(2026, 1, 5, 12, tzinfo=UTC))
+        yield
+
 
 FIXTURES = [
     ("openai_array.json", "openai", "openai array"),
@@ -155,10 +167,10 @@ def test_openai_array_keeps_system_images_and_times() -> None:
     parts = picture.to_wire()["message"]["content"]
     assert parts[1] == {"type": "image", "url": "https://example.com/eiffel.png"}
     # created_at epoch seconds become ISO UTC; an ISO time is kept as written; a message
-    # without a time takes the previous one.
+    # without a time takes the previous one plus the interval (1 s).
     assert system.timestamp == "2024-05-29T16:26:40.000Z"
     assert picture.timestamp == "2024-06-01T10:00:05Z"
-    assert answer.timestamp == picture.timestamp
+    assert answer.timestamp == "2024-06-01T10:00:06.000Z"
 
 
 def test_openai_jsonl_tool_calls_and_legacy_function() -> None:
@@ -185,15 +197,6 @@ def test_openai_jsonl_tool_calls_and_legacy_function() -> None:
     # Entries chain in file order.
     for parent, child in zip(plan.entries, plan.entries[1:], strict=False):
         assert child.parent_id == parent.id
-
-
-def test_openai_synthetic_times_are_fixed_epoch_plus_index() -> None:
-    plan = plan_of("openai_tools.jsonl")
-    assert [e.timestamp for e in plan.entries[:3]] == [
-        "1970-01-01T00:00:00.000Z",
-        "1970-01-01T00:00:00.001Z",
-        "1970-01-01T00:00:00.002Z",
-    ]
 
 
 def test_openai_object_and_unknown_role() -> None:
