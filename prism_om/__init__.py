@@ -101,6 +101,7 @@ from .errors import (
     RootExistsError,
     ScopeDeniedError,
     SessionExistsError,
+    SessionNotFoundError,
     SessionMismatchError,
     StaleCoverageError,
     StoreBusyError,
@@ -318,5 +319,6 @@ __all__ = [
     "WorkerRunError",
     "ImportFormatError",
     "SessionExistsError",
+    "SessionNotFoundError",
     "ProviderError",
 ]
