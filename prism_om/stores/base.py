@@ -399,8 +399,9 @@ class StoreLifecycle(abc.ABC):
     """What every adapter shares: ``append``, ``async with``, the closed check, the fault point.
 
     An adapter sets ``url``, sets ``_closed`` in ``close()``, and implements
-    ``append_many``, ``close`` and ``delete_session``. Inside its append transaction, after every rule check
-    and before the batch becomes visible, it calls ``self._append_fault_point(batch)``
+    ``append_many``, ``close`` and ``delete_session``. Inside its append transaction,
+    after every rule check and before the batch becomes visible, it calls
+    ``self._append_fault_point(batch)``
     with the entries as they will be stored: a fault installed by
     ``prism_om.testing.faults.inject_append_fault`` runs there, and what it raises
     leaves the store as it was (a process it kills leaves no part of the batch either).

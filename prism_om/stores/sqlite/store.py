@@ -250,13 +250,15 @@ class SqliteStore(SqliteReads):
             count = (await fetch_first_row(conn, SESSION_ENTRY_COUNT_SQL, (session_id,)))[0]
             if not count:
                 raise session_not_found(session_id, self.url)
+            # The pragma answers the connection's setting (builds differ in the default).
+            was = (await fetch_first_row(conn, "PRAGMA secure_delete"))[0]
             await conn.execute("PRAGMA secure_delete = ON")
             try:
                 for statement in DELETE_SESSION_SQL:
                     await conn.execute(statement, (session_id,))
             finally:
                 # The rows are zeroed as they are deleted; appends need not pay for it.
-                await conn.execute("PRAGMA secure_delete = OFF")
+                await conn.execute(f"PRAGMA secure_delete = {int(was)}")
             return int(count)
 
         count = await self._writing("delete", work)
