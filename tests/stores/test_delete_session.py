@@ -54,6 +54,10 @@ async def _fill(store: SessionStore) -> None:
             await store.append(entry)
 
 
+def _files(directory: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in directory.iterdir()}
+
+
 def _file_bytes(db: Path) -> bytes:
     return b"".join(p.read_bytes() for p in (db, Path(f"{db}-wal")) if p.exists())
 
@@ -119,10 +123,10 @@ async def test_jsonl_delete_removes_the_file_and_its_sidecars(tmp_path: Path) ->
         other = await JsonlStore.open(tmp_path)  # another process's view, loaded first
         assert len(await other.list("gone")) > 0
         await store.delete_session("gone")
-        names = sorted(p.name for p in tmp_path.iterdir())
+        names = sorted(_files(tmp_path))
         assert not [n for n in names if n.startswith(("gone.", ".gone."))], names
         assert "kept-a.jsonl" in names and "kept-b.leaf.json" in names
-        assert not any(ERASED.encode() in p.read_bytes() for p in tmp_path.iterdir())
+        assert not any(ERASED.encode() in data for data in _files(tmp_path).values())
         # The other view drops the session at its next read, as erased, not damaged.
         assert await other.list("gone") == []
         assert await other.sessions() == ["kept-a", "kept-b"]
