@@ -45,8 +45,9 @@ async def _build(db: Path) -> dict[str, str]:
     observe = ["observe", "--db", str(db), "--session", "s1", "--force", "--json"]
     assert await asyncio.to_thread(main, observe) == 0  # its own event loop
     async with await open_store(f"sqlite:{db}") as store:
-        # Revoke the Lisbon message: memory resting on it must be withheld everywhere.
-        await create_deletion_propagator(store).propagate("privacy", [ids[4], ids[5]], reason="revoked")
+        # Revoke the Lisbon exchange: memory resting on it must be withheld everywhere.
+        propagator = create_deletion_propagator(store)
+        await propagator.propagate("privacy", [ids[4], ids[5]], reason="revoked")
     return {"first": ids[0], "lisbon": ids[4]}
 
 
