@@ -43,8 +43,9 @@ bare path, meaning a SQLite file; a server store exists once its tables do, and 
 commands never create them;
 the default is {DEFAULT_DB} in the current directory, the file 'prism-om demo' writes.
 
-secrets: status, view, recall, page, observe and compact replace every exact secret
-value with [REDACTED] in what they print (and observe/compact in what they record).
+secrets: status, view, recall, page, observe, compact and mcp replace every exact
+secret value with [REDACTED] in what they print or answer (and observe/compact in what
+they record).
 Give them in ${SECRETS_ENV}, one per line (a secret may hold commas or spaces), or
 with --secret VALUE, repeatable. Text shown for a person has control characters
 escaped (\\x1b, \\u202e); --json output is plain JSON.

@@ -530,6 +530,7 @@ class JsonlStore(StoreBase):
         stays in ``.sessions``, which lists names only (other processes read it by
         offset, so it is never rewritten). A deleter killed half-way is finished by the
         next writer (see "Debris"); other processes drop the session at their next read.
+        A damaged session is refused like any write to it: repair it first.
         """
         sid = self._session_arg(session_id)
         self._ensure_writable()
