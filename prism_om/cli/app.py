@@ -315,15 +315,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    """The installed distribution's version (the package's own when not installed)."""
+    """The installed distribution's version (``pip install`` put it in the metadata)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
         return version("prism-om")
-    except PackageNotFoundError:
-        from .. import __version__
-
-        return __version__
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def _exit_code(exc: BaseException) -> int:
