@@ -8,12 +8,13 @@ summaries included, across a reopen for persistent stores.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ..errors import InvalidSessionIdError, SessionNotFoundError
 from ..stores.base import SessionStore
 from ..stores.memory import MemoryStore
 from ._requires import pytest
+from .generate import make_message
 from .om_factories import random_builder
 
 if TYPE_CHECKING:
@@ -81,17 +82,23 @@ class DeleteConformance:
         await _fill(store)
         old = await store.list("gone")
         before = await store.ledger("gone", old[-1].id)
+        assert before.observations  # the erased session had memory...
+        await store.branch_tokens("gone", old[-1].id)
         await store.delete_session("gone")
-        # The same ids come back with other content: nothing of the erased session
-        # (a remembered ledger, a token count) may answer for them.
-        fresh = random_builder(99, 30, session_id="gone").entries
+        # ...and its ids come back as plain messages with other text: nothing of the erased
+        # session (a remembered ledger, a token count) may answer for them.
+        fresh, parent = [], None
+        for n, entry in enumerate(old):
+            role: Literal["user", "assistant"] = "user" if n % 2 == 0 else "assistant"
+            fresh.append(make_message("gone", entry.id, parent, role, f"new text {n} " * 9, n))
+            parent = entry.id
         await store.append_many(fresh)
-        assert [e.to_wire() for e in await store.list("gone")] == [e.to_wire() for e in fresh]
         reference = MemoryStore()
         await reference.append_many(fresh)
+        assert [e.to_wire() for e in await store.list("gone")] == [e.to_wire() for e in fresh]
         assert await store.ledger("gone") == await reference.ledger("gone")
+        assert not (await store.ledger("gone")).observations
         assert await store.branch_tokens("gone") == await reference.branch_tokens("gone")
-        assert before.observations or before.reflections  # the erased one had memory
         assert await store.sessions() == ["keep-a", "keep-b", "gone"]
 
     async def test_delete_an_unknown_session_is_refused(self, store: SessionStore) -> None:
