@@ -103,6 +103,7 @@ from .errors import (
     ScopeDeniedError,
     SessionExistsError,
     SessionMismatchError,
+    SessionNotFoundError,
     StaleCoverageError,
     StoreBusyError,
     StoreClosedError,
@@ -320,5 +321,6 @@ __all__ = [
     "ImportFormatError",
     "ImportTimeError",
     "SessionExistsError",
+    "SessionNotFoundError",
     "ProviderError",
 ]

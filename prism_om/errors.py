@@ -26,7 +26,8 @@ The hierarchy::
     │   ├── EntryNotFoundError       a leaf or cursor that is not in the session
     │   ├── MemoryRecordError        an om.* record that the branch does not support
     │   ├── StaleCoverageError       a worker's records, after another worker recorded
-    │   └── CopyConflictError        a copy's target session that differs from its source
+    │   ├── CopyConflictError        a copy's target session that differs from its source
+    │   └── SessionNotFoundError     deleting a session the store does not hold
     ├── BranchMismatchError          an append that did not land on the session's leaf
     ├── ScopeDeniedError             a shared scope read that was not granted
     ├── StoreError                   the storage underneath failed
@@ -85,6 +86,7 @@ __all__ = [
     "StaleCoverageError",
     "SessionExistsError",
     "SessionMismatchError",
+    "SessionNotFoundError",
     "StoreBusyError",
     "StoreClosedError",
     "StoreError",
@@ -210,6 +212,10 @@ class CopyConflictError(StoreRuleError):
     entries; anything else (other entries, other bodies, more entries) it refuses,
     naming the session, and writes nothing to it.
     """
+
+
+class SessionNotFoundError(StoreRuleError, LookupError):
+    """``delete_session`` named a session with no entries in the store; nothing changed."""
 
 
 class BranchMismatchError(PrismMemoryError):

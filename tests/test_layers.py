@@ -10,13 +10,13 @@ import prism_om
 ROOT = Path(prism_om.__file__).parent
 # Bottom to top; a module may import its own layer and the ones below (README "Layers").
 LAYERS = [
-    {"entries", "ids", "errors", "tokens", "_gc"},
+    {"entries", "ids", "errors", "tokens", "_gc", "_extras"},
     {"core"},
     {"stores", "session", "debug"},
     {"observational_memory", "providers"},
     {"workers"},
     {"attach", "host", "extension", "funnel", "importers", "testing"},
-    {"cli"},
+    {"cli", "mcp"},
     {"__init__"},
 ]
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}

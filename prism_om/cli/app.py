@@ -43,8 +43,9 @@ bare path, meaning a SQLite file; a server store exists once its tables do, and 
 commands never create them;
 the default is {DEFAULT_DB} in the current directory, the file 'prism-om demo' writes.
 
-secrets: status, view, recall, page, observe and compact replace every exact secret
-value with [REDACTED] in what they print (and observe/compact in what they record).
+secrets: status, view, recall, page, observe, compact and mcp replace every exact
+secret value with [REDACTED] in what they print or answer (and observe/compact in what
+they record).
 Give them in ${SECRETS_ENV}, one per line (a secret may hold commas or spaces), or
 with --secret VALUE, repeatable. Text shown for a person has control characters
 escaped (\\x1b, \\u202e); --json output is plain JSON.
@@ -77,6 +78,10 @@ def _handler(name: str) -> Handler:
             from .schema import cmd_schema as chosen
         elif name == "copy":
             from .copy import cmd_copy as chosen
+        elif name == "delete":
+            from .delete import cmd_delete as chosen
+        elif name == "mcp":
+            from .mcp import cmd_mcp as chosen
         else:
             from . import reading
 
@@ -94,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("--version", action="version", version=f"prism-om {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     common = _Parser(add_help=False)
@@ -288,10 +294,47 @@ def build_parser() -> argparse.ArgumentParser:
         help="copy only this session (repeatable; default: every session)",
     )
 
+    delete = add(
+        "delete",
+        "erase a session: every entry, branch and memory record (asks first; --yes in scripts)",
+        store,
+        as_json,
+    )
+    delete.add_argument(
+        "session_id", type=session_id_argument, metavar="SESSION", help="the session to erase"
+    )
+    delete.add_argument(
+        "--yes",
+        action="store_true",
+        help="do not ask (needed when stdin is not a terminal)",
+    )
+
+    from .mcp import add_mcp_arguments  # argparse only: the SDK is imported on use
+
+    add_mcp_arguments(
+        add(
+            "mcp",
+            "serve the store's memory to MCP clients (stdio; --http PORT for HTTP on "
+            "127.0.0.1); read-only unless --allow-write",
+            store,
+            redact,
+        )
+    )
+
     # Revocation outside the API: the read commands withhold what the tombstones revoke.
     for name in TOMBSTONE_COMMANDS:
         add_tombstone_scope(sub.choices[name])
     return parser
+
+
+def _version() -> str:
+    """The installed distribution's version (``pip install`` put it in the metadata)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("prism-om")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def _exit_code(exc: BaseException) -> int:

@@ -10,10 +10,11 @@ newline and tab, DEL, C1) and the invisible bidirectional overrides as escapes
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from rich.console import Console
 from rich.table import Table
@@ -64,17 +65,29 @@ _STDOUT: Console | None = None
 _STDERR: Console | None = None
 
 
+# Output that is not a terminal (a file, a pipe, another program) has no width to fit:
+# rich would wrap it at 80 columns, cutting page text mid-line. It gets lines as long as
+# their content instead, unless COLUMNS asks for a width.
+PIPE_WIDTH: Final = 1 << 20
+
+
+def _fitted(out: Console) -> Console:
+    if not out.is_terminal and "COLUMNS" not in os.environ:
+        out.width = PIPE_WIDTH
+    return out
+
+
 def console() -> Console:
     global _STDOUT
     if _STDOUT is None:
-        _STDOUT = _SafeConsole(markup=False, highlight=False, emoji=False)
+        _STDOUT = _fitted(_SafeConsole(markup=False, highlight=False, emoji=False))
     return _STDOUT
 
 
 def error_console() -> Console:
     global _STDERR
     if _STDERR is None:
-        _STDERR = _SafeConsole(stderr=True, markup=False, highlight=False, emoji=False)
+        _STDERR = _fitted(_SafeConsole(stderr=True, markup=False, highlight=False, emoji=False))
     return _STDERR
 
 
@@ -99,7 +112,10 @@ def heading(title: str, detail: str = "") -> None:
     """A section title, as a rule across the terminal."""
     out = console()
     out.print()
-    out.rule(Text(printable(title), style="bold"), align="left", style="dim")
+    if out.width >= PIPE_WIDTH:
+        out.print(Text(f"── {printable(title)}", style="bold"))  # no rule a million wide
+    else:
+        out.rule(Text(printable(title), style="bold"), align="left", style="dim")
     if detail:
         out.print(Text(printable(detail), style="dim"))
 

@@ -26,6 +26,7 @@ from ..stores._summary import summarize_entries
 from .common import CliUsageError, open_cli_store, require_session, store_url
 from .output import clip, console, heading, one_line, print_json, table
 from .redaction import cli_redactor
+from .thresholds import memory_thresholds, threshold_lines
 from .tombstones import cli_invalidated_ids
 
 __all__ = [
@@ -288,17 +289,21 @@ def _print_session_rows(rows: list[dict[str, Any]]) -> None:
 async def cmd_status(args: argparse.Namespace) -> None:
     async with open_cli_store(args.db) as store:
         await require_session(store, args.session)
+        invalid = await cli_invalidated_ids(store, args)
         command = create_memory_status_command(
             store=store,
             keep_recent_entries=args.recent_messages,
-            invalidated_ids=await cli_invalidated_ids(store, args),
+            invalidated_ids=invalid,
             secrets=cli_redactor(args),
         )
         result = await command.run("", session_id=args.session)
+        figures = await memory_thresholds(store, args.session, invalid)
     if args.json:
-        print_json(result.data)
+        print_json({**result.data, **figures})
     else:
         console().print(result.text)
+        for line in threshold_lines(figures):
+            console().print(line)
 
 
 async def cmd_view(args: argparse.Namespace) -> None:

@@ -21,11 +21,13 @@ from typing import Any, Literal, Self
 from urllib.parse import urlsplit, urlunsplit
 from uuid import uuid4
 
+from .._extras import install_hint
+
 try:
     import httpx
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "prism_om.providers.openai_compat needs httpx: pip install 'prism-om[openai]'"
+        f"prism_om.providers.openai_compat needs httpx: {install_hint('openai')}"
     ) from exc
 
 from ..errors import InvalidInputError

@@ -71,8 +71,10 @@ async def open_store(url: str, *, read_only: bool = False, create: bool = True) 
         try:
             from .postgres import PostgresStore
         except ImportError as exc:
+            from .._extras import install_hint
+
             raise StoreError(
-                f"a PostgreSQL store needs its driver: pip install 'prism-om[postgres]' ({exc})"
+                f"a PostgreSQL store needs its driver: {install_hint('postgres')} ({exc})"
             ) from exc
         return await PostgresStore.open(path, **options)
     from .sqlite import SqliteStore

@@ -29,6 +29,7 @@ from ..errors import (
     InvalidInputError,
     PrismMemoryError,
     SessionMismatchError,
+    SessionNotFoundError,
     StaleCoverageError,
     StoreClosedError,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "check_batch_shape",
     "check_memory_head",
     "check_page_args",
+    "session_not_found",
 ]
 
 
@@ -171,6 +173,17 @@ class SessionTree(Protocol):
 
         ``EntryNotFoundError`` when ``entry_id`` is in no session of the store,
         ``SessionMismatchError`` when it belongs to another session; the leaf stays.
+        """
+
+    async def delete_session(self, session_id: str) -> int:
+        """Erase a session: every entry, branch, leaf, fold row and summary, all at once.
+
+        Returns how many entries were removed. ``SessionNotFoundError`` for a session with
+        no entries, before anything changes. The removal is all or nothing (one
+        transaction; the cancellation rule of writes holds) and leaves every other
+        session as it was. Tombstones are not touched: they live in their own
+        ``tombstones.<scope>`` sessions, hold ids and never text, and keep a revocation
+        in force should the same ids come back (a restored backup, a re-import).
         """
 
     async def sessions(self) -> builtins.list[str]:
@@ -347,6 +360,15 @@ def chain_at_leaf(
     return chained
 
 
+def session_not_found(session_id: str, url: str | None) -> SessionNotFoundError:
+    """The error ``delete_session`` raises for a session with no entries."""
+    return SessionNotFoundError(
+        f"session {session_id!r} has no entries in {url}: nothing to delete",
+        session_id=session_id,
+        url=url,
+    )
+
+
 def check_memory_head(
     session_id: str, expected: str | AnyMemoryHead | None, actual: str | None
 ) -> None:
@@ -377,8 +399,9 @@ class StoreLifecycle(abc.ABC):
     """What every adapter shares: ``append``, ``async with``, the closed check, the fault point.
 
     An adapter sets ``url``, sets ``_closed`` in ``close()``, and implements
-    ``append_many`` and ``close``. Inside its append transaction, after every rule check
-    and before the batch becomes visible, it calls ``self._append_fault_point(batch)``
+    ``append_many``, ``close`` and ``delete_session``. Inside its append transaction,
+    after every rule check and before the batch becomes visible, it calls
+    ``self._append_fault_point(batch)``
     with the entries as they will be stored: a fault installed by
     ``prism_om.testing.faults.inject_append_fault`` runs there, and what it raises
     leaves the store as it was (a process it kills leaves no part of the batch either).
@@ -396,6 +419,10 @@ class StoreLifecycle(abc.ABC):
     @abc.abstractmethod
     async def close(self) -> None:
         """Release files and connections; idempotent."""
+
+    @abc.abstractmethod
+    async def delete_session(self, session_id: str) -> int:
+        """Erase a session (see ``SessionTree.delete_session``); returns its entry count."""
 
     async def append(self, entry: SessionEntry) -> None:
         """Append one entry (``append_many([entry])``)."""
@@ -432,8 +459,8 @@ class StoreBase(StoreLifecycle):
 
     An adapter **must implement** the ``SessionTree`` operations: ``append_many``,
     ``append_at_leaf``, ``memory_head``, ``get``, ``list``, ``entries``, ``leaves``,
-    ``leaf``, ``checkout``, ``sessions``, ``session_summaries`` and ``close`` (which sets
-    ``_closed``), keeping every rule written on ``SessionTree``. It calls
+    ``leaf``, ``checkout``, ``sessions``, ``session_summaries``, ``delete_session`` and
+    ``close`` (which sets ``_closed``), keeping every rule written on ``SessionTree``. It calls
     ``super().__init__()``, sets ``url``, calls ``_check_open()`` before touching its
     data, and calls ``_append_fault_point(batch)`` at its append commit point (see
     ``StoreLifecycle``). What those raise: ``InvalidInputError`` and its subclasses for a
@@ -529,6 +556,12 @@ class StoreBase(StoreLifecycle):
 
     @abc.abstractmethod
     async def close(self) -> None: ...
+
+    def _forget_cached(self) -> None:
+        """Drop the remembered ledgers and token counts, after a ``delete_session``: ids
+        that come back later (a re-import) must not find the erased session's."""
+        self._ledger_cache.clear()
+        self._token_cache.clear()
 
     async def get_many(self, entry_ids: Iterable[str]) -> dict[str, SessionEntry]:
         """The entries with these ids that exist (one ``get`` each)."""

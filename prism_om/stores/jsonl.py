@@ -135,6 +135,7 @@ from .base import (
     chain_at_leaf,
     check_batch_shape,
     check_memory_head,
+    session_not_found,
 )
 
 __all__ = ["JsonlStore", "SessionCheck"]
@@ -520,6 +521,21 @@ class JsonlStore(StoreBase):
     async def sessions(self) -> builtins.list[str]:
         return await self._run(self._sessions_sync)
 
+    async def delete_session(self, session_id: str) -> int:
+        """Remove the session's data file and sidecars, their bytes overwritten first.
+
+        The data file is zeroed (and fsynced with ``fsync=True``) before it is unlinked,
+        so the text does not linger in the freed blocks of a plain filesystem; copies a
+        copy-on-write or journaling filesystem or an SSD keeps are out of reach. The id
+        stays in ``.sessions``, which lists names only (other processes read it by
+        offset, so it is never rewritten). A deleter killed half-way is finished by the
+        next writer (see "Debris"); other processes drop the session at their next read.
+        A damaged session is refused like any write to it: repair it first.
+        """
+        sid = self._session_arg(session_id)
+        self._ensure_writable()
+        return await finish_then_cancel(self._run(self._delete_sync, sid))
+
     async def session_summaries(self) -> builtins.list[SessionSummary]:
         """Each readable session's counts, from sidecars; damaged ones are left out.
 
@@ -855,6 +871,12 @@ class JsonlStore(StoreBase):
         if size is None:
             if sidecar is not None and sidecar.committed > 0:
                 raise self._lost_data(sid, 0, sidecar.committed)
+            if state is not None and state.loaded > 0 and sidecar is None and state.has_sidecar:
+                # Both files gone, and they had committed entries: delete_session (in this
+                # process or another) erased the session.
+                self._index.drop_session(sid)
+                del self._files[sid]
+                return
             if state is not None and state.loaded > 0:
                 raise CorruptStoreError(
                     f"{self._where(data_name)} disappeared after {state.loaded} bytes of "
@@ -1238,6 +1260,44 @@ class JsonlStore(StoreBase):
             tree.leaf = entry_id
             self._seen = self._change_key()
 
+    def _delete_sync(self, sid: str) -> int:
+        data_name, sidecar_name = _file_names(sid)
+        with self._locked(exclusive=True):
+            self._refresh_for_write(sid)
+            tree = self._index.trees.get(sid)
+            if tree is None or not tree.order:
+                raise session_not_found(sid, self.url)
+            count = len(tree.order)
+            self._bump_counter(pending=sid)
+            try:
+                self._zero(data_name)
+                # Data first: a sidecar without its data is how the debris rule knows a
+                # delete was interrupted (an append never leaves that).
+                os.unlink(data_name, dir_fd=self._dir_fd)
+                for name in (sidecar_name, f".{sidecar_name}.tmp"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(name, dir_fd=self._dir_fd)
+                if self._fsync:
+                    _fsync_dir(self._path)
+            finally:
+                self._clear_pending()
+            self._index.drop_session(sid)
+            self._files.pop(sid, None)
+            self._forget_cached()
+            self._seen = self._change_key()
+            return count
+
+    def _zero(self, data_name: str) -> None:
+        fd = os.open(data_name, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self._dir_fd)
+        try:
+            size, chunk = os.fstat(fd).st_size, bytes(1 << 20)
+            for offset in range(0, size, len(chunk)):
+                os.pwrite(fd, chunk[: size - offset], offset)
+            if self._fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+
     def _refresh_for_write(self, sid: str) -> None:
         """Clear debris, load every readable session (ids are store-wide), check ``sid``."""
         self._remove_debris()
@@ -1338,6 +1398,11 @@ class JsonlStore(StoreBase):
                 self._truncate(data_name, sidecar.committed)
         elif size == 0 and sidecar is None:
             os.unlink(data_name, dir_fd=self._dir_fd)  # created, then killed before a byte
+            self._files.pop(sid, None)
+        elif size is None and sidecar is not None:
+            # A delete_session killed between its two unlinks: finish it.
+            os.unlink(sidecar_name, dir_fd=self._dir_fd)
+            self._index.drop_session(sid)
             self._files.pop(sid, None)
         self._clear_pending()
 

@@ -17,6 +17,7 @@ from .base import (
     chain_at_leaf,
     check_batch_shape,
     check_memory_head,
+    session_not_found,
 )
 
 __all__ = ["MemoryStore"]
@@ -106,6 +107,22 @@ class MemoryStore(StoreBase):
         self, session_id: str, entry_id: str, leaf_id: str | None = None
     ) -> bool:
         return self._open_index().is_on_branch(validate_session_id(session_id), entry_id, leaf_id)
+
+    async def delete_session(self, session_id: str) -> int:
+        sid = validate_session_id(session_id)
+        self._open_index()
+        return await finish_then_cancel(self._delete_locked(sid))
+
+    async def _delete_locked(self, session_id: str) -> int:
+        async with self._lock:
+            index = self._open_index()
+            tree = index.trees.get(session_id)
+            if tree is None or not tree.order:
+                raise session_not_found(session_id, self.url)
+            count = len(tree.order)
+            index.drop_session(session_id)
+            self._forget_cached()
+            return count
 
     async def sessions(self) -> builtins.list[str]:
         return builtins.list(self._open_index().trees)

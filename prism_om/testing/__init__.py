@@ -11,7 +11,8 @@ Without it, importing a kit module that needs them raises ``ImportError`` naming
 Modules:
 
 - ``conformance``: ``StoreConformance``, every rule of ``SessionStore`` (round trips,
-  branches, leaves, write concurrency and cancellation, size bounds), and ``StoreOpener``.
+  branches, leaves, write concurrency and cancellation, size bounds, ``delete_session``
+  from ``delete_conformance``), and ``StoreOpener``.
 - ``memory_conformance``: ``MemoryConformance``, the memory and branch reads of a store
   compared with the pure folds over its entries.
 - ``tree_only`` and ``dict_store``: two example adapters that implement only the tree

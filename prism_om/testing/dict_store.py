@@ -33,6 +33,7 @@ from ..stores.base import (
     chain_at_leaf,
     check_batch_shape,
     check_memory_head,
+    session_not_found,
 )
 
 __all__ = ["DictStore"]
@@ -134,6 +135,20 @@ class DictStore(StoreBase):
         self._check_open()
         self._resolve(validate_session_id(session_id), entry_id)
         self._leaf[session_id] = entry_id
+
+    async def delete_session(self, session_id: str) -> int:
+        self._check_open()
+        order = self._order.get(validate_session_id(session_id))
+        if not order:
+            raise session_not_found(session_id, self.url)
+        # No await: the whole session goes at once.
+        for entry_id in order:
+            self._by_id.pop(entry_id)
+            self._has_child.discard(entry_id)
+        del self._order[session_id]
+        self._leaf.pop(session_id, None)
+        self._forget_cached()
+        return len(order)
 
     async def close(self) -> None:
         self._closed = True

@@ -85,6 +85,12 @@ class TreeOnlyStore(StoreBase):
         self._check_open()
         await self._tree.checkout(session_id, entry_id)
 
+    async def delete_session(self, session_id: str) -> int:
+        self._check_open()
+        count = await self._tree.delete_session(session_id)
+        self._forget_cached()
+        return count
+
     async def sessions(self) -> builtins.list[str]:
         self._check_open()
         return await self._tree.sessions()

@@ -32,6 +32,7 @@ from ..base import (
     chain_at_leaf,
     check_batch_shape,
     check_memory_head,
+    session_not_found,
 )
 from ..sqlite.folds import write_memory_folds
 from ..sqlite.placement import (
@@ -49,6 +50,7 @@ from ..sqlite.placement import (
 from ..sqlite.reads import SqliteReads
 from ..sqlite.sql import (
     ADD_TO_SUMMARY_SQL,
+    DELETE_SESSION_SQL,
     INSERT_ENTRY_SQL,
     INSERT_SEGMENT_SQL,
     LEAF_BY_SESSION_SQL,
@@ -56,6 +58,7 @@ from ..sqlite.sql import (
     ROW_SEGMENT,
     ROW_SEQ,
     ROW_TOKENS,
+    SESSION_ENTRY_COUNT_SQL,
     LeafPosition,
 )
 from .connection import (
@@ -262,6 +265,26 @@ class PostgresStore(SqliteReads):
             )
 
         await self._writing("checkout", work)
+
+    async def delete_session(self, session_id: str) -> int:
+        """Erase the session in one transaction, under the session's append lock.
+
+        Deleted rows stay in the table files as dead tuples until autovacuum reclaims
+        them; the server's own storage and WAL archive are outside what a client erases.
+        """
+        session_id = self._session(session_id)
+        self._open_writer()
+
+        async def work(conn: PgConnection) -> int:
+            await _lock_session(conn, session_id)
+            count = (await conn.execute_fetchall(SESSION_ENTRY_COUNT_SQL, (session_id,)))[0][0]
+            if not count:
+                raise session_not_found(session_id, self.url)
+            for statement in DELETE_SESSION_SQL:
+                await conn.execute(statement, (session_id,))
+            return int(count)
+
+        return await self._writing("delete", work)
 
     async def close(self) -> None:
         if self._closed:

@@ -232,6 +232,30 @@ SELECT s.session_id AS session_id,
        s.session_id AS found
 FROM sessions s ORDER BY s.seq"""
 
+# Erasing one session (delete_session): its fold rows by the seq of the entry that
+# recorded them (entries_session_seq finds those), then its entries, segments, summary
+# and row. Each statement binds the session id once; the adapter runs them in order in
+# one write transaction.
+_OF_SESSION = "entry_seq IN (SELECT seq FROM entries WHERE session_id = ?)"
+DELETE_SESSION_SQL = (
+    *(
+        f"DELETE FROM {table} WHERE {_OF_SESSION}"
+        for table in (
+            "om_observation_sources",
+            "om_observations",
+            "om_reflections",
+            "om_drops",
+            "om_markers",
+            "om_scope_records",
+        )
+    ),
+    "DELETE FROM entries WHERE session_id = ?",
+    "DELETE FROM segments WHERE session_id = ?",
+    "DELETE FROM session_summary WHERE session_id = ?",
+    "DELETE FROM sessions WHERE session_id = ?",
+)
+SESSION_ENTRY_COUNT_SQL = "SELECT count(*) FROM entries WHERE session_id = ?"
+
 
 class LeafPosition(NamedTuple):
     """Where a branch ends: the leaf entry, its segment and depth, its path tokens."""

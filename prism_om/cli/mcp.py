@@ -1,0 +1,86 @@
+"""``prism-om mcp``: serve a store's memory to MCP clients (see ``prism_om.mcp``).
+
+stdio by default, the transport desktop clients start a server with. ``--http PORT``
+serves streamable HTTP on 127.0.0.1 only, and checks every request's ``Host`` and
+``Origin`` against that address and port: a web page in the user's browser that rebinds
+its own domain name to 127.0.0.1 still sends its own name as ``Host`` (and its origin as
+``Origin``), and is refused, so it cannot read the memory through the browser.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from ..core.limits import MAX_SAFE_INTEGER
+from .common import count_argument, open_cli_store
+from .redaction import cli_redactor
+
+if TYPE_CHECKING:
+    from mcp.server.transport_security import TransportSecuritySettings
+
+__all__ = ["HTTP_HOST", "add_mcp_arguments", "cmd_mcp", "http_security"]
+
+HTTP_HOST = "127.0.0.1"
+
+
+def add_mcp_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--http",
+        type=count_argument(1, 65535),
+        metavar="PORT",
+        help=f"serve streamable HTTP on {HTTP_HOST}:PORT/mcp instead of stdio",
+    )
+    parser.add_argument(
+        "--allow-write",
+        action="store_true",
+        help="add the append_message and observe tools (default: read-only)",
+    )
+    parser.add_argument(
+        "--recent-messages",
+        type=count_argument(0, MAX_SAFE_INTEGER),
+        default=8,
+        metavar="N",
+        help="context.recent_messages the agent uses (default: 8)",
+    )
+
+
+def http_security(port: int) -> TransportSecuritySettings:
+    """The SDK's DNS-rebinding check, allowing only this server's own address."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    hosts = [f"{HTTP_HOST}:{port}", f"localhost:{port}"]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=hosts,
+        allowed_origins=[f"http://{host}" for host in hosts],
+    )
+
+
+async def cmd_mcp(args: argparse.Namespace) -> None:
+    from ..mcp import create_mcp_server  # ImportError naming the extra when it is missing
+    from .tombstones import cli_invalidated_ids
+
+    async with open_cli_store(args.db, write=args.allow_write) as store:
+        await cli_invalidated_ids(store, args)  # warns about a mistyped --tombstone-scope now
+        server = create_mcp_server(
+            store,
+            secrets=cli_redactor(args),
+            allow_write=args.allow_write,
+            tombstone_scopes=args.tombstone_scopes,
+            recent_messages=args.recent_messages,
+        )
+        if args.http is None:
+            await server.run_stdio_async()
+            return
+        import uvicorn
+
+        app = server.streamable_http_app(
+            transport_security=http_security(args.http),
+            host=HTTP_HOST,
+        )
+        config = uvicorn.Config(app, host=HTTP_HOST, port=args.http, log_level="warning")
+        sys.stderr.write(f"prism-om: MCP over HTTP at http://{HTTP_HOST}:{args.http}/mcp\n")
+        sys.stderr.flush()
+        await uvicorn.Server(config).serve()

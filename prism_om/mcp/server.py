@@ -1,0 +1,345 @@
+"""The Model Context Protocol server of ``prism-om mcp``: a store's memory as MCP tools.
+
+Built on the official ``mcp`` SDK (``MCPServer``), over one store opened for the server's
+lifetime. Tools, each answering JSON:
+
+* ``list_sessions``: the store's sessions with their counts;
+* ``memory_status`` / ``memory_view``: ``om:status`` and ``om:view`` of a session (``view``
+  ``visible`` or ``full``), the status with the transcript's tokens and the thresholds;
+* ``recall``: the recall tool itself, unchanged (exact id, or a page of messages by cursor,
+  with its caps and fail-closed rules), for the session the call names;
+* ``search_memory``: a capped, case-insensitive substring filter over the session's
+  active observations and reflections;
+* with ``allow_write`` only: ``append_message`` and ``observe`` (the offline workers).
+
+Every result passes the secrets redaction (the read paths redact as they render;
+``list_sessions``, ``search_memory`` and the write tools' answers are redacted here), and
+what the store's tombstones revoke is withheld on every read, as in the CLI's read
+commands. A bad argument, an unknown session or a store failure is a tool error naming
+what was wrong (redacted too), never a crash of the server.
+
+``search_memory`` is a deliberate extension beyond the specification (python-design.md):
+the specification's "recall is exact-id only; no search, no transcript browser" still
+holds for the ``recall`` tool, which stays exact-id and cursor paging. The search reads
+only memory, never messages, and matches the redacted text, so a query cannot confirm a
+secret that the results would hide; revoked, dropped and superseded memory is not
+searched.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Final, Literal, ParamSpec
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+
+from ..core.limits import PAGE_LIMIT_HARD_CAP
+from ..core.projection import active_memory
+from ..core.redaction import Redactor
+from ..entries import validate_session_id
+from ..errors import InvalidInputError, PrismMemoryError, SessionNotFoundError
+from ..observational_memory import (
+    create_memory_status_command,
+    create_memory_view_command,
+    create_recall_memory_tool,
+)
+from ..stores import SessionStore
+
+__all__ = ["SEARCH_LIMIT_HARD_CAP", "SEARCH_QUERY_MAX_CHARS", "create_mcp_server"]
+
+SEARCH_LIMIT_HARD_CAP: Final = PAGE_LIMIT_HARD_CAP
+SEARCH_QUERY_MAX_CHARS: Final = 200
+SESSIONS_LIMIT_HARD_CAP: Final = 1000
+_MESSAGE_ROLES: Final = ("user", "assistant")
+
+_P = ParamSpec("_P")
+_READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+_WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+
+class _Memory:
+    """The tools' shared state: the store, the redactor, how revocation is read."""
+
+    def __init__(
+        self,
+        store: SessionStore,
+        redactor: Redactor,
+        tombstone_scopes: Iterable[str] | None,
+        recent_messages: int,
+    ) -> None:
+        self.store = store
+        self.redactor = redactor
+        self.scopes = list(tombstone_scopes or ()) or None
+        self.recent_messages = recent_messages
+
+    async def invalidated(self) -> frozenset[str]:
+        """Read on every call: a tombstone written while the server runs counts at once."""
+        from ..observational_memory.revocation import list_store_invalidated_ids
+
+        return await list_store_invalidated_ids(self.store, self.scopes)
+
+    async def session(self, session_id: object) -> str:
+        """A valid session id the store holds, else a tool error naming it."""
+        if not isinstance(session_id, str):
+            raise InvalidInputError(f"session_id must be a string, got {type(session_id).__name__}")
+        sid = validate_session_id(session_id)
+        if await self.store.leaf(sid) is None:
+            raise SessionNotFoundError(
+                f"no session {sid!r} in {self.store.url} (list_sessions names them)",
+                session_id=sid,
+                url=self.store.url,
+            )
+        return sid
+
+
+def _tool_errors(
+    redactor: Redactor,
+) -> Callable[[Callable[_P, Awaitable[dict[str, Any]]]], Callable[_P, Awaitable[dict[str, Any]]]]:
+    """Turn every failure of a tool into a redacted ``ToolError``: the server stays up."""
+
+    def wrap(
+        tool: Callable[_P, Awaitable[dict[str, Any]]],
+    ) -> Callable[_P, Awaitable[dict[str, Any]]]:
+        @functools.wraps(tool)
+        async def run(*args: _P.args, **kwargs: _P.kwargs) -> dict[str, Any]:
+            try:
+                return await tool(*args, **kwargs)
+            except PrismMemoryError as exc:
+                raise ToolError(redactor.text(f"{type(exc).__name__}: {exc}")) from None
+            except Exception as exc:
+                raise ToolError(redactor.text(f"unexpected {type(exc).__name__}: {exc}")) from None
+
+        return run
+
+    return wrap
+
+
+def _checked_count(name: str, value: object, maximum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
+        raise InvalidInputError(f"{name} must be an integer from 1 to {maximum}, got {value!r}")
+    return value
+
+
+def create_mcp_server(
+    store: SessionStore,
+    *,
+    secrets: Iterable[str] | Redactor | None = None,
+    allow_write: bool = False,
+    tombstone_scopes: Iterable[str] | None = None,
+    recent_messages: int = 8,
+) -> MCPServer:
+    """An ``MCPServer`` over ``store`` (which the caller opens and closes).
+
+    Read-only unless ``allow_write``; ``secrets`` are redacted from every result;
+    ``tombstone_scopes`` limits revocation to those scopes' tombstones (default: all);
+    ``recent_messages`` is the ``context.recentMessages`` the agent uses, so status and
+    view show what its context shows.
+    """
+    from ..core.redaction import redactor as make_redactor
+
+    red = make_redactor(secrets)
+    memory = _Memory(store, red, tombstone_scopes, recent_messages)
+    guarded = _tool_errors(red)
+    server = MCPServer(
+        name="prism-om",
+        instructions=(
+            "Durable, source-backed memory of long agent sessions. list_sessions names the "
+            "sessions; memory_view shows a session's memory with 12-hex ids; recall fetches "
+            "the exact source messages of an id, or pages raw history by cursor."
+        ),
+        log_level="WARNING",
+    )
+
+    @guarded
+    async def list_sessions(limit: int = 200) -> dict[str, Any]:
+        """The store's sessions (oldest first) with entry and message counts, leaves and
+        last activity; at most ``limit`` (1-1000) of them."""
+        from ..cli.reading import session_rows
+
+        limit = _checked_count("limit", limit, SESSIONS_LIMIT_HARD_CAP)
+        rows = await session_rows(store)
+        return red.value({"sessions": rows[:limit], "total": len(rows)})
+
+    @guarded
+    async def memory_status(session_id: str) -> dict[str, Any]:
+        """Observational-memory counts of a session (om:status), its transcript's tokens
+        and the thresholds at which the observer and reflector run."""
+        from ..cli.thresholds import memory_thresholds
+
+        sid = await memory.session(session_id)
+        invalid = await memory.invalidated()
+        command = create_memory_status_command(
+            store=store,
+            keep_recent_entries=memory.recent_messages,
+            invalidated_ids=invalid,
+            secrets=red,
+        )
+        result = await command.run("", session_id=sid)
+        figures = await memory_thresholds(store, sid, invalid)
+        return {**result.data, **figures, "text": result.text}
+
+    @guarded
+    async def memory_view(
+        session_id: str, mode: Literal["visible", "full"] = "visible"
+    ) -> dict[str, Any]:
+        """The memory of a session (om:view): ``visible`` is what the agent's context shows
+        now, ``full`` every active observation and reflection; ids are 12 hex characters."""
+        if mode not in ("visible", "full"):
+            raise InvalidInputError(f"mode must be 'visible' or 'full', got {mode!r}")
+        sid = await memory.session(session_id)
+        command = create_memory_view_command(
+            store=store,
+            keep_recent_entries=memory.recent_messages,
+            invalidated_ids=await memory.invalidated(),
+            secrets=red,
+        )
+        result = await command.run("full" if mode == "full" else "", session_id=sid)
+        return {**result.data, "text": result.text}
+
+    recall_tool = create_recall_memory_tool(
+        store=store, secrets=red, invalidated_ids=memory.invalidated
+    )
+
+    @guarded
+    async def recall(
+        session_id: str,
+        id: str | None = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+        direction: Literal["forward", "backward"] | None = None,
+        detail: Literal["summary", "full"] | None = None,
+        sourcesOffset: int | None = None,
+    ) -> dict[str, Any]:
+        """Exact recall in a session: an observation or reflection by its 12-hex ``id``
+        with its exact source messages (up to 100; ``sourcesOffset`` for more), or a page
+        of raw messages around a message ``cursor`` (``limit`` 1-100, ``direction``,
+        ``detail``). Exact lookup only; it does not search by topic."""
+        sid = await memory.session(session_id)
+        args = {
+            "id": id,
+            "cursor": cursor,
+            "limit": limit,
+            "direction": direction,
+            "detail": detail,
+            "sourcesOffset": sourcesOffset,
+        }
+        return await recall_tool.handler(args, session_id=sid)
+
+    @guarded
+    async def search_memory(session_id: str, query: str, limit: int = 20) -> dict[str, Any]:
+        """Active observations and reflections of a session whose text contains ``query``
+        (case-insensitive substring, not semantic search); at most ``limit`` (1-100).
+        Use recall with a result's id for its exact sources."""
+        sid = await memory.session(session_id)
+        limit = _checked_count("limit", limit, SEARCH_LIMIT_HARD_CAP)
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("query must be a non-empty string")
+        if len(query) > SEARCH_QUERY_MAX_CHARS:
+            raise InvalidInputError(
+                f"query must be at most {SEARCH_QUERY_MAX_CHARS} characters, got {len(query)}"
+            )
+        needle = query.casefold()
+        observations, reflections = active_memory(
+            await store.live_ledger(sid), await memory.invalidated()
+        )
+        matches: list[dict[str, Any]] = []
+        for r in reflections:
+            text = red.text(r.reflection.text)
+            if needle in text.casefold():
+                matches.append(
+                    {
+                        "kind": "reflection",
+                        "id": r.id,
+                        "text": text,
+                        "priority": r.reflection.priority,
+                        "recordedAt": r.recorded_at,
+                        "observationIds": list(r.reflection.observation_ids),
+                    }
+                )
+        for o in observations:
+            text = red.text(o.observation.text)
+            if needle in text.casefold():
+                matches.append(
+                    {
+                        "kind": "observation",
+                        "id": o.id,
+                        "text": text,
+                        "priority": o.observation.priority,
+                        "observedAt": o.observation.observed_at,
+                        "sourceEntryIds": list(o.observation.source_entry_ids),
+                    }
+                )
+        return red.value(
+            {
+                "query": query,
+                "matches": matches[:limit],
+                "total": len(matches),
+                "truncated": len(matches) > limit,
+            }
+        )
+
+    for tool in (list_sessions, memory_status, memory_view, recall, search_memory):
+        server.add_tool(tool, annotations=_READ)
+    if allow_write:
+        for tool in _write_tools(memory, guarded):
+            server.add_tool(tool, annotations=_WRITE)
+    return server
+
+
+def _write_tools(
+    memory: _Memory,
+    guarded: Callable[
+        [Callable[..., Awaitable[dict[str, Any]]]], Callable[..., Awaitable[dict[str, Any]]]
+    ],
+) -> list[Callable[..., Awaitable[dict[str, Any]]]]:
+    """``append_message`` and ``observe``: only on a server started with ``allow_write``."""
+    from ..session import Session
+
+    store, red = memory.store, memory.redactor
+
+    @guarded
+    async def append_message(
+        session_id: str, role: Literal["user", "assistant"], text: str
+    ) -> dict[str, Any]:
+        """Append a user or assistant message at the session's current leaf (a new
+        session id starts a session)."""
+        if role not in _MESSAGE_ROLES:
+            raise InvalidInputError(f"role must be 'user' or 'assistant', got {role!r}")
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInputError("text must be a non-empty string")
+        if not isinstance(session_id, str):
+            raise InvalidInputError("session_id must be a string")
+        session = Session(store, validate_session_id(session_id))
+        entry = await session.append_message(role, text)
+        return red.value(
+            {"sessionId": session.id, "entryId": entry.id, "parentId": entry.parent_id}
+        )
+
+    @guarded
+    async def observe(session_id: str, force: bool = False) -> dict[str, Any]:
+        """Run the observer and reflector once on the session with the offline
+        (extractive) workers; ``force`` ignores the token thresholds."""
+        from ..cli.memory import flush_json
+        from ..workers import OfflineMemoryProvider, create_observational_memory_runtime
+
+        if not isinstance(force, bool):
+            raise InvalidInputError(f"force must be true or false, got {force!r}")
+        sid = await memory.session(session_id)
+        session = Session(store, sid)
+        worker = {"provider": OfflineMemoryProvider(), "model": "offline"}
+        runtime = create_observational_memory_runtime(
+            session=session,
+            append_entry=session.append,
+            observation=worker,
+            reflection=worker,
+            dropper={"policy": "lowest-relevance"},
+            secrets=red.secrets,
+            invalidated_ids=await memory.invalidated(),
+        )
+        result = await runtime.flush(force=force)
+        return red.value(flush_json(result))
+
+    return [append_message, observe]

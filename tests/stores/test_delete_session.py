@@ -1,0 +1,165 @@
+"""``delete_session`` per adapter: the erased text is gone from the files, the rest intact.
+
+The rules every adapter shares are in ``prism_om.testing.delete_conformance``; here is what
+only one adapter can show: SQLite's bytes (secure_delete, WAL checkpoint) and integrity
+check, JSONL's files and a second process's view, PostgreSQL's tables.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from prism_om.errors import ReadOnlyStoreError
+from prism_om.stores import SessionStore, open_store
+from prism_om.stores.jsonl import JsonlStore
+from prism_om.stores.sqlite.store import SqliteStore
+from prism_om.testing.om_factories import BranchBuilder
+
+ERASED = "ERASE-ME-q7z3"
+KEPT = "KEEP-ME-w9x1"
+FOLD_TABLES = (
+    "om_observation_sources",
+    "om_observations",
+    "om_reflections",
+    "om_drops",
+    "om_markers",
+    "om_scope_records",
+)
+
+
+def _session(session_id: str, marker: str, seed: int) -> list:  # type: ignore[type-arg]
+    """A session whose messages, observations and reflections all carry ``marker``;
+    some messages are longer than a SQLite page, so overflow pages hold text too."""
+    builder = BranchBuilder(session_id=session_id, rng=random.Random(seed), secrets=[marker])
+    for n in range(60):
+        size = 6000 if n % 15 == 0 else 40
+        builder.message("user" if n % 2 == 0 else "assistant", f"{marker} " * size)
+        if n % 10 == 9:
+            builder.observe(2, text=f"the user said {marker}")
+        if n % 20 == 19:
+            builder.reflect(1)
+        if n == 30:
+            builder.fork()
+    builder.run(["user", "observe", "drop", "scope", "compact", "assistant"])
+    return builder.entries
+
+
+async def _fill(store: SessionStore) -> None:
+    for sid, marker, seed in (("kept-a", KEPT, 1), ("gone", ERASED, 2), ("kept-b", KEPT, 3)):
+        for entry in _session(sid, marker, seed):
+            await store.append(entry)
+
+
+def _files(directory: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in directory.iterdir()}
+
+
+def _file_bytes(db: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in (db, Path(f"{db}-wal")) if p.exists())
+
+
+async def test_sqlite_delete_leaves_no_text_in_the_file_or_wal(tmp_path: Path) -> None:
+    db = tmp_path / "store.db"
+    async with await SqliteStore.open(db) as store:
+        await _fill(store)
+        assert ERASED.encode() in _file_bytes(db)
+        # As in a build whose default is off (this one's may be on): the delete turns it on.
+        await store._writer.execute("PRAGMA secure_delete = OFF")
+        default = 0
+        await store.delete_session("gone")
+        # Checked with the store still open: the WAL is where a delete lands first.
+        data = _file_bytes(db)
+        assert ERASED.encode() not in data
+        assert KEPT.encode() in data
+        assert b"gone" not in data  # not even the ids or the session's row
+        assert await store.sessions() == ["kept-a", "kept-b"]
+        # secure_delete is back to what the connection had (appends need not pay for it).
+        writer = store._writer
+        assert list(await writer.execute_fetchall("PRAGMA secure_delete")) == [(default,)]
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        for table in FOLD_TABLES:
+            orphans = conn.execute(
+                f"SELECT count(*) FROM {table} WHERE entry_seq NOT IN (SELECT seq FROM entries)"
+            ).fetchone()
+            assert orphans == (0,), table
+        for table in ("segments", "session_summary", "sessions", "entries"):
+            left = conn.execute(f"SELECT count(*) FROM {table} WHERE session_id = 'gone'")
+            assert left.fetchone() == (0,), table
+    conn.close()
+
+
+async def test_sqlite_without_secure_delete_the_text_would_stay(tmp_path: Path) -> None:
+    """The control for the test above: a plain DELETE leaves the bytes in the file."""
+    db = tmp_path / "store.db"
+    async with await SqliteStore.open(db) as store:
+        await _fill(store)
+    with sqlite3.connect(db, isolation_level=None) as conn:
+        conn.execute("PRAGMA secure_delete = OFF")
+        conn.execute("DELETE FROM entries WHERE session_id = 'gone'")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    assert ERASED.encode() in _file_bytes(db)
+
+
+async def test_sqlite_read_only_store_refuses_delete(tmp_path: Path) -> None:
+    db = tmp_path / "store.db"
+    async with await SqliteStore.open(db) as store:
+        await _fill(store)
+    async with await open_store(f"sqlite:{db}", read_only=True) as store:
+        with pytest.raises(ReadOnlyStoreError):
+            await store.delete_session("gone")
+        assert "gone" in await store.sessions()
+
+
+async def test_jsonl_delete_removes_the_file_and_its_sidecars(tmp_path: Path) -> None:
+    async with await JsonlStore.open(tmp_path) as store:
+        await _fill(store)
+        (tmp_path / ".gone.leaf.json.tmp").write_text("{}")  # a sidecar left mid-replace
+        other = await JsonlStore.open(tmp_path)  # another process's view, loaded first
+        assert len(await other.list("gone")) > 0
+        await store.delete_session("gone")
+        names = sorted(_files(tmp_path))
+        assert not [n for n in names if n.startswith(("gone.", ".gone."))], names
+        assert "kept-a.jsonl" in names and "kept-b.leaf.json" in names
+        assert not any(ERASED.encode() in data for data in _files(tmp_path).values())
+        # The other view drops the session at its next read, as erased, not damaged.
+        assert await other.list("gone") == []
+        assert await other.sessions() == ["kept-a", "kept-b"]
+        assert [c for c in await other.check() if c.problem] == []
+        await other.close()
+        assert [c for c in await store.check() if c.problem] == []
+
+
+async def test_jsonl_a_delete_killed_between_its_unlinks_is_finished(tmp_path: Path) -> None:
+    async with await JsonlStore.open(tmp_path) as store:
+        await _fill(store)
+        store._bump_counter(pending="gone")  # what a deleter records first
+        (tmp_path / "gone.jsonl").unlink()  # ...then it died after the first unlink
+    async with await JsonlStore.open(tmp_path) as store:
+        await store.append(_session("fresh", KEPT, 4)[0])  # the next writer clears debris
+        assert not (tmp_path / "gone.leaf.json").exists()
+        assert await store.sessions() == ["kept-a", "kept-b", "fresh"]
+        assert [c for c in await store.check() if c.problem] == []
+
+
+async def test_postgres_delete_leaves_no_rows(postgres_url: str) -> None:
+    async with await open_store(postgres_url) as store:
+        await _fill(store)
+        await store.delete_session("gone")
+        reader = store._reader  # type: ignore[attr-defined]
+        for table in FOLD_TABLES:
+            rows = await reader.execute_fetchall(
+                f"SELECT count(*) FROM {table} WHERE entry_seq NOT IN (SELECT seq FROM entries)"
+            )
+            assert rows[0][0] == 0, table
+        for table in ("segments", "session_summary", "sessions", "entries"):
+            rows = await reader.execute_fetchall(
+                f"SELECT count(*) FROM {table} WHERE session_id = ?", ("gone",)
+            )
+            assert rows[0][0] == 0, table
+        assert await store.sessions() == ["kept-a", "kept-b"]
