@@ -77,6 +77,8 @@ def _handler(name: str) -> Handler:
             from .schema import cmd_schema as chosen
         elif name == "copy":
             from .copy import cmd_copy as chosen
+        elif name == "eval":
+            from .evaluate import cmd_eval as chosen
         else:
             from . import reading
 
@@ -273,6 +275,36 @@ def build_parser() -> argparse.ArgumentParser:
         type=session_id_argument,
         metavar="ID",
         help="copy only this session (repeatable; default: every session)",
+    )
+
+    evaluate = add(
+        "eval",
+        "measure memory on a LoCoMo or LongMemEval file: evidence cited, answers kept, "
+        "tokens, drops per speaker; QA accuracy with --base-url/--model",
+        as_json,
+    )
+    evaluate.add_argument("file", metavar="FILE", help="the benchmark file (JSON)")
+    evaluate.add_argument(
+        "--format", choices=("locomo", "longmemeval", "auto"), default="auto", help="default: auto"
+    )
+    evaluate.add_argument(
+        "--db", metavar="URL", help="store to import into (default: a throwaway in-memory one)"
+    )
+    evaluate.add_argument("--plot", metavar="PATH", help="write a bar chart (needs matplotlib)")
+    evaluate.add_argument(
+        "--pool-ratio",
+        type=float,
+        default=0.5,
+        metavar="R",
+        help="observation pool cap as a share of each transcript's tokens (default: 0.5)",
+    )
+    evaluate.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint")
+    evaluate.add_argument("--model", metavar="NAME", help="model for memory, answers and judge")
+    evaluate.add_argument(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        metavar="VAR",
+        help="environment variable holding the API key (default: OPENAI_API_KEY)",
     )
 
     # Revocation outside the API: the read commands withhold what the tombstones revoke.

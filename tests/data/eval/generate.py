@@ -124,7 +124,9 @@ def day_text(moment: datetime) -> str:
 def session_stamp(moment: datetime) -> str:
     """A LoCoMo session date: ``1:56 pm on 8 May, 2023``."""
     hour = moment.hour % 12 or 12
-    return f"{hour}:{moment:%M} {'am' if moment.hour < 12 else 'pm'} on {moment.day} {moment:%B, %Y}"
+    return (
+        f"{hour}:{moment:%M} {'am' if moment.hour < 12 else 'pm'} on {moment.day} {moment:%B, %Y}"
+    )
 
 
 @dataclass
@@ -367,7 +369,9 @@ class Builder:
         o = self.other(who)
         return Episode(
             [
-                Turn(who, f"I went to a {group} meeting at {place} on Saturday. It was so powerful."),
+                Turn(
+                    who, f"I went to a {group} meeting at {place} on Saturday. It was so powerful."
+                ),
                 Turn(o, "That's wonderful. What happened there?"),
                 Turn(
                     who,
@@ -380,7 +384,12 @@ class Builder:
             [
                 (f"Which group did {who} visit on Saturday?", group, [0], 4),
                 (f"How often will {who} volunteer?", "two Saturdays a month", [2], 4),
-                (f"When did {who} go to the {group} meeting?", day_text(last_weekday(when, 5)), [0], 2),
+                (
+                    f"When did {who} go to the {group} meeting?",
+                    day_text(last_weekday(when, 5)),
+                    [0],
+                    2,
+                ),
             ],
         )
 
@@ -530,7 +539,7 @@ def coding_session() -> list[dict[str, Any]]:
         [
             "def render_row(row):",
             '    amount = format_money(row["amount"], row["currency"])',
-            '    return f"{row[\'id\']};{row[\'date\']};{amount}"',
+            "    return f\"{row['id']};{row['date']};{amount}\"",
         ]
         * 4
     )
