@@ -298,6 +298,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="R",
         help="observation pool cap as a share of each transcript's tokens (default: 0.5)",
     )
+    evaluate.add_argument(
+        "--observe",
+        choices=("per-session", "once"),
+        default="per-session",
+        help="flush after each session (default), or once after importing everything",
+    )
     evaluate.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint")
     evaluate.add_argument("--model", metavar="NAME", help="model for memory, answers and judge")
     evaluate.add_argument(

@@ -79,6 +79,7 @@ async def cmd_eval(args: argparse.Namespace) -> None:
                 provider=provider,
                 model=args.model,
                 pool_ratio=args.pool_ratio,
+                observe=args.observe,
                 progress=update,
             )
     if args.plot:

@@ -26,7 +26,13 @@ from .formats import (
 from .judge import Judgement, ModelJudge
 from .matching import answer_in_text, key_words, missing_key_words
 from .report import plot_summary, summarize, summary_table
-from .run import DEFAULT_POOL_RATIO, ConversationResult, QuestionResult, evaluate_conversation
+from .run import (
+    DEFAULT_POOL_RATIO,
+    ConversationResult,
+    ObserveMode,
+    QuestionResult,
+    evaluate_conversation,
+)
 
 __all__ = [
     "DEFAULT_POOL_RATIO",
@@ -37,6 +43,7 @@ __all__ = [
     "EvalTurn",
     "Judgement",
     "ModelJudge",
+    "ObserveMode",
     "QuestionResult",
     "answer_in_text",
     "detect_eval_format",
@@ -60,6 +67,7 @@ async def run_eval(
     provider: Provider | None = None,
     model: str | None = None,
     pool_ratio: float = DEFAULT_POOL_RATIO,
+    observe: ObserveMode = "per-session",
     progress: Callable[[int, int, str], None] | None = None,
 ) -> dict[str, Any]:
     """Evaluate every conversation of a benchmark file; returns the JSON-ready summary.
@@ -70,7 +78,9 @@ async def run_eval(
     """
     conversations = load_eval_file(path, format)
     judge = ModelJudge(provider, model) if provider is not None and model is not None else None
-    total = sum(len({t.session for t in c.turns}) for c in conversations)
+    total = sum(
+        1 if observe == "once" else len({t.session for t in c.turns}) for c in conversations
+    )
     if judge is not None:
         total += sum(1 for c in conversations for q in c.questions if q.scored)
     done = 0
@@ -92,6 +102,7 @@ async def run_eval(
                     model=model,
                     judge=judge,
                     pool_ratio=pool_ratio,
+                    observe=observe,
                     progress=tick,
                 )
             )
@@ -101,4 +112,5 @@ async def run_eval(
         format=conversations[0].format,
         provider=model or "offline",
         pool_ratio=pool_ratio,
+        observe=observe,
     )

@@ -52,6 +52,7 @@ def summarize(
     format: str,
     provider: str,
     pool_ratio: float,
+    observe: str = "per-session",
 ) -> dict[str, Any]:
     """Everything the harness measured, JSON-ready."""
     questions = [q for r in results for q in r.questions]
@@ -82,6 +83,7 @@ def summarize(
         "format": format,
         "provider": provider,
         "poolRatio": pool_ratio,
+        "observe": observe,
         "overall": overall,
         "categories": {name: _figures(qs) for name, qs in sorted(categories.items())},
         "conversations": [r.to_json() for r in results],

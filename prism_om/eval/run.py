@@ -3,7 +3,8 @@
 Each conversation becomes a new session of the store (``eval-<id>``, suffixed when taken),
 imported through the OpenAI-format importer with the session dates as message times. After
 each of its sessions the memory runtime flushes with ``force`` (observe, reflect, drop), as
-a host flushing at the end of each sitting would. The observation pool's cap is scaled to
+a host flushing at the end of each sitting would (or once after the whole import:
+``observe="once"``). The observation pool's cap is scaled to
 the conversation: ``context.observations_pool_max_tokens`` is ``pool_ratio`` times the
 transcript's tokens and ``dropper.target_tokens`` half of that (the defaults' 20,000 /
 10,000 proportion), so a conversation of a few thousand tokens meets the dropper as a long
@@ -27,7 +28,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..core.projection import active_memory
 from ..core.render import render_observational_memory
@@ -45,6 +46,7 @@ from .matching import answer_in_text, key_words, missing_key_words, text_words
 __all__ = [
     "DEFAULT_POOL_RATIO",
     "ConversationResult",
+    "ObserveMode",
     "QuestionResult",
     "SpeakerShare",
     "evaluate_conversation",
@@ -54,6 +56,7 @@ __all__ = [
 DEFAULT_POOL_RATIO = 0.5
 _UNSAFE = re.compile(r"[^A-Za-z0-9._:-]+")
 
+ObserveMode = Literal["per-session", "once"]
 Progress = Callable[[str], None]
 """Called with a short label after each step (a session observed, a question answered)."""
 
@@ -223,10 +226,15 @@ async def evaluate_conversation(
     model: str | None = None,
     judge: ModelJudge | None = None,
     pool_ratio: float = DEFAULT_POOL_RATIO,
+    observe: ObserveMode = "per-session",
     estimator: TokenEstimator | None = None,
     progress: Progress | None = None,
 ) -> ConversationResult:
-    """Import, observe and measure one conversation in a new session of ``store``."""
+    """Import, observe and measure one conversation in a new session of ``store``.
+
+    ``observe="once"`` imports the whole conversation first and flushes once, as
+    ``prism-om import`` then ``prism-om observe`` would.
+    """
     est = estimator or get_estimator()
     tick = progress or (lambda _label: None)
     session_id = await _unused_session_id(store, conversation.id)
@@ -255,7 +263,10 @@ async def evaluate_conversation(
         estimator=est,
     )
     failures: list[str] = []
-    for label, batch in _by_session(conversation.turns, entries):
+    groups = _by_session(conversation.turns, entries)
+    if observe == "once":
+        groups = [("all sessions", list(entries))]
+    for label, batch in groups:
         await store.append_at_leaf(batch)
         flushed = await runtime.flush(force=True)
         if flushed.status == "failed":

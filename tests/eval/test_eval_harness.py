@@ -229,3 +229,15 @@ async def test_plot_is_skipped_without_matplotlib(
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
     assert plot_summary(summary, tmp_path / "x.png") is False
     assert not (tmp_path / "x.png").exists()
+
+
+async def test_observe_once_flushes_once_after_the_whole_import() -> None:
+    seen: list[str] = []
+    summary = await run_eval(
+        LONGMEMEVAL, observe="once", progress=lambda done, total, label: seen.append(label)
+    )
+    assert summary["observe"] == "once"
+    assert len(seen) == summary["overall"]["conversations"]
+    assert all(label.endswith("all sessions") for label in seen)
+    per_session = await run_eval(LONGMEMEVAL)
+    assert per_session["observe"] == "per-session"
