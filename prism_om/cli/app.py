@@ -294,9 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--pool-ratio",
         type=float,
-        default=0.5,
         metavar="R",
-        help="observation pool cap as a share of each transcript's tokens (default: 0.5)",
+        help="cap the observation pool at R times each transcript's tokens (default: the "
+        "settings' 20000), so the dropper runs on short conversations too",
     )
     evaluate.add_argument(
         "--observe",

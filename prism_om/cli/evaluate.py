@@ -66,7 +66,7 @@ def _progress(enabled: bool) -> tuple[AbstractContextManager[Any], Callable[[int
 async def cmd_eval(args: argparse.Namespace) -> None:
     from ..eval import plot_summary, run_eval, summary_table
 
-    if not 0 < args.pool_ratio <= 100:
+    if args.pool_ratio is not None and not 0 < args.pool_ratio <= 100:
         raise CliUsageError(f"--pool-ratio must be above 0 (got {args.pool_ratio})")
     db = store_url(args.db) if args.db else "memory:"
     async with _model(args) as provider:

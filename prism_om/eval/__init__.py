@@ -66,7 +66,7 @@ async def run_eval(
     db: str = "memory:",
     provider: Provider | None = None,
     model: str | None = None,
-    pool_ratio: float = DEFAULT_POOL_RATIO,
+    pool_ratio: float | None = DEFAULT_POOL_RATIO,
     observe: ObserveMode = "per-session",
     progress: Callable[[int, int, str], None] | None = None,
 ) -> dict[str, Any]:

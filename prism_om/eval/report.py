@@ -51,7 +51,7 @@ def summarize(
     file: str,
     format: str,
     provider: str,
-    pool_ratio: float,
+    pool_ratio: float | None,
     observe: str = "per-session",
 ) -> dict[str, Any]:
     """Everything the harness measured, JSON-ready."""

@@ -4,11 +4,12 @@ Each conversation becomes a new session of the store (``eval-<id>``, suffixed wh
 imported through the OpenAI-format importer with the session dates as message times. After
 each of its sessions the memory runtime flushes with ``force`` (observe, reflect, drop), as
 a host flushing at the end of each sitting would (or once after the whole import:
-``observe="once"``). The observation pool's cap is scaled to
-the conversation: ``context.observations_pool_max_tokens`` is ``pool_ratio`` times the
-transcript's tokens and ``dropper.target_tokens`` half of that (the defaults' 20,000 /
-10,000 proportion), so a conversation of a few thousand tokens meets the dropper as a long
-session meets its 20,000-token cap.
+``observe="once"``). The settings are the defaults, so the memory's size is what the
+observer and reflector make of the conversation. With ``pool_ratio`` the observation
+pool's cap is scaled to the conversation instead: ``context.observations_pool_max_tokens``
+is ``pool_ratio`` times the transcript's tokens and ``dropper.target_tokens`` half of that
+(the defaults' 20,000 / 10,000 proportion), so a conversation of a few thousand tokens
+meets the dropper as a long session meets its 20,000-token cap.
 
 Offline figures per question: evidence coverage (every evidence turn cited by an
 *active* observation), and whether all key words of the answer (``matching``) are in the
@@ -34,6 +35,7 @@ from ..core.projection import active_memory
 from ..core.render import render_observational_memory
 from ..entries import SessionEntry, entry_text
 from ..importers import parse_conversation_bytes
+from ..observational_memory.settings import DEFAULT_OBSERVATIONS_POOL_MAX_TOKENS
 from ..providers.base import Provider
 from ..session import Session
 from ..stores.base import SessionStore
@@ -53,7 +55,7 @@ __all__ = [
     "transcript_text",
 ]
 
-DEFAULT_POOL_RATIO = 0.5
+DEFAULT_POOL_RATIO: float | None = None
 _UNSAFE = re.compile(r"[^A-Za-z0-9._:-]+")
 
 ObserveMode = Literal["per-session", "once"]
@@ -225,7 +227,7 @@ async def evaluate_conversation(
     provider: Provider | None = None,
     model: str | None = None,
     judge: ModelJudge | None = None,
-    pool_ratio: float = DEFAULT_POOL_RATIO,
+    pool_ratio: float | None = DEFAULT_POOL_RATIO,
     observe: ObserveMode = "per-session",
     estimator: TokenEstimator | None = None,
     progress: Progress | None = None,
@@ -242,7 +244,14 @@ async def evaluate_conversation(
     speaker_of = {e.id: t.speaker for e, t in zip(entries, conversation.turns, strict=True)}
     entry_of = {t.key: e.id for e, t in zip(entries, conversation.turns, strict=True)}
     transcript_tokens = sum(est.count(entry_text(e)) for e in entries)
-    pool_max = max(1, round(pool_ratio * transcript_tokens))
+    settings: dict[str, Any] = {}
+    pool_max = DEFAULT_OBSERVATIONS_POOL_MAX_TOKENS
+    if pool_ratio is not None:
+        pool_max = max(1, round(pool_ratio * transcript_tokens))
+        settings["context"] = {
+            "observations_pool_max_tokens": pool_max,
+            "observations_pool_target_tokens": max(1, pool_max // 2),
+        }
     session = Session(store, session_id)
     worker: dict[str, Any] = {
         "provider": provider or OfflineMemoryProvider(),
@@ -254,12 +263,7 @@ async def evaluate_conversation(
         observation=worker,
         reflection=worker,
         dropper={"policy": "lowest-relevance"},
-        settings={
-            "context": {
-                "observations_pool_max_tokens": pool_max,
-                "observations_pool_target_tokens": max(1, pool_max // 2),
-            }
-        },
+        settings=settings,
         estimator=est,
     )
     failures: list[str] = []
