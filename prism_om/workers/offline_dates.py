@@ -6,12 +6,12 @@ July, 2023]``); that header, when present, is the message's time for everything 
 since it says when the words were said (an import may have stamped the message later).
 Relative expressions resolve against that time: ``today``/``tonight``, ``yesterday``,
 ``tomorrow``, ``last``/``next``/``this`` + weekday, ``on``/``by`` + weekday (past when the
-sentence speaks in the past tense, else the coming one), ``last``/``next week``,
-``weekend``, ``month``, ``N days ago``, ``in N days``. Written dates (``20 July, 2023``,
-``July 20, 2023``, ``22 May`` with the year of the message, ISO ``2023-07-20``) are read as
-they are. Each resolved date is written into the text after the expression that named it
-(``yesterday (7 May 2023)``), so the memory states the day itself, and the first one is
-returned as the observation's ``referencedDate``.
+words before it speak in the past tense with no future after, else the coming one),
+``last``/``next week``, ``weekend``, ``month``, ``N days ago``, ``in N days``. Written
+dates (``20 July, 2023``, ``July 20, 2023``, ``22 May`` with the year of the message, ISO
+``2023-07-20``) are read as they are. Each resolved date is written into the text after the
+expression that named it (``yesterday (7 May 2023)``), so the memory states the day
+itself, and the first one is returned as the observation's ``referencedDate``.
 """
 
 from __future__ import annotations
@@ -51,6 +51,12 @@ _PAST = re.compile(
     r"\b(was|were|went|did|had|got|ran|met|saw|took|made|came|gave|told|bought|found|"
     r"left|felt|began|wrote|ate|won|lost|[a-z]{3,}ed)\b",
     re.IGNORECASE,
+)
+# Future after a past verb: "will", "going to", or an infinitive ("decided to ship"), not
+# "to" before a noun phrase ("went to the gym", "went to Porto").
+_FUTURE = re.compile(
+    r"\b(?:[Ww]ill|[Gg]oing to|[Gg]onna)\b|'ll\b|"
+    r"\bto (?!(?:a|an|the|my|your|his|her|our|their|this|that|some|work|school|bed)\b)[a-z]+"
 )
 _WEEKDAY = re.compile(
     r"\b(?P<which>last|next|this|on|by|until|since)?\s*(?P<day>" + "|".join(_WEEKDAYS) + r")\b",
@@ -131,7 +137,6 @@ def resolve_dates(sentence: str, moment: datetime | None) -> DatedText:
     for pattern in (_DAY_MONTH, _MONTH_DAY):
         for match in pattern.finditer(sentence):
             add(match, _written(match, today), True)
-    past = bool(_PAST.search(sentence))
     for pattern, days in _RELATIVE:
         for match in pattern.finditer(sentence):
             add(match, today + timedelta(days=days))
@@ -146,8 +151,9 @@ def resolve_dates(sentence: str, moment: datetime | None) -> DatedText:
         )
         add(match, today + timedelta(days=shift))
     for match in _WEEKDAY.finditer(sentence):
-        if not re.search(r"\b(every|each)\s*$", sentence[: match.start()], re.I):
-            add(match, _weekday(match, today, past))
+        before = sentence[: match.start()]
+        if not re.search(r"\b(every|each)\s*$", before, re.I):
+            add(match, _weekday(match, today, _past_tense(before)))
     if not found:
         return DatedText(sentence, None)
     found.sort()
@@ -160,6 +166,15 @@ def resolve_dates(sentence: str, moment: datetime | None) -> DatedText:
         cursor = end
     parts.append(sentence[cursor:])
     return DatedText("".join(parts), found[0][2].isoformat())
+
+
+def _past_tense(before: str) -> bool:
+    """Whether the words before a weekday speak of the past: a past-tense verb with no
+    future after it ("we decided to ship on Friday" is the coming Friday)."""
+    pasts = list(_PAST.finditer(before))
+    if not pasts:
+        return False
+    return not _FUTURE.search(before, pasts[-1].end())
 
 
 def _valid(iso: str) -> bool:

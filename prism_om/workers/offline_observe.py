@@ -8,7 +8,8 @@ What a message becomes:
 * **Statements** of one message are merged into one observation (several when the message
   is long), led by who said it: ``Caroline: I adopted puppy yesterday (7 May 2023)! His
   name is Biscuit.`` A speaker's name written at the start of the text (``Caroline: ...``)
-  is kept as the speaker; otherwise the role is (``User``, ``Assistant``). What one
+  is kept as the speaker (unless it is a label such as ``Fixed:``); otherwise the role
+  is (``User``, ``Assistant``). What one
   speaker tells in one go (their next message, past a question of the other) joins the
   same observation while it stays short. Articles and filler adverbs are left out.
 * **Priority comes from the content, never the role**: ``high`` for a statement carrying a
@@ -119,6 +120,12 @@ _FILLER: Final = frozenset(
     "already very quite pretty".split()
 )
 _RANK: Final = {"low": 0, "medium": 1, "high": 2}
+# Words that open a message as a label, not as the name of who speaks.
+_LABELS: Final = frozenset(
+    "fixed fix done note notes update updated error warning summary answer question result "
+    "results output status todo tip info example reason plan goal step edit changes "
+    "important reminder context problem solution issue cause p.s. ps".split()
+)
 
 
 @dataclass
@@ -287,11 +294,13 @@ def _sentence_priority(sentence: str, referenced: str | None, speakers: frozense
     return "high" if strong else "medium"
 
 
-def _message_drafts(entry: ParsedEntry, speakers: frozenset[str]) -> list[_Draft]:
+def _message_drafts(
+    entry: ParsedEntry, names: frozenset[str], speakers: frozenset[str]
+) -> list[_Draft]:
     text, moment = message_moment(entry.text, entry.timestamp)
     speaker = {"user": "User", "assistant": "Assistant", "tool": "Tool"}.get(entry.role, "")
     named = _SPEAKER.match(text)
-    if named:
+    if named and named["name"] in names:
         speaker, text = named["name"], named["rest"]
     if entry.role == "tool":
         summary, priority = summarize_tool_result(text)
@@ -365,22 +374,28 @@ def _same(a: frozenset[str], b: frozenset[str]) -> bool:
     return len(a & b) / len(a | b) >= 0.8
 
 
-def _speakers(entries: Sequence[ParsedEntry]) -> frozenset[str]:
-    """The speakers named at the start of the messages shown (``Caroline: ...``)."""
-    found = {"user", "assistant", "tool"}
+def _speakers(entries: Sequence[ParsedEntry]) -> tuple[frozenset[str], frozenset[str]]:
+    """The speakers named at the start of the messages shown (``Caroline: ...``), and
+    their names' words in lower case. A label (``Fixed: ...``, ``Update: ...``) is no
+    speaker."""
+    found: set[str] = set()
     for entry in entries:
-        named = _SPEAKER.match(entry.text)
-        if named:
-            found.update(part.lower() for part in named["name"].split())
-    return frozenset(found)
+        named = _SPEAKER.match(message_moment(entry.text, entry.timestamp)[0])
+        if named and named["name"].lower() not in _LABELS:
+            found.add(named["name"])
+    names = frozenset(found)
+    words = {"user", "assistant", "tool"}
+    for name in names:
+        words.update(part.lower() for part in name.split())
+    return names, frozenset(words)
 
 
 def extract_observations(entries: Sequence[ParsedEntry]) -> list[dict[str, Any]]:
     """The offline observer's observations (tool-argument shape) for the entries shown."""
-    speakers = _speakers(entries)
+    names, speakers = _speakers(entries)
     merged: list[_Draft] = []
     for entry in entries:
-        for draft in _message_drafts(entry, speakers):
+        for draft in _message_drafts(entry, names, speakers):
             twin = next(
                 (d for d in merged if d.kind == draft.kind and _same(d.words, draft.words)), None
             )
