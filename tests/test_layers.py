@@ -15,7 +15,7 @@ LAYERS = [
     {"stores", "session", "debug"},
     {"observational_memory", "providers"},
     {"workers"},
-    {"attach", "host", "extension", "funnel", "importers", "testing"},
+    {"attach", "host", "extension", "funnel", "importers", "testing", "eval"},
     {"cli", "mcp"},
     {"__init__"},
 ]

@@ -82,6 +82,8 @@ def _handler(name: str) -> Handler:
             from .delete import cmd_delete as chosen
         elif name == "mcp":
             from .mcp import cmd_mcp as chosen
+        elif name == "eval":
+            from .evaluate import cmd_eval as chosen
         else:
             from . import reading
 
@@ -319,6 +321,42 @@ def build_parser() -> argparse.ArgumentParser:
             store,
             redact,
         )
+    )
+
+    evaluate = add(
+        "eval",
+        "measure memory on a LoCoMo or LongMemEval file: evidence cited, answers kept, "
+        "tokens, drops per speaker; QA accuracy with --base-url/--model",
+        as_json,
+    )
+    evaluate.add_argument("file", metavar="FILE", help="the benchmark file (JSON)")
+    evaluate.add_argument(
+        "--format", choices=("locomo", "longmemeval", "auto"), default="auto", help="default: auto"
+    )
+    evaluate.add_argument(
+        "--db", metavar="URL", help="store to import into (default: a throwaway in-memory one)"
+    )
+    evaluate.add_argument("--plot", metavar="PATH", help="write a bar chart (needs matplotlib)")
+    evaluate.add_argument(
+        "--pool-ratio",
+        type=float,
+        metavar="R",
+        help="cap the observation pool at R times each transcript's tokens (default: the "
+        "settings' 20000), so the dropper runs on short conversations too",
+    )
+    evaluate.add_argument(
+        "--observe",
+        choices=("per-session", "once"),
+        default="per-session",
+        help="flush after each session (default), or once after importing everything",
+    )
+    evaluate.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint")
+    evaluate.add_argument("--model", metavar="NAME", help="model for memory, answers and judge")
+    evaluate.add_argument(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        metavar="VAR",
+        help="environment variable holding the API key (default: OPENAI_API_KEY)",
     )
 
     # Revocation outside the API: the read commands withhold what the tombstones revoke.

@@ -9,25 +9,31 @@ Layout (sections appear only when they have content; no memory renders as ``""``
     <outline>
 
     ## Reflections
-    - [aaaaaaaaaaaa] (high) The user is migrating the billing service to Postgres.
+    - [aaaaaaaaaaaa] The user is migrating the billing service to Postgres.
 
     ## Observations
     ### 2024-05-03
-    - 14:05 [bbbbbbbbbbbb] (medium) User chose pgbouncer in transaction mode. (refers to 2024-05-07)
+    - [bbbbbbbbbbbb] User chose pgbouncer in transaction mode. (refers to 2024-05-07)
 
     [3 observations omitted to fit the 256 KiB memory cap]
 
 Reflections keep record order. Observations are grouped by the date of ``observedAt`` (as
 written, so a local timestamp keeps its local date), dates ascending, and ordered by time
-within a date. The text never exceeds its byte cap (256 KiB, or a smaller ``max_bytes``):
-the least relevant observations (lowest priority, then oldest) are omitted first, then,
-only if the reflections alone are too large, the least relevant reflections; a final line
-says how many were omitted. Every line is redacted of ``secrets`` before it is measured,
+within a date. A line carries the id (recall needs it) and the text, nothing else: the
+date heading stands for each line's time, and priority only decides what is omitted
+first, so neither is repeated per line (on short observations they cost as many tokens as
+the text). A referenced date follows the text unless the text already states that day.
+
+The text never exceeds its byte cap (256 KiB, or a smaller ``max_bytes``): the least
+relevant observations (lowest priority, then oldest) are omitted first, then, only if the
+reflections alone are too large, the least relevant reflections; a final line says how
+many were omitted. Every line is redacted of ``secrets`` before it is measured,
 since a replacement can be longer than the secret.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -222,15 +228,25 @@ def _item(line: str, red: Redactor) -> str:
 
 
 def _reflection_line(reflection: Reflection, red: Redactor) -> str:
-    text = reflection.text.strip()
-    return _item(f"- [{reflection.id}] ({reflection.priority}) {text}", red)
+    return _item(f"- [{reflection.id}] {reflection.text.strip()}", red)
 
 
 def _observation_line(observation: Observation, red: Redactor) -> str:
-    moment = datetime.fromisoformat(observation.observed_at)
-    line = (
-        f"- {moment:%H:%M} [{observation.id}] ({observation.priority}) {observation.text.strip()}"
-    )
-    if observation.referenced_date:
-        line += f" (refers to {observation.referenced_date})"
+    text = observation.text.strip()
+    line = f"- [{observation.id}] {text}"
+    referenced = observation.referenced_date
+    if referenced and not _states_day(text, referenced):
+        line += f" (refers to {referenced})"
     return _item(line, red)
+
+
+def _states_day(text: str, iso: str) -> bool:
+    """True when ``text`` already names the day ``iso`` (as ISO or ``7 May 2023``)."""
+    if iso in text:
+        return True
+    try:
+        day = datetime.fromisoformat(iso).date()
+    except ValueError:
+        return False
+    # "22 May" in a message of 2023 states the day; the heading gives the year.
+    return re.search(rf"\b{day.day} {day:%B}\b", text) is not None

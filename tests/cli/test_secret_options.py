@@ -76,7 +76,8 @@ def memory_id(db: Path, capsys: pytest.CaptureFixture[str]) -> str:
     """The observation that quotes the first message (the secrets with it)."""
     view = json.loads(run(capsys, "view", "--db", str(db), "--session", "s1", "--json", "--full"))
     for line in view["text"].splitlines():
-        found = re.search(r"\[([0-9a-f]{12})\].*My key is", line)
+        # The offline observer writes it tersely: "User: key sk-live-... password ...".
+        found = re.search(r"\[([0-9a-f]{12})\] User: (My )?key (is )?sk-live", line)
         if found:
             return found.group(1)
     raise AssertionError(view["text"])

@@ -93,14 +93,14 @@ def test_render_layout_reflections_first_then_observations_by_date() -> None:
         "Ids in brackets can be recalled for their exact source messages.\n"
         "\n"
         "## Reflections\n"
-        "- [ffffffffffff] (high) The user migrates billing.\n"
+        "- [ffffffffffff] The user migrates billing.\n"
         "\n"
         "## Observations\n"
         "### 2024-05-01\n"
-        "- 09:05 [aaaaaaaaaaaa] (high) Chose pgbouncer (refers to 2024-05-07)\n"
-        "- 16:30 [bbbbbbbbbbbb] (medium) Later same day\n"
+        "- [aaaaaaaaaaaa] Chose pgbouncer (refers to 2024-05-07)\n"
+        "- [bbbbbbbbbbbb] Later same day\n"
         "### 2024-05-02\n"
-        "- 08:00 [cccccccccccc] (low) Next day\n"
+        "- [cccccccccccc] Next day\n"
         "  second line"
     )
 

@@ -31,8 +31,8 @@ def test_observation_and_reflection_lines_are_redacted_once() -> None:
     )
     rendered = render_observational_memory([reflection], [_observation(text)], secrets=red)
     lines = rendered.splitlines()
-    assert red.text(f"- [b1b1b1b1b1b1] ({reflection.priority}) {text}") in lines
-    assert red.text(f"- 10:05 [a0a0a0a0a0a0] (high) {text}") in lines
+    assert red.text(f"- [b1b1b1b1b1b1] {text}") in lines
+    assert red.text(f"- [a0a0a0a0a0a0] {text}") in lines
     assert "oth[REDACTED]r" in rendered and "oth[[REDACTED]" not in rendered
 
 

@@ -26,14 +26,16 @@ def test_extraction_skips_chatter_and_ranks_assertions() -> None:
         ]
     )
     texts = [f["text"] for f in found]
+    # Chatter and a question that names nothing are dropped; a message's statements merge
+    # into one terse observation; tool output is summarised.
     assert texts == [
-        "User: We decided to ship on Friday.",
-        "User: My name is Dana.",
-        "User asked: Should the Postgres cutover move to tomorrow?",
+        "User: decided ship Friday (3 May 2024); name Dana.",
+        "User: asked Should Postgres cutover move tomorrow (2 May 2024).",
+        "Tool result: raw tool output 42",
     ]
     assert found[0]["priority"] == "high" and found[0]["referencedDate"] == "2024-05-03"
-    assert "priority" not in found[1]
-    assert found[2]["priority"] == "low" and found[2]["referencedDate"] == "2024-05-02"
+    assert found[1]["priority"] == "low"
+    assert found[2]["priority"] == "low"
     assert all(f["sourceEntryIds"] for f in found)
 
 
@@ -65,6 +67,6 @@ async def test_offline_flush_observes_reflects_and_is_deterministic() -> None:
     first, second = await build(), await build()
     assert [t for t, _ in first] == [t for t, _ in second]
     assert [t for t, _ in first] == [
-        "User: The billing migration deadline is 2024-06-14.",
-        "Assistant: The billing migration runs on Postgres 16.",
+        "User: Billing migration deadline 2024-06-14.",
+        "Assistant: Billing migration runs Postgres 16.",
     ]

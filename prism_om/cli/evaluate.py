@@ -1,0 +1,100 @@
+"""``prism-om eval``: run a LoCoMo or LongMemEval file through observational memory."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..providers.base import Provider
+from .common import CliUsageError, store_url
+from .output import console, error_console, print_json
+
+__all__ = ["cmd_eval"]
+
+
+@asynccontextmanager
+async def _model(args: argparse.Namespace) -> AsyncIterator[Provider | None]:
+    if not args.base_url and not args.model:
+        yield None
+        return
+    if not args.base_url or not args.model:
+        raise CliUsageError("--base-url and --model go together (a model for memory and QA)")
+    from ..providers.openai_compat import OpenAICompatibleProvider
+
+    env_name = args.api_key_env
+
+    async def resolve_key(provider_id: str) -> str | None:
+        return os.environ.get(env_name) or None
+
+    if not os.environ.get(env_name):
+        error_console().print(
+            f"prism-om: note: ${env_name} is not set; requests carry no API key "
+            "(fine for a local server)"
+        )
+    async with OpenAICompatibleProvider(
+        args.base_url, args.model, credential_resolver=resolve_key
+    ) as provider:
+        yield provider
+
+
+def _progress(enabled: bool) -> tuple[AbstractContextManager[Any], Callable[[int, int, str], None]]:
+    """A progress bar on stderr (terminals only), fed by the harness's steps."""
+    err = error_console()
+    if not enabled or not err.is_terminal:
+        return nullcontext(), lambda _done, _total, _label: None
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
+    task = bar.add_task("evaluating", total=None)
+
+    def update(done: int, total: int, label: str) -> None:
+        bar.update(task, completed=done, total=total, description=label[:40])
+
+    return bar, update
+
+
+async def cmd_eval(args: argparse.Namespace) -> None:
+    from ..eval import plot_summary, run_eval, summary_table
+
+    if args.pool_ratio is not None and not 0 < args.pool_ratio <= 100:
+        raise CliUsageError(f"--pool-ratio must be above 0 (got {args.pool_ratio})")
+    db = store_url(args.db) if args.db else "memory:"
+    async with _model(args) as provider:
+        bar, update = _progress(not args.json)
+        with bar:
+            summary = await run_eval(
+                args.file,
+                format=args.format,
+                db=db,
+                provider=provider,
+                model=args.model,
+                pool_ratio=args.pool_ratio,
+                observe=args.observe,
+                progress=update,
+            )
+    if args.plot:
+        if plot_summary(summary, args.plot):
+            error_console().print(f"prism-om: plot written to {args.plot}")
+        else:
+            error_console().print(
+                "prism-om: note: no plot: matplotlib is not installed (pip install matplotlib)"
+            )
+    if args.json:
+        print_json(summary)
+        return
+    out = console()
+    for table in summary_table(summary):
+        out.print(table)
+    failures = [f for c in summary["conversations"] for f in c["failures"]]
+    for failure in failures[:10]:
+        error_console().print(f"prism-om: warning: {failure}")
