@@ -127,11 +127,11 @@ from ..errors import (
 )
 from ._shield import finish_then_cancel
 from ._tree import TreeIndex, comparable_time
+from ._tree_reads import TreeIndexReads
 from .base import (
     ANY_MEMORY_HEAD,
     AnyMemoryHead,
     SessionSummary,
-    StoreBase,
     chain_at_leaf,
     check_batch_shape,
     check_memory_head,
@@ -325,7 +325,7 @@ def _with_batch(
     )
 
 
-class JsonlStore(StoreBase):
+class JsonlStore(TreeIndexReads):
     """A directory of JSONL session logs; see the module docstring for the format.
 
     Open with ``await JsonlStore.open(directory)``. ``fsync=True`` (the default) makes
@@ -575,6 +575,10 @@ class JsonlStore(StoreBase):
 
     async def _read(self, sid: str, query: Callable[[TreeIndex], _T]) -> _T:
         return await self._run(self._read_sync, sid, query)
+
+    async def _tree_query(self, session_id: str, query: Callable[[TreeIndex, str], _T]) -> _T:
+        sid = self._session_arg(session_id)
+        return await self._read(sid, lambda index: query(index, sid))
 
     def _read_sync(self, sid: str, query: Callable[[TreeIndex], _T]) -> _T:
         with self._locked(exclusive=False):
