@@ -75,6 +75,7 @@ class TreeIndex:
         # The owning store's URL, carried by the errors the rule checks raise.
         self.url = url
         self.entries: dict[str, SessionEntry] = {}
+        # Only entries with a child are keys (a leaf has none): one list fewer per entry.
         self.children: dict[str, list[str]] = {}
         self.depth: dict[str, int] = {}
         self.segment: dict[str, int] = {}
@@ -106,7 +107,9 @@ class TreeIndex:
         tree = self.trees.get(session_id)
         has_root = tree is not None and tree.root is not None
         pending: dict[str, SessionEntry] = {}
-        view = _PendingView(self, pending)
+        # Built on the first memory record: a batch of messages (and every message line
+        # of a JSONL file being loaded) never pays for it.
+        view: _PendingView | None = None
         for entry in batch:
             if entry.id in self.entries:
                 raise DuplicateEntryError(
@@ -145,59 +148,83 @@ class TreeIndex:
                         url=self.url,
                     )
             try:
-                needs = memory_record_needs(entry)
+                needs = None if entry.kind == "message" else memory_record_needs(entry)
                 if needs is not None:
+                    if view is None:
+                        view = _PendingView(self, pending)
+                        for earlier in pending.values():
+                            view.add(earlier)
                     validate_memory_record(entry, needs, view.facts(entry.parent_id, needs))
             except MemoryRecordError as exc:
                 exc.add_context(url=self.url)
                 raise
             pending[entry.id] = entry
-            view.add(entry)
+            if view is not None:
+                view.add(entry)
+
+    def add(self, entry: SessionEntry) -> None:
+        """``check([entry])`` then ``apply([entry])``: one line of a file being loaded.
+
+        A message under a known parent of its session (almost every line) needs no more
+        than the lookups here; anything else takes the full check.
+        """
+        parent = self.entries.get(entry.parent_id) if entry.parent_id is not None else None
+        if (
+            parent is None
+            or entry.kind != "message"
+            or parent.session_id != entry.session_id
+            or entry.id in self.entries
+        ):
+            self.check((entry,))
+        self.apply((entry,))
 
     def apply(self, batch: Sequence[SessionEntry]) -> None:
         """Add an already checked batch and move the session's leaf to its last entry."""
+        # Locals: a JSONL load applies every line of a file through here, one at a time.
+        entries, children, depths, segments = self.entries, self.children, self.depth, self.segment
+        heads = self.memory_heads
         for entry in batch:
+            entry_id, parent_id = entry.id, entry.parent_id
             tree = self.trees.get(entry.session_id)
             if tree is None:
                 tree = self.trees[entry.session_id] = _SessionTree()
-            self.entries[entry.id] = entry
-            if entry.kind != "message":
+            entries[entry_id] = entry
+            is_message = entry.kind == "message"
+            if not is_message:
                 for memory_id, kind in recorded_memory_ids(entry):
-                    self.recorders.setdefault(memory_id, []).append((entry.id, kind))
+                    self.recorders.setdefault(memory_id, []).append((entry_id, kind))
                 for memory_id in dropped_memory_ids(entry):
-                    self.droppers.setdefault(memory_id, []).append(entry.id)
-            tree.order.append(entry.id)
+                    self.droppers.setdefault(memory_id, []).append(entry_id)
+            tree.order.append(entry_id)
             tree.leaf_count += 1
-            if entry.kind == "message":
+            if is_message:
                 tree.messages += 1
             stamp = comparable_time(entry.timestamp)
             if stamp is not None and (tree.last_activity is None or stamp > tree.last_activity):
                 tree.last_activity = stamp
-            if entry.parent_id is None:
-                tree.root = entry.id
-                self.depth[entry.id] = 0
-                self.segment[entry.id] = self._new_segment(None, 0)
+            if parent_id is None:
+                tree.root = entry_id
+                depth = 0
+                segment = self._new_segment(None, 0)
                 inherited = None
             else:
-                depth = self.depth[entry.parent_id] + 1
-                siblings = self.children[entry.parent_id]
-                if not siblings:
+                depth = depths[parent_id] + 1
+                siblings = children.get(parent_id)
+                if siblings:
+                    segment = self._new_segment(segments[parent_id], depth)
+                    siblings.append(entry_id)
+                else:
                     tree.leaf_count -= 1  # the parent was a leaf until now
-                self.segment[entry.id] = (
-                    self._new_segment(self.segment[entry.parent_id], depth)
-                    if siblings
-                    else self.segment[entry.parent_id]
-                )
-                siblings.append(entry.id)
-                self.depth[entry.id] = depth
-                inherited = self.memory_heads[entry.parent_id]
-            segment = self.segment[entry.id]
-            self.segment_ids[segment].append(entry.id)
-            if is_eligible_observation_source_entry(entry):
-                self.segment_messages[segment].append(self.depth[entry.id])
-            self.children[entry.id] = []
-            self.memory_heads[entry.id] = entry.id if is_memory_record(entry) else inherited
-            tree.leaf = entry.id
+                    segment = segments[parent_id]
+                    children[parent_id] = [entry_id]
+                inherited = heads[parent_id]
+            depths[entry_id] = depth
+            segments[entry_id] = segment
+            self.segment_ids[segment].append(entry_id)
+            if is_message and is_eligible_observation_source_entry(entry):
+                self.segment_messages[segment].append(depth)
+            heads[entry_id] = inherited if is_message or not is_memory_record(entry) else entry_id
+            tree.leaf = entry_id
 
     def _new_segment(self, parent: int | None, start: int) -> int:
         self.segment_parent.append(parent)
@@ -265,7 +292,7 @@ class TreeIndex:
 
     def leaves(self, session_id: str) -> list[str]:
         tree = self.trees.get(session_id)
-        return [i for i in tree.order if not self.children[i]] if tree else []
+        return [i for i in tree.order if i not in self.children] if tree else []
 
     def summary(self, session_id: str) -> SessionSummary:
         tree = self.trees.get(session_id)
@@ -678,4 +705,14 @@ def comparable_time(value: str) -> str | None:
         and value[-1] == "Z"
     ):
         return value
+    if (
+        len(value) == 20
+        and value[-1] == "Z"
+        and value[4] == "-"
+        and value[10] == "T"
+        and value[13] == ":"
+        and value[16] == ":"
+    ):
+        # Whole seconds in UTC: an entry's timestamp, so already checked to be a time.
+        return value[:19] + ".000Z"
     return utc_timestamp(value)
