@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 
+from .jsonl_floor import JSONL_FLOOR
 from .model import FLOOR, OURS, PEERS, PG_FLOOR, PG_REFERENCE, REFERENCE, WORKLOADS, Result
 
 __all__ = [
@@ -67,7 +68,7 @@ def _index(results: Iterable[Result]) -> dict[tuple[str, str, int], Result]:
 
 
 def _systems(results: Sequence[Result], workload: str) -> list[str]:
-    order = [*OURS, FLOOR, PG_FLOOR, *PEERS, REFERENCE, PG_REFERENCE]
+    order = [*OURS, FLOOR, PG_FLOOR, JSONL_FLOOR, *PEERS, REFERENCE, PG_REFERENCE]
     present = {r.system for r in results if r.workload == workload}
     return [s for s in order if s in present]
 
@@ -262,6 +263,56 @@ def check_targets(results: Sequence[Result], sizes: Sequence[int]) -> list[Targe
         )
         targets.append(
             Target(f"SQLite faster than {peer} on every shared workload", not losses, detail)
+        )
+    targets += _memory_jsonl_targets(index, sizes)
+    return targets
+
+
+def _memory_jsonl_targets(
+    index: dict[tuple[str, str, int], Result], sizes: list[int]
+) -> list[Target]:
+    """Memory and JSONL: recall and page flat (≤ 1.2x from the smallest size to the
+    largest); JSONL reopen ≤ 1.5x its floor (read + json.loads) at 100,000 and above."""
+    targets: list[Target] = []
+    for adapter in ("memory", "jsonl"):
+        for key, label in (("recall", "recall"), ("page20", "page of 20 (public path)")):
+            measured = [n for n in sizes if (key, adapter, n) in index]
+            if len(measured) < 2:
+                continue
+            small, large = (index[(key, adapter, n)].value for n in (measured[0], measured[-1]))
+            detail = ", ".join(
+                f"{n:,}: {fmt_value(index[(key, adapter, n)].value, 's')}" for n in measured
+            )
+            growth = large / small
+            targets.append(
+                Target(
+                    f"{adapter} {label} flat (≤ 1.2x)",
+                    growth <= 1.2,
+                    f"{detail}; {measured[-1]:,} / {measured[0]:,} entries = {growth:.2f}x",
+                )
+            )
+    measured = [
+        n
+        for n in sizes
+        if ("cold_start", "jsonl", n) in index and ("cold_start", JSONL_FLOOR, n) in index
+    ]
+    if measured:
+        ratios = {
+            n: index[("cold_start", "jsonl", n)].value / index[("cold_start", JSONL_FLOOR, n)].value
+            for n in measured
+        }
+        judged = [n for n in measured if n >= 100_000]
+        detail = ", ".join(
+            f"{n:,}: {fmt_value(index[('cold_start', 'jsonl', n)].value, 's')} = {r:.2f}x "
+            f"of {fmt_value(index[('cold_start', JSONL_FLOOR, n)].value, 's')}"
+            for n, r in ratios.items()
+        )
+        targets.append(
+            Target(
+                "JSONL reopen ≤ 1.5x reading the file + json.loads per line (≥ 100,000 entries)",
+                all(ratios[n] <= 1.5 for n in judged) if judged else None,
+                detail,
+            )
         )
     return targets
 

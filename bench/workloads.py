@@ -18,6 +18,7 @@ from prism_om.observational_memory import (
 from prism_om.stores import SessionStore, open_store
 
 from .data import SESSION_ID, Dataset
+from .jsonl_floor import run_jsonl_reopen_floor
 from .memprobe import probe_peak_rss
 from .model import Result
 from .timing import Timer, time_calls
@@ -161,6 +162,9 @@ async def run_adapter(
             # A file store is closed for the reopen and memory probes, then opened again.
             await store.close()
             add("cold_start", await _cold_start(url, timer), note="warm OS page cache")
+        if adapter == "jsonl":
+            # Its floor right after it, so their ratio is taken side by side.
+            results.append(await run_jsonl_reopen_floor(url.removeprefix("jsonl:"), size, timer))
         peak, baseline = await probe_peak_rss(adapter, url, size)
         add("peak_rss", [peak], note="cold start + one turn", baseline=baseline)
         results[-1].unit = "bytes"

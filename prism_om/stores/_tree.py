@@ -10,15 +10,26 @@ of first children); a fork starts a new segment that remembers its parent segmen
 depth it starts at. The path from the root to a tip is then one piece per fork, and "is X
 on this path" is X's segment looked up among those pieces: O(1) per id once the pieces
 down to X's depth are known, instead of a walk of parent links per id.
+
+The same pieces serve the per-turn reads: each segment keeps its entry ids in depth order
+and the depths of its eligible messages, so a page, the recent messages and the recorders
+of a memory id are found in O(pieces + answer) (a bisect per piece), not by reading the
+branch.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import ChainMap
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
+from ..core.ledger import LedgerBuilder, ObservationalMemoryLedger
+from ..core.ledger_views import restrict_ledger
 from ..core.records import (
+    FOLDED_TYPE,
+    OBSERVATIONS_DROPPED,
     OBSERVATIONS_RECORDED,
     REFLECTIONS_RECORDED,
     is_memory_record,
@@ -35,6 +46,7 @@ from ..entries import SessionEntry
 from ..errors import (
     DuplicateEntryError,
     EntryNotFoundError,
+    InvalidInputError,
     MemoryRecordError,
     RootExistsError,
     SessionMismatchError,
@@ -63,16 +75,24 @@ class TreeIndex:
         # The owning store's URL, carried by the errors the rule checks raise.
         self.url = url
         self.entries: dict[str, SessionEntry] = {}
+        # Only entries with a child are keys (a leaf has none): one list fewer per entry.
         self.children: dict[str, list[str]] = {}
         self.depth: dict[str, int] = {}
         self.segment: dict[str, int] = {}
         # Per segment id (a list index): the segment it forked from and its first depth.
         self.segment_parent: list[int | None] = []
         self.segment_start: list[int] = []
+        # Per segment: its entry ids by depth (index = depth - start), and the depths of
+        # its eligible messages, ascending: what the page and recent reads bisect.
+        self.segment_ids: list[list[str]] = []
+        self.segment_messages: list[list[int]] = []
         self.trees: dict[str, _SessionTree] = {}
         # memory id -> entries that recorded it (any branch); "recorded on this branch" is
         # then an ancestor test per recorder instead of a scan of the branch.
         self.recorders: dict[str, list[tuple[str, str]]] = {}
+        # memory id -> entries that drop it (dropper records, folded compactions), so a
+        # memory subset reads the records of its ids only.
+        self.droppers: dict[str, list[str]] = {}
         # entry id -> the newest memory record on the path to it (itself included), kept
         # at append so a compare-and-append reads the head in O(1) at any branch length.
         self.memory_heads: dict[str, str | None] = {}
@@ -87,7 +107,9 @@ class TreeIndex:
         tree = self.trees.get(session_id)
         has_root = tree is not None and tree.root is not None
         pending: dict[str, SessionEntry] = {}
-        view = _PendingView(self, pending)
+        # Built on the first memory record: a batch of messages (and every message line
+        # of a JSONL file being loaded) never pays for it.
+        view: _PendingView | None = None
         for entry in batch:
             if entry.id in self.entries:
                 raise DuplicateEntryError(
@@ -126,56 +148,89 @@ class TreeIndex:
                         url=self.url,
                     )
             try:
-                needs = memory_record_needs(entry)
+                needs = None if entry.kind == "message" else memory_record_needs(entry)
                 if needs is not None:
+                    if view is None:
+                        view = _PendingView(self, pending)
+                        for earlier in pending.values():
+                            view.add(earlier)
                     validate_memory_record(entry, needs, view.facts(entry.parent_id, needs))
             except MemoryRecordError as exc:
                 exc.add_context(url=self.url)
                 raise
             pending[entry.id] = entry
-            view.add(entry)
+            if view is not None:
+                view.add(entry)
+
+    def add(self, entry: SessionEntry) -> None:
+        """``check([entry])`` then ``apply([entry])``: one line of a file being loaded.
+
+        A message under a known parent of its session (almost every line) needs no more
+        than the lookups here; anything else takes the full check.
+        """
+        parent = self.entries.get(entry.parent_id) if entry.parent_id is not None else None
+        if (
+            parent is None
+            or entry.kind != "message"
+            or parent.session_id != entry.session_id
+            or entry.id in self.entries
+        ):
+            self.check((entry,))
+        self.apply((entry,))
 
     def apply(self, batch: Sequence[SessionEntry]) -> None:
         """Add an already checked batch and move the session's leaf to its last entry."""
+        # Locals: a JSONL load applies every line of a file through here, one at a time.
+        entries, children, depths, segments = self.entries, self.children, self.depth, self.segment
+        heads = self.memory_heads
         for entry in batch:
+            entry_id, parent_id = entry.id, entry.parent_id
             tree = self.trees.get(entry.session_id)
             if tree is None:
                 tree = self.trees[entry.session_id] = _SessionTree()
-            self.entries[entry.id] = entry
-            for memory_id, kind in recorded_memory_ids(entry):
-                self.recorders.setdefault(memory_id, []).append((entry.id, kind))
-            tree.order.append(entry.id)
+            entries[entry_id] = entry
+            is_message = entry.kind == "message"
+            if not is_message:
+                for memory_id, kind in recorded_memory_ids(entry):
+                    self.recorders.setdefault(memory_id, []).append((entry_id, kind))
+                for memory_id in dropped_memory_ids(entry):
+                    self.droppers.setdefault(memory_id, []).append(entry_id)
+            tree.order.append(entry_id)
             tree.leaf_count += 1
-            if entry.kind == "message":
+            if is_message:
                 tree.messages += 1
             stamp = comparable_time(entry.timestamp)
             if stamp is not None and (tree.last_activity is None or stamp > tree.last_activity):
                 tree.last_activity = stamp
-            if entry.parent_id is None:
-                tree.root = entry.id
-                self.depth[entry.id] = 0
-                self.segment[entry.id] = self._new_segment(None, 0)
+            if parent_id is None:
+                tree.root = entry_id
+                depth = 0
+                segment = self._new_segment(None, 0)
                 inherited = None
             else:
-                depth = self.depth[entry.parent_id] + 1
-                siblings = self.children[entry.parent_id]
-                if not siblings:
+                depth = depths[parent_id] + 1
+                siblings = children.get(parent_id)
+                if siblings:
+                    segment = self._new_segment(segments[parent_id], depth)
+                    siblings.append(entry_id)
+                else:
                     tree.leaf_count -= 1  # the parent was a leaf until now
-                self.segment[entry.id] = (
-                    self._new_segment(self.segment[entry.parent_id], depth)
-                    if siblings
-                    else self.segment[entry.parent_id]
-                )
-                siblings.append(entry.id)
-                self.depth[entry.id] = depth
-                inherited = self.memory_heads[entry.parent_id]
-            self.children[entry.id] = []
-            self.memory_heads[entry.id] = entry.id if is_memory_record(entry) else inherited
-            tree.leaf = entry.id
+                    segment = segments[parent_id]
+                    children[parent_id] = [entry_id]
+                inherited = heads[parent_id]
+            depths[entry_id] = depth
+            segments[entry_id] = segment
+            self.segment_ids[segment].append(entry_id)
+            if is_message and is_eligible_observation_source_entry(entry):
+                self.segment_messages[segment].append(depth)
+            heads[entry_id] = inherited if is_message or not is_memory_record(entry) else entry_id
+            tree.leaf = entry_id
 
     def _new_segment(self, parent: int | None, start: int) -> int:
         self.segment_parent.append(parent)
         self.segment_start.append(start)
+        self.segment_ids.append([])
+        self.segment_messages.append([])
         return len(self.segment_start) - 1
 
     def drop_session(self, session_id: str) -> None:
@@ -188,7 +243,10 @@ class TreeIndex:
             self.children.pop(entry_id, None)
             self.depth.pop(entry_id, None)
             # Its segments stay numbered (the lists are append-only) but nothing names them.
-            self.segment.pop(entry_id, None)
+            segment = self.segment.pop(entry_id, None)
+            if segment is not None:
+                self.segment_ids[segment] = []
+                self.segment_messages[segment] = []
             self.memory_heads.pop(entry_id, None)
             for memory_id, kind in recorded_memory_ids(entry):
                 found = self.recorders.get(memory_id, [])
@@ -196,6 +254,12 @@ class TreeIndex:
                     found.remove((entry_id, kind))
                 if not found:
                     self.recorders.pop(memory_id, None)
+            for memory_id in dropped_memory_ids(entry):
+                dropping = self.droppers.get(memory_id, [])
+                if entry_id in dropping:
+                    dropping.remove(entry_id)
+                if not dropping:
+                    self.droppers.pop(memory_id, None)
 
     def resolve_leaf(self, session_id: str, entry_id: str) -> str:
         """Check that ``entry_id`` is an entry of the session and return it."""
@@ -228,7 +292,7 @@ class TreeIndex:
 
     def leaves(self, session_id: str) -> list[str]:
         tree = self.trees.get(session_id)
-        return [i for i in tree.order if not self.children[i]] if tree else []
+        return [i for i in tree.order if i not in self.children] if tree else []
 
     def summary(self, session_id: str) -> SessionSummary:
         tree = self.trees.get(session_id)
@@ -292,6 +356,151 @@ class TreeIndex:
         if target is None or target.session_id != session_id:
             return False
         return self.path_membership(session_id, leaf_id).contains(entry_id)
+
+    # -- per-turn reads over the path's pieces -------------------------------------------
+
+    def tip(self, session_id: str, leaf_id: str | None) -> str | None:
+        """The leaf a read is about: ``leaf_id`` once checked, else the current leaf."""
+        if leaf_id is None:
+            return self.leaf(session_id)
+        return self.resolve_leaf(session_id, leaf_id)
+
+    def path_pieces(self, tip: str | None) -> Iterator[tuple[int, int, int]]:
+        """``(segment, first depth, last depth)`` of the path from the root to ``tip``,
+        tip side first: one piece per fork on the path."""
+        if tip is None:
+            return
+        segment: int | None = self.segment[tip]
+        last = self.depth[tip]
+        while segment is not None:
+            first = self.segment_start[segment]
+            yield segment, first, last
+            last = first - 1
+            segment = self.segment_parent[segment]
+
+    def entry_count(self, session_id: str, leaf_id: str | None) -> int:
+        """Number of entries on the path to the leaf: its depth plus one."""
+        tip = self.tip(session_id, leaf_id)
+        return 0 if tip is None else self.depth[tip] + 1
+
+    def recent_messages(
+        self, session_id: str, count: int, leaf_id: str | None
+    ) -> list[SessionEntry]:
+        """The path's last ``count`` eligible messages, oldest first."""
+        chosen: list[str] = []
+        if count > 0:
+            for segment, first, last in self.path_pieces(self.tip(session_id, leaf_id)):
+                if self._messages_before(segment, first, last + 1, count, chosen):
+                    break
+        chosen.reverse()
+        return [self.entries[i] for i in chosen]
+
+    def page_messages(
+        self,
+        session_id: str,
+        cursor: str,
+        limit: int,
+        direction: Literal["forward", "backward"],
+        leaf_id: str | None,
+    ) -> tuple[list[SessionEntry], bool]:
+        """``page_around_cursor`` over the path, reading O(pieces + limit) entries."""
+        tip = self.tip(session_id, leaf_id)
+        target = self.entries.get(cursor)
+        membership = self.path_membership(session_id, tip) if tip is not None else None
+        if (
+            target is None
+            or target.session_id != session_id
+            or membership is None
+            or not membership.contains(cursor)
+        ):
+            raise EntryNotFoundError(
+                f"cursor {cursor!r} is not an entry of the current branch",
+                entry_id=cursor,
+                session_id=session_id,
+                url=self.url,
+            )
+        if not is_eligible_observation_source_entry(target):
+            raise InvalidInputError(
+                f"cursor {cursor!r} is a {target.kind} entry, not a user, assistant "
+                "or tool message",
+                entry_id=cursor,
+                session_id=session_id,
+                url=self.url,
+            )
+        at = self.depth[cursor]
+        chosen: list[str] = []
+        if direction == "forward":
+            # Pieces from the cursor's down to the tip, read root side first.
+            pieces = []
+            for piece in self.path_pieces(tip):
+                pieces.append(piece)
+                if piece[1] <= at:
+                    break
+            for segment, first, last in reversed(pieces):
+                depths = self.segment_messages[segment]
+                position = bisect_right(depths, max(at, first - 1))
+                end = min(bisect_right(depths, last), position + limit + 1 - len(chosen))
+                chosen.extend(self._id_at(segment, depths[i]) for i in range(position, end))
+                if len(chosen) > limit:
+                    break
+            return [self.entries[i] for i in chosen[:limit]], len(chosen) > limit
+        for segment, first, last in self.path_pieces(tip):
+            if first >= at:
+                continue  # wholly after the cursor
+            if self._messages_before(segment, first, min(last + 1, at), limit + 1, chosen):
+                break
+        more = len(chosen) > limit
+        chosen = chosen[:limit]
+        chosen.reverse()
+        return [self.entries[i] for i in chosen], more
+
+    def _messages_before(
+        self, segment: int, first: int, stop: int, count: int, chosen: list[str]
+    ) -> bool:
+        """Add the segment's eligible messages at depths ``[first, stop)`` to ``chosen``,
+        newest first, until it holds ``count``; True once it does."""
+        depths = self.segment_messages[segment]
+        low = bisect_left(depths, first)
+        position = bisect_left(depths, stop)
+        while position > low and len(chosen) < count:
+            position -= 1
+            chosen.append(self._id_at(segment, depths[position]))
+        return len(chosen) >= count
+
+    def _id_at(self, segment: int, depth: int) -> str:
+        return self.segment_ids[segment][depth - self.segment_start[segment]]
+
+    def memory_subset(
+        self, session_id: str, memory_ids: Iterable[str], leaf_id: str | None
+    ) -> ObservationalMemoryLedger:
+        """The path's ledger restricted to ``memory_ids``, folding only their records.
+
+        Every entry that records or drops one of the ids is indexed by id, so the fold
+        over those entries alone (in path order, at their depths) equals the whole
+        branch's fold restricted to the ids.
+        """
+        wanted = set(memory_ids)
+        tip = self.tip(session_id, leaf_id)
+        if tip is None or not wanted:
+            return ObservationalMemoryLedger()
+        on_path = self.path_membership(session_id, tip).contains
+        found: set[str] = set()
+        for memory_id in wanted:
+            found.update(e for e, _ in self.recorders.get(memory_id, ()) if on_path(e))
+            found.update(e for e in self.droppers.get(memory_id, ()) if on_path(e))
+        entries, depth = self.entries, self.depth
+
+        def source_time(entry_id: str) -> str | None:
+            # branch_source_times: the timestamps of the branch's message entries.
+            entry = entries.get(entry_id)
+            if entry is None or entry.kind != "message" or entry.session_id != session_id:
+                return None
+            return entry.timestamp if on_path(entry_id) else None
+
+        builder = LedgerBuilder(source_time=source_time)
+        for entry_id in sorted(found, key=depth.__getitem__):
+            builder.add(entries[entry_id], depth[entry_id])
+        return restrict_ledger(builder.build(), wanted)
 
 
 class PathMembership:
@@ -362,6 +571,23 @@ def recorded_memory_ids(entry: SessionEntry) -> list[tuple[str, str]]:
     if not isinstance(items, list):
         return []
     return [(i["id"], kind) for i in items if isinstance(i, dict) and isinstance(i.get("id"), str)]
+
+
+def dropped_memory_ids(entry: SessionEntry) -> list[str]:
+    """Observation ids an entry drops: a dropper record's, a folded compaction's."""
+    data = entry.data
+    if data is None:
+        return []
+    if entry.kind == "compaction":
+        memory = data.get("memory")
+        if not isinstance(memory, dict) or memory.get("type") != FOLDED_TYPE:
+            return []
+        items = memory.get("droppedObservationIds")
+    elif entry.custom_type == OBSERVATIONS_DROPPED:
+        items = data.get("observationIds")
+    else:
+        return []
+    return [i for i in items if isinstance(i, str)] if isinstance(items, list) else []
 
 
 class _PendingView:
@@ -479,4 +705,14 @@ def comparable_time(value: str) -> str | None:
         and value[-1] == "Z"
     ):
         return value
+    if (
+        len(value) == 20
+        and value[-1] == "Z"
+        and value[4] == "-"
+        and value[10] == "T"
+        and value[13] == ":"
+        and value[16] == ":"
+    ):
+        # Whole seconds in UTC: an entry's timestamp, so already checked to be a time.
+        return value[:19] + ".000Z"
     return utc_timestamp(value)

@@ -127,11 +127,11 @@ from ..errors import (
 )
 from ._shield import finish_then_cancel
 from ._tree import TreeIndex, comparable_time
+from ._tree_reads import TreeIndexReads
 from .base import (
     ANY_MEMORY_HEAD,
     AnyMemoryHead,
     SessionSummary,
-    StoreBase,
     chain_at_leaf,
     check_batch_shape,
     check_memory_head,
@@ -326,7 +326,7 @@ def _with_batch(
     )
 
 
-class JsonlStore(StoreBase):
+class JsonlStore(TreeIndexReads):
     """A directory of JSONL session logs; see the module docstring for the format.
 
     Open with ``await JsonlStore.open(directory)``. ``fsync=True`` (the default) makes
@@ -591,6 +591,10 @@ class JsonlStore(StoreBase):
 
     async def _read(self, sid: str, query: Callable[[TreeIndex], _T]) -> _T:
         return await self._run(self._read_sync, sid, query)
+
+    async def _tree_query(self, session_id: str, query: Callable[[TreeIndex, str], _T]) -> _T:
+        sid = self._session_arg(session_id)
+        return await self._read(sid, lambda index: query(index, sid))
 
     def _read_sync(self, sid: str, query: Callable[[TreeIndex], _T]) -> _T:
         with self._locked(exclusive=False):
@@ -1144,10 +1148,10 @@ class JsonlStore(StoreBase):
             if not chunk.startswith(b"\n"):
                 raise self._corrupt_line(sid, state.lines, "text continues after a complete entry")
             pos, state.loaded, state.open_line = 1, state.loaded + 1, False
-        while (newline := chunk.find(b"\n", pos)) >= 0:
-            self._load_line(sid, state, chunk[pos:newline])
-            state.loaded += newline + 1 - pos
-            pos = newline + 1
+        end = chunk.rfind(b"\n") + 1
+        if end > pos:
+            self._load_complete_lines(sid, state, chunk[pos:end])
+            pos = end
         if pos < len(chunk) and not trusted:
             self._load_tail(sid, state, chunk[pos:])
 
@@ -1164,6 +1168,29 @@ class JsonlStore(StoreBase):
         state.loaded += len(body)
         state.open_line = True
 
+    def _load_complete_lines(self, sid: str, state: _FileState, lines: bytes) -> None:
+        """``_load_line`` for each line of ``lines`` (which ends in a newline), in one loop.
+
+        The same checks in the same order, with the index's one-entry ``add``; a line
+        that is not an entry of this session takes ``_load_line``, which raises its error.
+        ``state`` moves past each line applied.
+        """
+        add = self._index.add
+        for line in lines.split(b"\n")[:-1]:
+            entry = None
+            if line and not line.isspace():
+                with contextlib.suppress(InvalidEntryError):
+                    entry = entry_from_wire(line, where="entry")
+            if entry is not None and entry.session_id == sid:
+                try:
+                    add(entry)
+                except StoreRuleError as exc:
+                    raise self._corrupt_line(sid, state.lines + 1, str(exc)) from exc
+                state.lines += 1
+            else:
+                self._load_line(sid, state, line)  # a blank line, or this line's error
+            state.loaded += len(line) + 1
+
     def _load_line(self, sid: str, state: _FileState, line: bytes) -> None:
         number = state.lines + 1
         if line.strip():  # blank lines are tolerated in hand-made files
@@ -1176,10 +1203,9 @@ class JsonlStore(StoreBase):
                     sid, number, f"entry {entry.id!r} belongs to session {entry.session_id!r}"
                 )
             try:
-                self._index.check([entry])
+                self._index.add(entry)
             except StoreRuleError as exc:
                 raise self._corrupt_line(sid, number, str(exc)) from exc
-            self._index.apply([entry])
         state.lines = number
 
     def _corrupt_line(self, sid: str, number: int, problem: str) -> CorruptStoreError:

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from ..entries import SessionEntry, validate_session_id
 from ._shield import finish_then_cancel
 from ._tree import TreeIndex
+from ._tree_reads import TreeIndexReads
 from .base import (
     ANY_MEMORY_HEAD,
     AnyMemoryHead,
     SessionSummary,
-    StoreBase,
     chain_at_leaf,
     check_batch_shape,
     check_memory_head,
@@ -22,8 +23,10 @@ from .base import (
 
 __all__ = ["MemoryStore"]
 
+_T = TypeVar("_T")
 
-class MemoryStore(StoreBase):
+
+class MemoryStore(TreeIndexReads):
     """A store that lives in the process; nothing survives ``close()``."""
 
     def __init__(self, url: str = "memory:") -> None:
@@ -36,6 +39,10 @@ class MemoryStore(StoreBase):
     def _open_index(self) -> TreeIndex:
         self._check_open()
         return self._index
+
+    async def _tree_query(self, session_id: str, query: Callable[[TreeIndex, str], _T]) -> _T:
+        index = self._open_index()
+        return query(index, validate_session_id(session_id))
 
     async def append_many(self, entries: Sequence[SessionEntry]) -> None:
         batch = check_batch_shape(entries, url=self.url)
