@@ -9,7 +9,7 @@ import os
 import sqlite3
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import aiosqlite
 
@@ -39,7 +39,9 @@ from .connect import (
     prepare_file,
     read_damage_note,
 )
+from .direct import DirectConnection, ThreadSlot, drive, on_thread
 from .folds import write_memory_folds
+from .hop_reads import OneHopReads
 from .placement import (
     PlacedEntry,
     Placer,
@@ -52,7 +54,6 @@ from .placement import (
     memory_head_of,
     outside_parent_ids,
 )
-from .reads import SqliteReads
 from .sql import (
     ADD_TO_SUMMARY_SQL,
     INSERT_ENTRY_SQL,
@@ -74,7 +75,7 @@ T = TypeVar("T")
 ENCODE_IN_THREAD = 1000
 
 
-class SqliteStore(SqliteReads):
+class SqliteStore(OneHopReads):
     """A ``SessionStore`` in one SQLite file; open it with ``await SqliteStore.open(path)``.
 
     Every read of ``SessionStore`` is answered from indexes and the memory fold tables,
@@ -104,6 +105,7 @@ class SqliteStore(SqliteReads):
         self._damaged = None if read_only else read_damage_note(self._location)
         # Held across every write transaction: the writer connection has one transaction.
         self._lock = asyncio.Lock()
+        self._direct = ThreadSlot()
 
     @classmethod
     async def open(
@@ -204,10 +206,8 @@ class SqliteStore(SqliteReads):
                 )
             check_memory_head(session_id, expected_memory_head, head)
             chained = chain_at_leaf(batch, leaf)
-            if len(chained) >= ENCODE_IN_THREAD:
-                encoded = await asyncio.to_thread(encode_batch, chained, self._estimator)
-            else:
-                encoded = encode_batch(chained, self._estimator)
+            # The transaction runs on the writer's thread (see _write): off the event loop.
+            encoded = encode_batch(chained, self._estimator)
             await self._append_in(conn, chained, encoded)
             return chained
 
@@ -279,18 +279,23 @@ class SqliteStore(SqliteReads):
                 # Only a failed ROLLBACK gets here; never build on what it left behind.
                 await rollback_quietly(writer)
 
-            async def attempt() -> T:
+            async def transaction(conn: aiosqlite.Connection) -> T:
                 try:
-                    await writer.execute("BEGIN IMMEDIATE")
-                    result = await work(writer)
-                    await writer.execute("COMMIT")
+                    await conn.execute("BEGIN IMMEDIATE")
+                    result = await work(conn)
+                    await conn.execute("COMMIT")
                 except BaseException:
-                    if writer.in_transaction:
-                        await rollback_quietly(writer)
+                    if conn.in_transaction:
+                        await rollback_quietly(conn)
                     raise
                 return result
 
-            return await retrying(self.url, action, attempt)
+            def run(raw: sqlite3.Connection) -> T:
+                # The whole transaction in one hop: its statements run at once on the
+                # writer's thread (direct.py), in the code PostgreSQL shares.
+                return drive(transaction(cast(aiosqlite.Connection, DirectConnection(raw))))
+
+            return await retrying(self.url, action, lambda: on_thread(writer, run))
 
     # -- the append transaction -------------------------------------------------------
 
