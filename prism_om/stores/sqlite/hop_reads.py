@@ -46,6 +46,10 @@ class OneHopReads(SqliteReads):
 
         return await on_thread(reader, run)
 
+    async def _read_together(self, reads: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        """``reads()`` (which awaits only this store's reads) in one hop; see ``read_together``."""
+        return await self._hop(reads)
+
     async def _fetch(self, sql: str, params: Params = ()) -> builtins.list[Any]:
         raw = self._direct.conn
         if raw is None:
