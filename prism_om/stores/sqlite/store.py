@@ -36,6 +36,7 @@ from .connect import (
     check_open_args,
     open_connection,
     open_read_only,
+    open_writer,
     prepare_file,
     read_damage_note,
 )
@@ -139,12 +140,17 @@ class SqliteStore(OneHopReads):
             return cls(url, reader, reader, estimator, read_only=True, schema_version=version)
         schema = load_schema()
         # Without create, "rw" keeps SQLite itself from making the file after the check.
-        writer = await open_connection(
-            url, location, busy_timeout_ms, uri_mode=None if create else "rw"
+        # Without create, "rw" keeps SQLite itself from making the file after the check.
+        writer, ready = await open_writer(
+            url, location, busy_timeout_ms, mode, uri_mode=None if create else "rw"
         )
         try:
-            await prepare_file(url, writer, mode, schema, create=create)
-            reader = await open_connection(url, location, busy_timeout_ms, query_only=True)
+            if not ready:
+                await prepare_file(url, writer, mode, schema, create=create)
+            # No probe: the writer has just opened this file.
+            reader = await open_connection(
+                url, location, busy_timeout_ms, query_only=True, probe=False
+            )
         except BaseException:
             await close_quietly(writer)
             raise
