@@ -117,3 +117,26 @@ async def test_an_append_is_one_hop_and_a_failed_one_leaves_nothing(store: Any) 
         await s.append(more[0])
     assert await s.leaf(SESSION_ID) == more[-1].id
     assert len(await s.entries(SESSION_ID)) == len(data.entries) + 3
+
+
+async def test_drive_refuses_a_coroutine_that_would_wait() -> None:
+    import asyncio
+
+    from prism_om.stores.sqlite.direct import drive
+
+    async def answers() -> int:
+        return 7
+
+    cleaned: list[bool] = []
+
+    async def waits() -> int:
+        try:
+            await asyncio.sleep(0.01)
+        finally:
+            cleaned.append(True)  # closed, so its rollback path runs
+        return 1
+
+    assert drive(answers()) == 7
+    with pytest.raises(RuntimeError, match="tried to wait"):
+        drive(waits())
+    assert cleaned == [True]
