@@ -13,11 +13,20 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from prism_om.core.records import OBSERVATIONS_RECORDED
+from prism_om.core.records import OBSERVATIONS_DROPPED, OBSERVATIONS_RECORDED
 from prism_om.entries import Role, SessionEntry, custom_entry
+from prism_om.observational_memory.settings import DEFAULT_OBSERVATIONS_POOL_TARGET_TOKENS
 from prism_om.testing.generate import make_message
+from prism_om.tokens import get_estimator
 
-__all__ = ["MESSAGES_PER_OBSERVATION", "SESSION_ID", "Dataset", "build_dataset", "continuation"]
+__all__ = [
+    "MESSAGES_PER_OBSERVATION",
+    "SESSION_ID",
+    "Dataset",
+    "build_dataset",
+    "capped_entries",
+    "continuation",
+]
 
 SESSION_ID: Final = "bench"
 MESSAGES_PER_OBSERVATION: Final = 50
@@ -135,4 +144,51 @@ def continuation(dataset: Dataset, count: int, prefix: str, seed: int = 11) -> l
         entry = make_message(SESSION_ID, f"{prefix}{n:08d}", parent, role, _text(rng), n * 5)
         out.append(entry)
         parent = entry.id
+    return out
+
+
+def capped_entries(
+    dataset: Dataset, target_tokens: int = DEFAULT_OBSERVATIONS_POOL_TARGET_TOKENS
+) -> list[SessionEntry]:
+    """The dataset's branch with a dropper at work: the live pool stays near a cap.
+
+    After each observation record, once the live observations' text exceeds
+    ``target_tokens`` (the dropper's default target), an ``om.observations.dropped``
+    record retires the oldest until the pool is back at three quarters of it, as a
+    dropper run would (it keeps the pool under its target, least relevant first; here
+    oldest first). The session is a realistic long one: ~300 live observations whatever
+    the transcript's length.
+    """
+    est = get_estimator()
+    live: list[tuple[str, int]] = []
+    pool = 0
+    out: list[SessionEntry] = []
+    rechain: str | None = None
+    for entry in dataset.entries:
+        if rechain is not None:
+            entry = entry.model_copy(update={"parent_id": rechain})
+            rechain = None
+        out.append(entry)
+        if entry.custom_type != OBSERVATIONS_RECORDED or entry.data is None:
+            continue
+        for obs in entry.data["observations"]:
+            tokens = est.count(obs["text"])
+            live.append((obs["id"], tokens))
+            pool += tokens
+        if pool <= target_tokens:
+            continue
+        gone: list[str] = []
+        while live and pool > target_tokens * 3 // 4:
+            memory_id, tokens = live.pop(0)
+            gone.append(memory_id)
+            pool -= tokens
+        drop = custom_entry(
+            SESSION_ID,
+            {"type": OBSERVATIONS_DROPPED, "observationIds": gone, "coversUpToId": entry.id},
+            parent_id=entry.id,
+            entry_id=f"d{entry.id}",
+            timestamp=entry.timestamp,
+        )
+        out.append(drop)
+        rechain = drop.id
     return out

@@ -41,6 +41,14 @@ WORKLOADS: Final[dict[str, Workload]] = {
         Workload("recall", "recall by id", "call"),
         Workload("context", "ledger() + context blocks (store path)", "call"),
         Workload("context_pure", "branch() + pure fold + context blocks", "call"),
+        Workload(
+            "context_capped",
+            "ledger() + context blocks, the dropper capping the pool (store path)",
+            "call",
+        ),
+        Workload(
+            "context_capped_pure", "the same capped session: branch() + pure fold + blocks", "call"
+        ),
         Workload("cold_start", "reopen: open + leaf + recent_messages(20)", "call"),
         Workload("peak_rss", "peak RSS: reopen and serve one turn", "process"),
         Workload("rtt", "one driver round trip (SELECT 1)", "call"),

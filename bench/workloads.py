@@ -17,7 +17,7 @@ from prism_om.observational_memory import (
 )
 from prism_om.stores import SessionStore, open_store
 
-from .data import SESSION_ID, Dataset
+from .data import SESSION_ID, Dataset, capped_entries
 from .jsonl_floor import run_jsonl_reopen_floor
 from .memprobe import probe_peak_rss
 from .model import Result
@@ -158,6 +158,8 @@ async def run_adapter(
         )
         add("context_pure", await timer.measure(pure_path), note="branch() + fold + blocks")
         log(f"  {adapter}: reads done")
+        if adapter == "sqlite":
+            results += await _capped_context(dataset, workdir, timer, log)
         if adapter != "memory":
             # A file store is closed for the reopen and memory probes, then opened again.
             await store.close()
@@ -179,6 +181,37 @@ async def run_adapter(
     finally:
         await store.close()
     log(f"  {adapter}: appends done")
+    return results
+
+
+async def _capped_context(
+    dataset: Dataset, workdir: str, timer: Timer, log: Callable[[str], None]
+) -> list[Result]:
+    """ledger() + context blocks of the same transcript with a dropper capping the pool
+    (``data.capped_entries``), against the pure fold of that session; SQLite only."""
+    entries = capped_entries(dataset)
+    url = f"sqlite:{os.path.join(workdir, f'sqlite-capped-{dataset.size}.db')}"
+    results: list[Result] = []
+    async with await open_store(url) as store:
+        built = await _build(store, entries)
+        log(f"  sqlite: built the capped session ({len(entries):,} entries) in {built:.1f} s")
+
+        async def store_path() -> list[ContextBlock]:
+            return await build_observational_memory_context_blocks(store, session_id=SESSION_ID)
+
+        async def pure_path() -> list[ContextBlock]:
+            return build_observational_memory_context_blocks(await store.entries(SESSION_ID))
+
+        blocks = await store_path()
+        same = [b.text for b in blocks] == [b.text for b in await pure_path()]
+        live = len((await store.live_ledger(SESSION_ID)).observations_by_id)
+        note = f"{live:,} live observations" + ("" if same else "; store path and fold DISAGREE")
+        for key, call, text in (
+            ("context_capped", store_path, note),
+            ("context_capped_pure", pure_path, "branch() + fold + blocks"),
+        ):
+            samples = await timer.measure(call)
+            results.append(Result(key, "sqlite", dataset.size, samples, note=text))
     return results
 
 

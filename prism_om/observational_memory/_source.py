@@ -46,6 +46,7 @@ from ..core.redaction import Redactor
 from ..core.scope_map import WorkScopeMap, fold_work_scope_map
 from ..entries import SessionEntry, validate_session_id
 from ..errors import AmbiguousInputError, InvalidInputError, SessionMismatchError
+from ..stores._together import read_together
 from ..stores.base import SessionStore
 from ..tokens import TokenEstimator
 from .coverage import (
@@ -553,17 +554,21 @@ async def _context_blocks_from_store(
 ) -> list[ContextBlock]:
     if passive:
         return []
-    # Without invalidated ids, the dropped observations cannot change what is shown, so
-    # the store reads only the live ones; a revocation must see the full ledger (a
-    # reflection resting on a dropped, revoked observation is still withheld).
-    if options.invalidated_ids:
-        ledger = await store.ledger(session_id, leaf_id)
-    else:
-        ledger = await store.live_ledger(session_id, leaf_id)
-    recent = await store.recent_messages(session_id, options.keep_recent_entries, leaf_id)
-    if scope_map is None:
-        scope_map = await store.scope_map(session_id, leaf_id)
-    return context_blocks_from_parts(ledger, recent, options, scope_map=scope_map)
+
+    async def reads() -> list[ContextBlock]:
+        # Without invalidated ids, the dropped observations cannot change what is shown,
+        # so the store reads only the live ones; a revocation must see the full ledger (a
+        # reflection resting on a dropped, revoked observation is still withheld).
+        if options.invalidated_ids:
+            ledger = await store.ledger(session_id, leaf_id)
+        else:
+            ledger = await store.live_ledger(session_id, leaf_id)
+        recent = await store.recent_messages(session_id, options.keep_recent_entries, leaf_id)
+        scopes = scope_map if scope_map is not None else await store.scope_map(session_id, leaf_id)
+        return context_blocks_from_parts(ledger, recent, options, scope_map=scopes)
+
+    # One unit: on SQLite, one thread hop for the three reads together.
+    return await read_together(store, reads)
 
 
 @overload

@@ -56,6 +56,7 @@ from ..core.redaction import Redactor, redactor
 from ..entries import SessionEntry
 from ..errors import InvalidIdError, InvalidInputError, PageTooLargeError
 from ..ids import is_memory_id
+from ..stores._together import read_together
 from ..stores.base import SessionStore
 
 __all__ = [
@@ -231,17 +232,22 @@ async def _recall_store(
     extras: tuple[ObservationalMemoryLedger, ...],
     window: tuple[int, int],
 ) -> MemoryRecall:
-    # Only the rows of this id (and, for a reflection, its supports) are read.
-    ledger = await store.memory_subset(session_id, [memory_id], leaf_id)
-    if memory_id in ledger.reflections_by_id:
-        supports = ledger.reflections_by_id[memory_id].reflection.observation_ids
-        ledger = await store.memory_subset(session_id, [memory_id, *supports], leaf_id)
-    # Two passes: the pure resolver names the sources it needs, the store fetches them by
-    # id (append-time validation put every local source on this branch), then it resolves.
-    wanted: list[str] = []
-    _recall(ledger, extras, memory_id, invalid, red, lambda s: wanted.append(s), window)
-    fetched = await store.get_many(wanted) if wanted else {}
-    return _recall(ledger, extras, memory_id, invalid, red, fetched.get, window)
+    async def reads() -> MemoryRecall:
+        # Only the rows of this id (and, for a reflection, its supports) are read.
+        ledger = await store.memory_subset(session_id, [memory_id], leaf_id)
+        if memory_id in ledger.reflections_by_id:
+            supports = ledger.reflections_by_id[memory_id].reflection.observation_ids
+            ledger = await store.memory_subset(session_id, [memory_id, *supports], leaf_id)
+        # Two passes: the pure resolver names the sources it needs, the store fetches them
+        # by id (append-time validation put every local source on this branch), then it
+        # resolves.
+        wanted: list[str] = []
+        _recall(ledger, extras, memory_id, invalid, red, lambda s: wanted.append(s), window)
+        fetched = await store.get_many(wanted) if wanted else {}
+        return _recall(ledger, extras, memory_id, invalid, red, fetched.get, window)
+
+    # One unit: on SQLite, one thread hop for the subset and the sources together.
+    return await read_together(store, reads)
 
 
 def _recall(

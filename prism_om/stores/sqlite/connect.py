@@ -123,40 +123,148 @@ async def open_connection(
     *,
     query_only: bool = False,
     uri_mode: str | None = None,
+    probe: bool = True,
+    then: Callable[[sqlite3.Connection], bool] | None = None,
 ) -> aiosqlite.Connection:
     """One connection in autocommit mode: transactions are begun explicitly.
 
     ``uri_mode`` opens the file as a URI with ``mode=<uri_mode>`` (``ro``, ``rw``, ...),
-    which SQLite honours by never creating the file.
+    which SQLite honours by never creating the file. The connection is set up in the
+    hop that opens it; ``then(raw)`` runs there too (see ``open_writer``).
     """
+    connection, _ = await _open(url, location, busy_timeout_ms, query_only, uri_mode, probe, then)
+    return connection
+
+
+def _ready_for_writes(mode: str) -> Callable[[sqlite3.Connection], bool]:
+    """``then`` for a writer: is the file current, with ``synchronous`` set on the way."""
+
+    def ready(raw: sqlite3.Connection) -> bool:
+        if not file_is_current(raw):
+            return False
+        raw.execute(f"PRAGMA synchronous = {mode}")
+        return True
+
+    return ready
+
+
+def file_is_current(raw: sqlite3.Connection) -> bool:
+    """In WAL, stamped with this ``SCHEMA_VERSION`` and our application id: nothing to do."""
+    (journal,) = raw.execute("PRAGMA journal_mode").fetchone()
+    if str(journal).lower() != "wal":
+        return False
+    (version,) = raw.execute("PRAGMA user_version").fetchone()
+    (app_id,) = raw.execute("PRAGMA application_id").fetchone()
+    return bool(version == SCHEMA_VERSION and app_id == APPLICATION_ID)
+
+
+async def open_writer(
+    url: str,
+    location: str,
+    busy_timeout_ms: int,
+    mode: str,
+    *,
+    uri_mode: str | None,
+    probe: bool = True,
+) -> tuple[aiosqlite.Connection, bool]:
+    """The writer connection, and whether the file is already ready for it.
+
+    A file already current (``file_is_current``) needs nothing more than ``synchronous``:
+    that is checked and set in the hop that opens the connection, and ``prepare_file``
+    is skipped. Anything else (a new, older or foreign file, or any error on the way)
+    answers False, and ``prepare_file`` does the full work, with its retries and errors.
+    """
+    ready = _ready_for_writes(mode)
+    return await _open(url, location, busy_timeout_ms, False, uri_mode, probe, ready)
+
+
+def later_writer(
+    url: str, location: str, busy_timeout_ms: int, mode: str, *, uri_mode: str | None
+) -> tuple[aiosqlite.Connection, Callable[[], Awaitable[bool]]]:
+    """A writer connection not opened yet, and how to open it: ``await start()`` opens
+    it (no probe: the reader has opened the file) and answers as ``open_writer`` does."""
     target = location if uri_mode is None else _file_uri(location, uri_mode)
-    try:
+    return _unstarted(url, target, busy_timeout_ms, False, uri_mode, _ready_for_writes(mode))
+
+
+async def open_reader(
+    url: str, location: str, busy_timeout_ms: int, *, uri_mode: str | None
+) -> tuple[aiosqlite.Connection, bool]:
+    """The reader connection (``query_only``), and whether the file is current."""
+    return await _open(url, location, busy_timeout_ms, True, uri_mode, True, file_is_current)
+
+
+async def _open(
+    url: str,
+    location: str,
+    busy_timeout_ms: int,
+    query_only: bool,
+    uri_mode: str | None,
+    probe: bool,
+    then: Callable[[sqlite3.Connection], bool] | None,
+) -> tuple[aiosqlite.Connection, bool]:
+    target = location if uri_mode is None else _file_uri(location, uri_mode)
+    if probe:
         # aiosqlite leaves its worker thread to finish stopping after a failed connect,
         # which can outlive the event loop; a plain probe reports an unopenable path first.
-        await asyncio.to_thread(_probe, target, uri_mode is not None)
-        pending = aiosqlite.connect(target, isolation_level=None, uri=uri_mode is not None)
-        # A store the caller forgot to close must not keep the interpreter from exiting:
-        # aiosqlite's worker thread is not a daemon. Killing it at exit is as safe as a
-        # crash, which WAL survives.
-        thread = getattr(pending, "_thread", None)
-        if isinstance(thread, threading.Thread):
-            thread.daemon = True
-        conn = await pending
-    except sqlite3.Error as exc:
-        raise translate_error(url, "open", exc) from exc
-    try:
-        # busy_timeout first, so that everything after it waits for a busy file.
-        await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        if query_only:
-            await conn.execute("PRAGMA query_only = ON")
-        # Migrations and read-only opens of an old file compare timestamps as times.
-        await conn.create_function("prism_utc", 1, utc_timestamp, deterministic=True)
-    except BaseException as exc:
-        await close_quietly(conn)
-        if isinstance(exc, sqlite3.Error):
+        try:
+            await asyncio.to_thread(_probe, target, uri_mode is not None)
+        except sqlite3.Error as exc:
             raise translate_error(url, "open", exc) from exc
-        raise
-    return conn
+    conn, start = _unstarted(url, target, busy_timeout_ms, query_only, uri_mode, then)
+    return conn, await start()
+
+
+def _unstarted(
+    url: str,
+    target: str,
+    busy_timeout_ms: int,
+    query_only: bool,
+    uri_mode: str | None,
+    then: Callable[[sqlite3.Connection], bool] | None,
+) -> tuple[aiosqlite.Connection, Callable[[], Awaitable[bool]]]:
+    failures: list[sqlite3.Error] = []
+    answer = [False]
+
+    def connector() -> sqlite3.Connection:
+        # Runs on the connection's thread: everything a new connection needs, one hop.
+        raw = sqlite3.connect(target, isolation_level=None, uri=uri_mode is not None)
+        try:
+            # busy_timeout first, so that everything after it waits for a busy file.
+            raw.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            if query_only:
+                raw.execute("PRAGMA query_only = ON")
+            # Migrations and read-only opens of an old file compare timestamps as times.
+            raw.create_function("prism_utc", 1, utc_timestamp, deterministic=True)
+        except sqlite3.Error as exc:
+            # Reported once connected: a connector that raises leaves aiosqlite's thread
+            # stopping after the caller has moved on (see the probe in _open).
+            failures.append(exc)
+            return raw
+        if then is not None:
+            with contextlib.suppress(sqlite3.Error):
+                answer[0] = then(raw)
+        return raw
+
+    conn = aiosqlite.Connection(connector, 64)
+    # A store the caller forgot to close must not keep the interpreter from exiting:
+    # aiosqlite's worker thread is not a daemon. Killing it at exit is as safe as a
+    # crash, which WAL survives.
+    thread = getattr(conn, "_thread", None)
+    if isinstance(thread, threading.Thread):
+        thread.daemon = True
+
+    async def start() -> bool:
+        try:
+            await conn
+        except sqlite3.Error as exc:
+            raise translate_error(url, "open", exc) from exc
+        if failures:
+            await close_quietly(conn)
+            raise translate_error(url, "open", failures[0]) from failures[0]
+        return answer[0]
+
+    return conn, start
 
 
 def _probe(target: str, uri: bool) -> None:

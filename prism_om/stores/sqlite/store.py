@@ -9,7 +9,7 @@ import os
 import sqlite3
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import aiosqlite
 
@@ -35,12 +35,16 @@ from ..base import (
 from .connect import (
     DAMAGED_SUFFIX,
     check_open_args,
-    open_connection,
+    later_writer,
     open_read_only,
+    open_reader,
+    open_writer,
     prepare_file,
     read_damage_note,
 )
+from .direct import DirectConnection, ThreadSlot, drive, on_thread
 from .folds import write_memory_folds
+from .hop_reads import OneHopReads
 from .placement import (
     PlacedEntry,
     Placer,
@@ -53,7 +57,6 @@ from .placement import (
     memory_head_of,
     outside_parent_ids,
 )
-from .reads import SqliteReads
 from .sql import (
     ADD_TO_SUMMARY_SQL,
     DELETE_SESSION_SQL,
@@ -73,11 +76,13 @@ from .sql import (
 from .translate import close_quietly, retrying, rollback_quietly, translate_error
 
 T = TypeVar("T")
+# Makes a writer connection not opened yet, and the call that opens it.
+LaterWriter = Callable[[], tuple[aiosqlite.Connection, Callable[[], Awaitable[None]]]]
 # Batches this large are serialised and counted off the event loop.
 ENCODE_IN_THREAD = 1000
 
 
-class SqliteStore(SqliteReads):
+class SqliteStore(OneHopReads):
     """A ``SessionStore`` in one SQLite file; open it with ``await SqliteStore.open(path)``.
 
     Every read of ``SessionStore`` is answered from indexes and the memory fold tables,
@@ -87,14 +92,21 @@ class SqliteStore(SqliteReads):
     def __init__(
         self,
         url: str,
-        writer: aiosqlite.Connection,
+        writer: aiosqlite.Connection | None,
         reader: aiosqlite.Connection,
         estimator: TokenEstimator,
         *,
         read_only: bool = False,
         schema_version: int = SCHEMA_VERSION,
+        later: LaterWriter | None = None,
     ) -> None:
         self.url = url
+        # Without a writer, ``later`` makes one that the first write opens (see open).
+        self._later = later
+        self._start_writer: Callable[[], Awaitable[None]] | None = None
+        if writer is None:
+            assert later is not None
+            writer, self._start_writer = later()
         # A read-only store has one connection; its writer is never handed out.
         self._writer = writer
         self._reader = reader
@@ -107,6 +119,7 @@ class SqliteStore(SqliteReads):
         self._damaged = None if read_only else read_damage_note(self._location)
         # Held across every write transaction: the writer connection has one transaction.
         self._lock = asyncio.Lock()
+        self._direct = ThreadSlot()
 
     @classmethod
     async def open(
@@ -140,20 +153,47 @@ class SqliteStore(SqliteReads):
             return cls(url, reader, reader, estimator, read_only=True, schema_version=version)
         schema = load_schema()
         # Without create, "rw" keeps SQLite itself from making the file after the check.
-        writer = await open_connection(
-            url, location, busy_timeout_ms, uri_mode=None if create else "rw"
-        )
+        uri_mode = None if create else "rw"
+        # The reader opens first and checks the file: a current one (the usual reopen)
+        # needs no schema work, so the writer waits for the first write to be opened.
+        reader, current = await open_reader(url, location, busy_timeout_ms, uri_mode=uri_mode)
+        if current:
+
+            def later() -> tuple[aiosqlite.Connection, Callable[[], Awaitable[None]]]:
+                writer, start = later_writer(
+                    url, location, busy_timeout_ms, mode, uri_mode=uri_mode
+                )
+
+                async def start_writer() -> None:
+                    if not await start():
+                        # Changed since the reader looked (another process migrated it).
+                        await prepare_file(url, writer, mode, schema, create=create)
+
+                return writer, start_writer
+
+            return cls(url, None, reader, estimator, later=later)
         try:
-            await prepare_file(url, writer, mode, schema, create=create)
-            reader = await open_connection(url, location, busy_timeout_ms, query_only=True)
+            writer, ready = await open_writer(
+                url, location, busy_timeout_ms, mode, uri_mode=uri_mode, probe=False
+            )
+        except BaseException:
+            await close_quietly(reader)
+            raise
+        try:
+            if not ready:
+                await prepare_file(url, writer, mode, schema, create=create)
         except BaseException:
             await close_quietly(writer)
+            await close_quietly(reader)
             raise
         return cls(url, writer, reader, estimator)
 
     async def connection_settings(self) -> dict[str, str | int]:
         """The writer connection's live ``journal_mode``, ``synchronous`` (0-3) and
         ``busy_timeout`` (ms), as SQLite reports them: what ``open`` asked for, applied."""
+        if not self._read_only:
+            async with self._lock:
+                await self._writer_started()
         writer = self._open_writer() if not self._read_only else self._open_reader()
         settings: dict[str, str | int] = {}
         for pragma in ("journal_mode", "synchronous", "busy_timeout"):
@@ -207,10 +247,8 @@ class SqliteStore(SqliteReads):
                 )
             check_memory_head(session_id, expected_memory_head, head)
             chained = chain_at_leaf(batch, leaf)
-            if len(chained) >= ENCODE_IN_THREAD:
-                encoded = await asyncio.to_thread(encode_batch, chained, self._estimator)
-            else:
-                encoded = encode_batch(chained, self._estimator)
+            # The transaction runs on the writer's thread (see _write): off the event loop.
+            encoded = encode_batch(chained, self._estimator)
             await self._append_in(conn, chained, encoded)
             return chained
 
@@ -319,23 +357,30 @@ class SqliteStore(SqliteReads):
         self, action: str, work: Callable[[aiosqlite.Connection], Awaitable[T]]
     ) -> T:
         async with self._lock:
-            writer = self._open_writer()
+            self._open_writer()
+            await self._writer_started()
+            writer = self._writer
             if writer.in_transaction:
                 # Only a failed ROLLBACK gets here; never build on what it left behind.
                 await rollback_quietly(writer)
 
-            async def attempt() -> T:
+            async def transaction(conn: aiosqlite.Connection) -> T:
                 try:
-                    await writer.execute("BEGIN IMMEDIATE")
-                    result = await work(writer)
-                    await writer.execute("COMMIT")
+                    await conn.execute("BEGIN IMMEDIATE")
+                    result = await work(conn)
+                    await conn.execute("COMMIT")
                 except BaseException:
-                    if writer.in_transaction:
-                        await rollback_quietly(writer)
+                    if conn.in_transaction:
+                        await rollback_quietly(conn)
                     raise
                 return result
 
-            return await retrying(self.url, action, attempt)
+            def run(raw: sqlite3.Connection) -> T:
+                # The whole transaction in one hop: its statements run at once on the
+                # writer's thread (direct.py), in the code PostgreSQL shares.
+                return drive(transaction(cast(aiosqlite.Connection, DirectConnection(raw))))
+
+            return await retrying(self.url, action, lambda: on_thread(writer, run))
 
     # -- the append transaction -------------------------------------------------------
 
@@ -404,6 +449,21 @@ class SqliteStore(SqliteReads):
         await write_memory_folds(conn, placed)
         # Last inside the transaction: a fault that raises rolls every row back.
         self._append_fault_point(batch)
+
+    async def _writer_started(self) -> None:
+        """Open the writer if ``open`` left it for the first write (hold ``_lock``)."""
+        start = self._start_writer
+        if start is None:
+            return
+        try:
+            await start()
+        except BaseException:
+            # The next write tries again, from a fresh connection.
+            await close_quietly(self._writer)
+            assert self._later is not None
+            self._writer, self._start_writer = self._later()
+            raise
+        self._start_writer = None
 
     def _open_writer(self) -> aiosqlite.Connection:
         self._check_open()

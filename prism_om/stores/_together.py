@@ -1,0 +1,26 @@
+"""Several reads of one store awaited as one unit (SQLite: one hop to its reader thread)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+from .base import SessionStore
+
+T = TypeVar("T")
+
+__all__ = ["read_together"]
+
+
+async def read_together(store: SessionStore, reads: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """``await reads()``, where ``reads`` awaits only ``store``'s reads and pure code.
+
+    A store with a ``_read_together`` method runs the whole coroutine there (the SQLite
+    store drives it on its reader's thread: one thread hop for all its reads instead of
+    one each); any other store just awaits it.
+    """
+    together = getattr(store, "_read_together", None)
+    if together is None:
+        return await reads()
+    result: T = await together(reads)
+    return result

@@ -1,0 +1,145 @@
+"""``SqliteReads`` with every public read run in one hop to the reader's thread.
+
+The read code is ``SqliteReads``' own (PostgreSQL runs it as written); here each public
+read is driven to its end on the reader connection's worker thread (``direct``), so its
+statements and its parsing cost one hop in all, and the parsing of a long branch runs
+off the event loop.
+"""
+
+from __future__ import annotations
+
+import builtins
+import sqlite3
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any, Literal, TypeVar
+
+from ...core.ledger import ObservationalMemoryLedger
+from ...core.scope_map import WorkScopeMap
+from ...entries import SessionEntry
+from ...errors import CorruptStoreError
+from ..base import SessionSummary
+from .direct import ThreadSlot, drive, fetch_direct, on_thread
+from .reads import SqliteReads
+from .sql import Params
+
+T = TypeVar("T")
+
+
+class OneHopReads(SqliteReads):
+    """Every read of ``SqliteReads``, one thread hop per call."""
+
+    # The raw reader connection while a read runs on its thread (set only there).
+    _direct: ThreadSlot
+
+    async def _hop(self, read: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
+        if self._direct.conn is not None:
+            # Already on the reader's thread (a read calling another): run it in place.
+            return await read(*args)
+        reader = self._open_reader()
+
+        def run(raw: sqlite3.Connection) -> T:
+            self._direct.conn = raw
+            try:
+                return drive(read(*args))
+            finally:
+                self._direct.conn = None
+
+        return await on_thread(reader, run)
+
+    async def _read_together(self, reads: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        """``reads()`` (which awaits only this store's reads) in one hop; see ``read_together``."""
+        return await self._hop(reads)
+
+    async def _fetch(self, sql: str, params: Params = ()) -> builtins.list[Any]:
+        raw = self._direct.conn
+        if raw is None:
+            return await super()._fetch(sql, params)
+        try:
+            return fetch_direct(raw, self.url, sql, params)
+        except CorruptStoreError as exc:
+            self._mark_damaged(exc)
+            raise
+
+    async def memory_head(self, session_id: str, leaf_id: str | None = None) -> str | None:
+        return await self._hop(super().memory_head, session_id, leaf_id)
+
+    async def get(self, entry_id: str) -> SessionEntry | None:
+        return await self._hop(super().get, entry_id)
+
+    async def get_many(self, entry_ids: Iterable[str]) -> dict[str, SessionEntry]:
+        return await self._hop(super().get_many, builtins.list(entry_ids))
+
+    async def list(self, session_id: str) -> builtins.list[SessionEntry]:
+        return await self._hop(super().list, session_id)
+
+    async def entries(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> builtins.list[SessionEntry]:
+        return await self._hop(super().entries, session_id, leaf_id)
+
+    async def leaves(self, session_id: str) -> builtins.list[str]:
+        return await self._hop(super().leaves, session_id)
+
+    async def leaf(self, session_id: str) -> str | None:
+        return await self._hop(super().leaf, session_id)
+
+    async def is_on_branch(
+        self, session_id: str, entry_id: str, leaf_id: str | None = None
+    ) -> bool:
+        return await self._hop(super().is_on_branch, session_id, entry_id, leaf_id)
+
+    async def sessions(self) -> builtins.list[str]:
+        return await self._hop(super().sessions)
+
+    async def session_summaries(self) -> builtins.list[SessionSummary]:
+        return await self._hop(super().session_summaries)
+
+    async def entry_count(self, session_id: str, leaf_id: str | None = None) -> int:
+        return await self._hop(super().entry_count, session_id, leaf_id)
+
+    async def branch_tokens(self, session_id: str, leaf_id: str | None = None) -> int:
+        return await self._hop(super().branch_tokens, session_id, leaf_id)
+
+    async def entries_after(
+        self, session_id: str, after_id: str | None, leaf_id: str | None = None
+    ) -> builtins.list[SessionEntry]:
+        return await self._hop(super().entries_after, session_id, after_id, leaf_id)
+
+    async def recent_messages(
+        self, session_id: str, count: int, leaf_id: str | None = None
+    ) -> builtins.list[SessionEntry]:
+        return await self._hop(super().recent_messages, session_id, count, leaf_id)
+
+    async def ledger(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> ObservationalMemoryLedger:
+        return await self._hop(super().ledger, session_id, leaf_id)
+
+    async def live_ledger(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> ObservationalMemoryLedger:
+        return await self._hop(super().live_ledger, session_id, leaf_id)
+
+    async def scope_map(self, session_id: str, leaf_id: str | None = None) -> WorkScopeMap:
+        return await self._hop(super().scope_map, session_id, leaf_id)
+
+    async def memory_subset(
+        self, session_id: str, memory_ids: Iterable[str], leaf_id: str | None = None
+    ) -> ObservationalMemoryLedger:
+        wanted = builtins.list(memory_ids)
+        return await self._hop(super().memory_subset, session_id, wanted, leaf_id)
+
+    async def last_compaction(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> SessionEntry | None:
+        return await self._hop(super().last_compaction, session_id, leaf_id)
+
+    async def page_messages(
+        self,
+        session_id: str,
+        cursor: str,
+        limit: int,
+        direction: Literal["forward", "backward"] = "forward",
+        leaf_id: str | None = None,
+    ) -> tuple[builtins.list[SessionEntry], bool]:
+        return await self._hop(super().page_messages, session_id, cursor, limit, direction, leaf_id)
