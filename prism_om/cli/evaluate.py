@@ -10,6 +10,7 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from .._extras import install_hint
 from ..providers.base import Provider
 from .common import CliUsageError, store_url
 from .output import console, error_console, print_json
@@ -87,7 +88,7 @@ async def cmd_eval(args: argparse.Namespace) -> None:
             error_console().print(f"prism-om: plot written to {args.plot}")
         else:
             error_console().print(
-                "prism-om: note: no plot: matplotlib is not installed (pip install matplotlib)"
+                f"prism-om: note: no plot: matplotlib is not installed ({install_hint('eval')})"
             )
     if args.json:
         print_json(summary)
