@@ -34,13 +34,16 @@ _NUMBERED = re.compile(r"\?\d")
 
 
 def _bind(sql: str, params: Any) -> tuple[str, Any]:
-    text = postgres_sql(sql)
+    return postgres_sql(sql), _bound(sql, params)
+
+
+def _bound(sql: str, params: Any) -> Any:
     # Numbered placeholders became :pN (dialect.numbered_to_named): bind them by name.
     if _NUMBERED.search(sql) and not isinstance(params, Mapping):
-        params = {f"p{index}": value for index, value in enumerate(params, 1)}
-    elif not isinstance(params, Mapping):
-        params = builtins.list(params)
-    return text, params
+        return {f"p{index}": value for index, value in enumerate(params, 1)}
+    if not isinstance(params, Mapping):
+        return builtins.list(params)
+    return params
 
 
 async def configure_connection(conn: psycopg.AsyncConnection[Any]) -> None:
@@ -108,18 +111,31 @@ class PoolReader:
         self.url = url
 
     async def execute_fetchall(self, sql: str, params: Any = ()) -> builtins.list[Any]:
+        return await self._read(postgres_sql(sql), _bound(sql, params))
+
+    async def fetch_native(self, sql: str, params: Any = ()) -> builtins.list[Any]:
+        """Rows of a statement written for PostgreSQL (``%(name)s`` style): not transpiled."""
+        return await self._read(sql, params)
+
+    async def _read(self, text: str, params: Any) -> builtins.list[Any]:
         try:
             try:
                 async with self.pool.connection() as raw:
-                    return await PgConnection(raw).execute_fetchall(sql, params)
+                    return await _fetch(raw, text, params)
             except psycopg.OperationalError:
                 # A connection the server dropped (a restart): the pool finds the others
                 # that died with it, and the read, which changes nothing, runs once more.
                 await drop_dead_connections(self.pool)
                 async with self.pool.connection() as raw:
-                    return await PgConnection(raw).execute_fetchall(sql, params)
+                    return await _fetch(raw, text, params)
         except (psycopg.Error, PoolTimeout) as exc:
             raise translate_pg_error(self.url, "read", exc) from exc
+
+
+async def _fetch(raw: psycopg.AsyncConnection[Any], text: str, params: Any) -> builtins.list[Any]:
+    async with raw.cursor() as cursor:
+        await cursor.execute(cast(Any, text), params)
+        return await cursor.fetchall() if cursor.description else []
 
 
 async def drop_dead_connections(pool: AsyncConnectionPool[Any]) -> None:

@@ -46,7 +46,6 @@ from ..sqlite.placement import (
     memory_head_of,
     outside_parent_ids,
 )
-from ..sqlite.reads import SqliteReads
 from ..sqlite.sql import (
     ADD_TO_SUMMARY_SQL,
     INSERT_ENTRY_SQL,
@@ -66,6 +65,7 @@ from .connection import (
     translate_pg_error,
 )
 from .dialect import postgres_schema
+from .reads import PostgresReads
 
 T = TypeVar("T")
 ENCODE_IN_THREAD = 1000
@@ -127,7 +127,7 @@ def split_postgres_url(url: str) -> tuple[str, str, str]:
     return conninfo, schema, shown
 
 
-class PostgresStore(SqliteReads):
+class PostgresStore(PostgresReads):
     """A ``SessionStore`` on a PostgreSQL server; open it with ``await PostgresStore.open(url)``.
 
     Same tables (``schema.sql`` transpiled), same queries (transpiled), same rules and
@@ -156,6 +156,7 @@ class PostgresStore(SqliteReads):
         self._writes: set[asyncio.Task[Any]] = set()
         self._appended = 0
         self._analyze_at = _ANALYZE_FIRST_AT
+        self._sources_read = {}
 
     @classmethod
     async def open(
