@@ -104,11 +104,21 @@ class PgConnection:
 
 
 class PoolReader:
-    """Reads for ``SqliteReads._fetch``: each on a pooled connection, errors translated."""
+    """Reads for ``SqliteReads._fetch``: one statement each, errors translated.
+
+    A read runs on the reader's own connection (the lane, taken from the pool once and
+    kept) when no other read is using it, else on a pooled connection: a pool checkout
+    and return cost about a third of a round trip, paid now only by concurrent reads.
+    A lane that fails or whose read is interrupted goes back to the pool, which checks
+    it, and the next read takes a fresh one.
+    """
 
     def __init__(self, pool: AsyncConnectionPool[Any], url: str) -> None:
         self.pool = pool
         self.url = url
+        self._lane: psycopg.AsyncConnection[Any] | None = None
+        self._lane_busy = False
+        self._closed = False
 
     async def execute_fetchall(self, sql: str, params: Any = ()) -> builtins.list[Any]:
         return await self._read(postgres_sql(sql), _bound(sql, params))
@@ -117,8 +127,25 @@ class PoolReader:
         """Rows of a statement written for PostgreSQL (``%(name)s`` style): not transpiled."""
         return await self._read(sql, params)
 
+    async def close(self) -> None:
+        """Give the lane back to the pool (before the pool closes); a read using it
+        gives it back when it ends."""
+        self._closed = True
+        if not self._lane_busy:
+            await self._give_back_lane()
+
+    async def _give_back_lane(self) -> None:
+        lane, self._lane = self._lane, None
+        if lane is not None:
+            with contextlib.suppress(psycopg.Error, PoolTimeout):
+                await self.pool.putconn(lane)
+
     async def _read(self, text: str, params: Any) -> builtins.list[Any]:
         try:
+            if not self._lane_busy:
+                rows = await self._on_lane(text, params)
+                if rows is not None:
+                    return rows
             try:
                 async with self.pool.connection() as raw:
                     return await _fetch(raw, text, params)
@@ -130,6 +157,24 @@ class PoolReader:
                     return await _fetch(raw, text, params)
         except (psycopg.Error, PoolTimeout) as exc:
             raise translate_pg_error(self.url, "read", exc) from exc
+
+    async def _on_lane(self, text: str, params: Any) -> builtins.list[Any] | None:
+        """The rows read on the lane; None when the lane failed (the caller reads again)."""
+        self._lane_busy = True
+        try:
+            if self._lane is None:
+                self._lane = await self.pool.getconn()
+            try:
+                return await _fetch(self._lane, text, params)
+            except BaseException as exc:
+                await self._give_back_lane()
+                if isinstance(exc, psycopg.OperationalError):
+                    return None
+                raise
+        finally:
+            self._lane_busy = False
+            if self._closed:
+                await self._give_back_lane()
 
 
 async def _fetch(raw: psycopg.AsyncConnection[Any], text: str, params: Any) -> builtins.list[Any]:

@@ -113,7 +113,7 @@ PAGE_SQL: dict[tuple[str, str], str] = {
 
 # Rows (kind, depth, ordinal, memory_id, entry_id, recorded_at, body): kind 0-2 as in the
 # SQLite adapter's MEMORY_SUBSET_SQL, 3 a cited source entry (memory_id is its id), and
-# 4 the branch end (memory_id: the leaf's session, entry_id: the leaf). {match} is
+# 4 a given leaf (memory_id: the leaf's session, entry_id: the leaf). {match} is
 # ``= %(id)s`` for one id (cheaper to bind and plan) or ``= ANY(%(ids)s)``.
 _SUBSET = f""",
 found AS (
@@ -122,9 +122,7 @@ found AS (
     WHERE o.memory_id {{match}} AND o.segment_id BETWEEN bp.segment_id AND bp.segment_id
       AND o.depth BETWEEN bp.lo AND bp.hi
 )
-SELECT 4, NULL::bigint, NULL::bigint, l.owner, l.leaf_id, NULL, NULL FROM leaf l
-UNION ALL
-SELECT 0, f.depth, f.ordinal, f.memory_id, f.entry_id, f.recorded_at, f.body FROM found f
+{{header}}SELECT 0, f.depth, f.ordinal, f.memory_id, f.entry_id, f.recorded_at, f.body FROM found f
 UNION ALL
 SELECT 1, r.depth, r.ordinal, r.memory_id, r.entry_id, r.recorded_at, r.body
 FROM om_reflections r CROSS JOIN branch_path bp
@@ -144,8 +142,15 @@ FROM found f CROSS JOIN LATERAL (
 ) w JOIN entries e ON e.id = w.source_entry_id"""
 _MATCH = {"one": "= %(id)s", "many": "= ANY(%(ids)s)"}
 # Keyed by ("one" | "many" ids, "session" | "given" leaf).
+# Only a given leaf needs its row back, to be checked against the session.
+_HEADER = {
+    "session": "",
+    "given": "SELECT 4, NULL::bigint, NULL::bigint, l.owner, l.leaf_id, NULL, NULL FROM leaf l\n"
+    "UNION ALL\n",
+}
 MEMORY_SUBSET_SQL: dict[tuple[str, str], str] = {
-    (ids, leaf): _BRANCH.format(leaf=_LEAF[leaf]) + _SUBSET.format(match=match)
+    (ids, leaf): _BRANCH.format(leaf=_LEAF[leaf])
+    + _SUBSET.format(match=match, header=_HEADER[leaf])
     for ids, match in _MATCH.items()
     for leaf in _LEAF
 }

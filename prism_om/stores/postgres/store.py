@@ -77,9 +77,15 @@ _LOCAL_SEGMENT_BASE = -(1 << 62)
 # none: a page's depth range looks like a few rows, and PostgreSQL reads the whole rest
 # of the branch (Bitmap Heap Scan) to sort it instead of walking the (segment_id, depth)
 # index and stopping after the page. So the store analyzes the tables it writes each
-# time what it has appended since opening doubles (from this many entries): a handful
-# of ANALYZEs however long the session, statistics within 2x of what it wrote.
+# time the entries table doubles by its appends (from this many entries): a handful of
+# ANALYZEs however long the session, statistics within 2x of what it wrote. The table's
+# size at open is the server's estimate (pg_class.reltuples, from the last ANALYZE), so a
+# store opened on a long table does not analyze it again after its first few appends.
 _ANALYZE_FIRST_AT = 1000
+# Rows of the entries table at its last ANALYZE (reltuples; -1 when never analyzed).
+ANALYZED_ROWS_SQL = (
+    "SELECT coalesce(max(reltuples), 0)::bigint FROM pg_class WHERE oid = to_regclass('entries')"
+)
 _ANALYZED_TABLES = (
     "entries, segments, om_observations, om_observation_sources, om_reflections, "
     "om_drops, om_markers, om_scope_records"
@@ -141,6 +147,7 @@ class PostgresStore(PostgresReads):
         estimator: TokenEstimator,
         *,
         read_only: bool,
+        analyzed_rows: int = 0,
     ) -> None:
         self.url = url
         self._pool = pool
@@ -155,7 +162,8 @@ class PostgresStore(PostgresReads):
         self._damaged = None
         self._writes: set[asyncio.Task[Any]] = set()
         self._appended = 0
-        self._analyze_at = _ANALYZE_FIRST_AT
+        self._analyzed_rows = max(0, analyzed_rows)
+        self._analyze_at = max(_ANALYZE_FIRST_AT, self._analyzed_rows)
         self._sources_read = {}
 
     @classmethod
@@ -184,7 +192,8 @@ class PostgresStore(PostgresReads):
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             conninfo,
             min_size=1,
-            max_size=pool_size,
+            # One more than pool_size: the reader keeps one connection for reads.
+            max_size=pool_size + 1,
             kwargs={"autocommit": True, "options": options},
             configure=configure_connection,
             timeout=timeout_s,
@@ -194,12 +203,15 @@ class PostgresStore(PostgresReads):
             await pool.open(wait=True, timeout=timeout_s)
             async with pool.connection() as raw:
                 await _prepare_schema(PgConnection(raw), schema, shown, read_only, create)
+                row = await (await raw.execute(ANALYZED_ROWS_SQL)).fetchone()
         except BaseException as exc:
             await pool.close()
             if isinstance(exc, (psycopg.Error, PoolTimeout)):
                 raise translate_pg_error(shown, "open", exc) from exc
             raise
-        return cls(shown, pool, token_estimator or get_estimator(), read_only=read_only)
+        estimator = token_estimator or get_estimator()
+        analyzed = int(row[0]) if row else 0
+        return cls(shown, pool, estimator, read_only=read_only, analyzed_rows=analyzed)
 
     # -- the SessionStore protocol ----------------------------------------------------
 
@@ -271,16 +283,18 @@ class PostgresStore(PostgresReads):
         # A write that has begun completes (the cancellation rule) before the pool goes.
         while self._writes:
             await asyncio.wait(builtins.list(self._writes))
+        await self._reader.close()
         await self._pool.close()
 
     # -- the write transaction --------------------------------------------------------
 
     async def _analyze_after(self, appended: int) -> None:
-        """``ANALYZE`` the store's tables once what was appended doubles (see above)."""
+        """``ANALYZE`` the store's tables once its appends double the entries (see above)."""
         self._appended += appended
         if self._appended < self._analyze_at:
             return
-        self._analyze_at = 2 * self._appended
+        # Next when the table has doubled again: its rows now are those at open plus ours.
+        self._analyze_at = self._analyzed_rows + 2 * self._appended
         try:
             async with self._pool.connection() as raw:
                 await raw.execute(cast(Any, f"ANALYZE {_ANALYZED_TABLES}"))
