@@ -15,10 +15,11 @@ import psycopg
 import pytest
 
 from prism_om.entries import SessionEntry
-from prism_om.errors import PrismMemoryError
+from prism_om.errors import DuplicateEntryError, PrismMemoryError
 from prism_om.observational_memory import recall_observational_memory
 from prism_om.stores import SessionStore, open_store
 from prism_om.stores.memory import MemoryStore
+from prism_om.testing.generate import make_message
 from prism_om.testing.memory_conformance import load_builder
 from prism_om.testing.om_factories import BranchBuilder, random_builder
 
@@ -179,3 +180,37 @@ async def test_get_many_serves_sources_read_ahead_and_reads_the_rest(
     assert len(statements) == 1
     assert await pg.get(others[0]) == await memory.get(others[0])
     assert await pg.get("ghost") is None
+
+
+async def test_an_append_takes_no_savepoint_and_still_names_a_duplicate(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    transactions = 0
+    transaction = psycopg.AsyncConnection.transaction
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        nonlocal transactions
+        transactions += 1
+        return transaction(self, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.AsyncConnection, "transaction", counted)
+    async with await open_store(postgres_url) as store:
+        await store.append(make_message("s1", "a", None, "user", "one", 1))
+        transactions = 0
+        batch = [
+            make_message("s2", f"b{n}", f"b{n - 1}" if n else None, "user", "x", n)
+            for n in range(3)
+        ]
+        await store.append_many(batch)
+        assert transactions == 1, "one transaction, no savepoint"
+        # "a" is stored in s1: only the unique index sees it, and the error names it.
+        clash = [
+            make_message("s3", "c", None, "user", "x", 1),
+            make_message("s3", "a", "c", "user", "x", 2),
+        ]
+        with pytest.raises(DuplicateEntryError, match="'a'"):
+            await store.append_many(clash)
+        assert await store.leaf("s3") is None
+        assert await store.get("c") is None
+        await store.append_many(clash[:1])
+        assert await store.leaf("s3") == "c"

@@ -317,6 +317,12 @@ class PostgresStore(PostgresReads):
         try:
             async with self._pool.connection() as raw, raw.transaction():
                 return await work(PgConnection(raw))
+        except _DuplicateInBatch as failed:
+            cause = failed.__cause__
+            duplicate = await first_duplicate(self._reader, failed.batch, self.url)
+            if duplicate is None:
+                raise translate_pg_error(self.url, action, cast(Any, cause)) from cause
+            raise duplicate from None
         except (psycopg.Error, PoolTimeout) as exc:
             if isinstance(exc, psycopg.OperationalError):
                 # Whether a lost COMMIT landed is unknown, so the write is not retried;
@@ -395,15 +401,13 @@ class PostgresStore(PostgresReads):
             ),
         )
         try:
-            # A savepoint, so that after a duplicate id the transaction can still look up
-            # which one it was (PostgreSQL refuses every statement after an error).
-            async with conn.raw.transaction():
-                await conn.executemany(INSERT_ENTRY_SQL, rows)
-        except psycopg.errors.UniqueViolation:
-            duplicate = await first_duplicate(cast(Any, conn), batch, self.url)
-            if duplicate is None:
-                raise
-            raise duplicate from None
+            await conn.executemany(INSERT_ENTRY_SQL, rows)
+        except psycopg.errors.UniqueViolation as exc:
+            # Another writer stored one of these ids since the checks above. The
+            # transaction is aborted (PostgreSQL refuses every statement after an error),
+            # so which id it was is looked up after the rollback (_write): no savepoint
+            # (two more round trips) around every batch for this rare case.
+            raise _DuplicateInBatch(batch) from exc
         with collector_paused():
             placed = [
                 PlacedEntry(entry, row[ROW_SEQ], row[ROW_SEGMENT], row[ROW_DEPTH], row[ROW_TOKENS])
@@ -432,6 +436,14 @@ class PostgresStore(PostgresReads):
         # store object refuses later writes.
         if not self._read_only and self._damaged is None:
             self._damaged = str(exc).splitlines()[0]
+
+
+class _DuplicateInBatch(Exception):
+    """An entry id of ``batch`` met the unique index (see ``_append_in``)."""
+
+    def __init__(self, batch: Sequence[SessionEntry]) -> None:
+        super().__init__("duplicate entry id")
+        self.batch = batch
 
 
 async def _await(task: asyncio.Future[T]) -> T:
