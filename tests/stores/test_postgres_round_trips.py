@@ -214,3 +214,28 @@ async def test_an_append_takes_no_savepoint_and_still_names_a_duplicate(
         assert await store.get("c") is None
         await store.append_many(clash[:1])
         assert await store.leaf("s3") == "c"
+
+
+async def test_an_append_sends_its_writes_in_one_pipeline(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session row, the summary and the entries go to the server together."""
+    from psycopg import pq
+
+    modes: dict[str, bool] = {}
+    execute = psycopg.AsyncCursor.execute
+
+    async def noted(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        words = " ".join(str(query).split()[:3])
+        modes[words] = self.connection.pgconn.pipeline_status != pq.PipelineStatus.OFF
+        return await execute(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.AsyncCursor, "execute", noted)
+    async with await open_store(postgres_url) as store:
+        await store.append(make_message("s1", "a", None, "user", "one", 1))
+        await store.append(make_message("s1", "b", "a", "user", "two", 2))
+        assert await store.entries("s1") != []
+    appended = {"INSERT INTO sessions", "UPDATE sessions SET", "INSERT INTO session_summary"}
+    assert {words: modes.get(words) for words in appended} == dict.fromkeys(appended, True)
+    # The reads before them need their answers at once: no pipeline there.
+    assert not modes["SELECT root_id FROM"]
