@@ -228,7 +228,7 @@ class PostgresStore(PostgresReads):
             await _lock_session(conn, batch[0].session_id)
             await self._append_in(conn, batch, encoded)
 
-        await self._writing("append", work)
+        await self._writing("append", work, batch)
         await self._analyze_after(len(batch))
 
     async def append_at_leaf(
@@ -259,7 +259,7 @@ class PostgresStore(PostgresReads):
             await self._append_in(conn, chained, await _encode(chained, self._estimator))
             return chained
 
-        chained = await self._writing("append", work)
+        chained = await self._writing("append", work, batch)
         await self._analyze_after(len(chained))
         return chained
 
@@ -305,8 +305,13 @@ class PostgresStore(PostgresReads):
             # autovacuum gathers them in its own time.
             pass
 
-    async def _writing(self, action: str, work: Callable[[PgConnection], Awaitable[T]]) -> T:
-        task = asyncio.ensure_future(self._write(action, work))
+    async def _writing(
+        self,
+        action: str,
+        work: Callable[[PgConnection], Awaitable[T]],
+        appending: Sequence[SessionEntry] = (),
+    ) -> T:
+        task = asyncio.ensure_future(self._write(action, work, appending))
         self._writes.add(task)
         task.add_done_callback(self._writes.discard)
         try:
@@ -315,15 +320,23 @@ class PostgresStore(PostgresReads):
             self._mark_damaged(exc)
             raise
 
-    async def _write(self, action: str, work: Callable[[PgConnection], Awaitable[T]]) -> T:
+    async def _write(
+        self,
+        action: str,
+        work: Callable[[PgConnection], Awaitable[T]],
+        appending: Sequence[SessionEntry],
+    ) -> T:
         try:
             async with self._pool.connection() as raw, raw.transaction():
                 return await work(PgConnection(raw))
-        except _DuplicateInBatch as failed:
-            cause = failed.__cause__
-            duplicate = await first_duplicate(self._reader, failed.batch, self.url)
+        except psycopg.errors.UniqueViolation as exc:
+            # Another writer stored one of the appended ids after the append's checks.
+            # The transaction is aborted (PostgreSQL refuses every statement after an
+            # error), so which id it was is looked up after the rollback: no savepoint
+            # (two more round trips) around every batch for this rare case.
+            duplicate = await first_duplicate(self._reader, appending, self.url)
             if duplicate is None:
-                raise translate_pg_error(self.url, action, cast(Any, cause)) from cause
+                raise translate_pg_error(self.url, action, exc) from exc
             raise duplicate from None
         except (psycopg.Error, PoolTimeout) as exc:
             if isinstance(exc, psycopg.OperationalError):
@@ -387,31 +400,24 @@ class PostgresStore(PostgresReads):
             len(segments),
             latest_timestamp(entry.timestamp for entry in batch),
         )
-        try:
-            # The writes return nothing, so they go to the server together: one round
-            # trip (a pipeline) instead of one each.
-            async with _pipeline(conn.raw):
-                if root_id is None:
-                    await conn.execute(
-                        "INSERT INTO sessions (session_id, root_id, leaf_id, created_at) "
-                        "VALUES (?, ?, ?, ?)",
-                        (session_id, batch[0].id, batch[-1].id, now_timestamp()),
-                    )
-                else:
-                    await conn.execute(
-                        "UPDATE sessions SET leaf_id = ? WHERE session_id = ?",
-                        (batch[-1].id, session_id),
-                    )
-                if segments:
-                    await conn.executemany(INSERT_SEGMENT_SQL, segments)
-                await conn.execute(ADD_TO_SUMMARY_SQL, summary)
-                await conn.executemany(INSERT_ENTRY_SQL, rows)
-        except psycopg.errors.UniqueViolation as exc:
-            # Another writer stored one of these ids since the checks above. The
-            # transaction is aborted (PostgreSQL refuses every statement after an error),
-            # so which id it was is looked up after the rollback (_write): no savepoint
-            # (two more round trips) around every batch for this rare case.
-            raise _DuplicateInBatch(batch) from exc
+        # The writes return nothing, so they go to the server together: one round trip (a
+        # pipeline) instead of one each. A duplicate id met here is named by _write.
+        async with _pipeline(conn.raw):
+            if root_id is None:
+                await conn.execute(
+                    "INSERT INTO sessions (session_id, root_id, leaf_id, created_at) "
+                    "VALUES (?, ?, ?, ?)",
+                    (session_id, batch[0].id, batch[-1].id, now_timestamp()),
+                )
+            else:
+                await conn.execute(
+                    "UPDATE sessions SET leaf_id = ? WHERE session_id = ?",
+                    (batch[-1].id, session_id),
+                )
+            if segments:
+                await conn.executemany(INSERT_SEGMENT_SQL, segments)
+            await conn.execute(ADD_TO_SUMMARY_SQL, summary)
+            await conn.executemany(INSERT_ENTRY_SQL, rows)
         with collector_paused():
             placed = [
                 PlacedEntry(entry, row[ROW_SEQ], row[ROW_SEGMENT], row[ROW_DEPTH], row[ROW_TOKENS])
@@ -440,14 +446,6 @@ class PostgresStore(PostgresReads):
         # store object refuses later writes.
         if not self._read_only and self._damaged is None:
             self._damaged = str(exc).splitlines()[0]
-
-
-class _DuplicateInBatch(Exception):
-    """An entry id of ``batch`` met the unique index (see ``_append_in``)."""
-
-    def __init__(self, batch: Sequence[SessionEntry]) -> None:
-        super().__init__("duplicate entry id")
-        self.batch = batch
 
 
 def _pipeline(raw: psycopg.AsyncConnection[Any]) -> AbstractAsyncContextManager[Any]:
