@@ -330,10 +330,11 @@ class PostgresStore(PostgresReads):
             async with self._pool.connection() as raw, raw.transaction():
                 return await work(PgConnection(raw))
         except psycopg.errors.UniqueViolation as exc:
-            # Another writer stored one of the appended ids after the append's checks.
-            # The transaction is aborted (PostgreSQL refuses every statement after an
-            # error), so which id it was is looked up after the rollback: no savepoint
-            # (two more round trips) around every batch for this rare case.
+            # An appended id is already stored: the append's checks read the parents,
+            # and the unique index finds every other id. The transaction is aborted
+            # (PostgreSQL refuses every statement after an error), so which id it was is
+            # looked up after the rollback: no savepoint (two more round trips) around
+            # every batch for this rare case.
             duplicate = await first_duplicate(self._reader, appending, self.url)
             if duplicate is None:
                 raise translate_pg_error(self.url, action, exc) from exc
