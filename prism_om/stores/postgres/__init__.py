@@ -30,6 +30,10 @@ What differs from SQLite:
 - Every driver and pool error is translated into ``StoreError`` and its subclasses
   (``connection.translate_pg_error``); waiting for a connection is bounded by
   ``timeout_s`` (30 s) and then raises ``StoreBusyError``.
+- Round trips cost more than statements: a page and a recall's memory rows (with the
+  sources they cite) are one PostgreSQL-only statement each (``reads``); reads run on a
+  connection the reader keeps while no other read uses it (the pool holds
+  ``pool_size + 1``); an append sends its writes in one pipeline.
 """
 
 from __future__ import annotations

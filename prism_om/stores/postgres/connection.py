@@ -34,13 +34,16 @@ _NUMBERED = re.compile(r"\?\d")
 
 
 def _bind(sql: str, params: Any) -> tuple[str, Any]:
-    text = postgres_sql(sql)
+    return postgres_sql(sql), _bound(sql, params)
+
+
+def _bound(sql: str, params: Any) -> Any:
     # Numbered placeholders became :pN (dialect.numbered_to_named): bind them by name.
     if _NUMBERED.search(sql) and not isinstance(params, Mapping):
-        params = {f"p{index}": value for index, value in enumerate(params, 1)}
-    elif not isinstance(params, Mapping):
-        params = builtins.list(params)
-    return text, params
+        return {f"p{index}": value for index, value in enumerate(params, 1)}
+    if not isinstance(params, Mapping):
+        return builtins.list(params)
+    return params
 
 
 async def configure_connection(conn: psycopg.AsyncConnection[Any]) -> None:
@@ -101,25 +104,83 @@ class PgConnection:
 
 
 class PoolReader:
-    """Reads for ``SqliteReads._fetch``: each on a pooled connection, errors translated."""
+    """Reads for ``SqliteReads._fetch``: one statement each, errors translated.
+
+    A read runs on the reader's own connection (the lane, taken from the pool once and
+    kept) when no other read is using it, else on a pooled connection: a pool checkout
+    and return cost about a third of a round trip, paid now only by concurrent reads.
+    A lane that fails or whose read is interrupted goes back to the pool, which checks
+    it, and the next read takes a fresh one.
+    """
 
     def __init__(self, pool: AsyncConnectionPool[Any], url: str) -> None:
         self.pool = pool
         self.url = url
+        self._lane: psycopg.AsyncConnection[Any] | None = None
+        self._lane_busy = False
+        self._closed = False
 
     async def execute_fetchall(self, sql: str, params: Any = ()) -> builtins.list[Any]:
+        return await self._read(postgres_sql(sql), _bound(sql, params))
+
+    async def fetch_native(self, sql: str, params: Any = ()) -> builtins.list[Any]:
+        """Rows of a statement written for PostgreSQL (``%(name)s`` style): not transpiled."""
+        return await self._read(sql, params)
+
+    async def close(self) -> None:
+        """Give the lane back to the pool (before the pool closes); a read using it
+        gives it back when it ends."""
+        self._closed = True
+        if not self._lane_busy:
+            await self._give_back_lane()
+
+    async def _give_back_lane(self) -> None:
+        lane, self._lane = self._lane, None
+        if lane is not None:
+            with contextlib.suppress(psycopg.Error, PoolTimeout):
+                await self.pool.putconn(lane)
+
+    async def _read(self, text: str, params: Any) -> builtins.list[Any]:
         try:
+            if not self._lane_busy:
+                rows = await self._on_lane(text, params)
+                if rows is not None:
+                    return rows
             try:
                 async with self.pool.connection() as raw:
-                    return await PgConnection(raw).execute_fetchall(sql, params)
+                    return await _fetch(raw, text, params)
             except psycopg.OperationalError:
                 # A connection the server dropped (a restart): the pool finds the others
                 # that died with it, and the read, which changes nothing, runs once more.
                 await drop_dead_connections(self.pool)
                 async with self.pool.connection() as raw:
-                    return await PgConnection(raw).execute_fetchall(sql, params)
+                    return await _fetch(raw, text, params)
         except (psycopg.Error, PoolTimeout) as exc:
             raise translate_pg_error(self.url, "read", exc) from exc
+
+    async def _on_lane(self, text: str, params: Any) -> builtins.list[Any] | None:
+        """The rows read on the lane; None when the lane failed (the caller reads again)."""
+        self._lane_busy = True
+        try:
+            if self._lane is None:
+                self._lane = await self.pool.getconn()
+            try:
+                return await _fetch(self._lane, text, params)
+            except BaseException as exc:
+                await self._give_back_lane()
+                if isinstance(exc, psycopg.OperationalError):
+                    return None
+                raise
+        finally:
+            self._lane_busy = False
+            if self._closed:
+                await self._give_back_lane()
+
+
+async def _fetch(raw: psycopg.AsyncConnection[Any], text: str, params: Any) -> builtins.list[Any]:
+    async with raw.cursor() as cursor:
+        await cursor.execute(cast(Any, text), params)
+        return await cursor.fetchall() if cursor.description else []
 
 
 async def drop_dead_connections(pool: AsyncConnectionPool[Any]) -> None:

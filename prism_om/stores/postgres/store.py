@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -47,7 +49,6 @@ from ..sqlite.placement import (
     memory_head_of,
     outside_parent_ids,
 )
-from ..sqlite.reads import SqliteReads
 from ..sqlite.sql import (
     ADD_TO_SUMMARY_SQL,
     DELETE_SESSION_SQL,
@@ -69,6 +70,7 @@ from .connection import (
     translate_pg_error,
 )
 from .dialect import postgres_schema
+from .reads import PostgresReads
 
 T = TypeVar("T")
 ENCODE_IN_THREAD = 1000
@@ -80,9 +82,15 @@ _LOCAL_SEGMENT_BASE = -(1 << 62)
 # none: a page's depth range looks like a few rows, and PostgreSQL reads the whole rest
 # of the branch (Bitmap Heap Scan) to sort it instead of walking the (segment_id, depth)
 # index and stopping after the page. So the store analyzes the tables it writes each
-# time what it has appended since opening doubles (from this many entries): a handful
-# of ANALYZEs however long the session, statistics within 2x of what it wrote.
+# time the entries table doubles by its appends (from this many entries): a handful of
+# ANALYZEs however long the session, statistics within 2x of what it wrote. The table's
+# size at open is the server's estimate (pg_class.reltuples, from the last ANALYZE), so a
+# store opened on a long table does not analyze it again after its first few appends.
 _ANALYZE_FIRST_AT = 1000
+# Rows of the entries table at its last ANALYZE (reltuples; -1 when never analyzed).
+ANALYZED_ROWS_SQL = (
+    "SELECT coalesce(max(reltuples), 0)::bigint FROM pg_class WHERE oid = to_regclass('entries')"
+)
 _ANALYZED_TABLES = (
     "entries, segments, om_observations, om_observation_sources, om_reflections, "
     "om_drops, om_markers, om_scope_records"
@@ -130,7 +138,7 @@ def split_postgres_url(url: str) -> tuple[str, str, str]:
     return conninfo, schema, shown
 
 
-class PostgresStore(SqliteReads):
+class PostgresStore(PostgresReads):
     """A ``SessionStore`` on a PostgreSQL server; open it with ``await PostgresStore.open(url)``.
 
     Same tables (``schema.sql`` transpiled), same queries (transpiled), same rules and
@@ -144,6 +152,7 @@ class PostgresStore(SqliteReads):
         estimator: TokenEstimator,
         *,
         read_only: bool,
+        analyzed_rows: int = 0,
     ) -> None:
         self.url = url
         self._pool = pool
@@ -158,7 +167,9 @@ class PostgresStore(SqliteReads):
         self._damaged = None
         self._writes: set[asyncio.Task[Any]] = set()
         self._appended = 0
-        self._analyze_at = _ANALYZE_FIRST_AT
+        self._analyzed_rows = max(0, analyzed_rows)
+        self._analyze_at = max(_ANALYZE_FIRST_AT, self._analyzed_rows)
+        self._sources_read = {}
 
     @classmethod
     async def open(
@@ -186,7 +197,8 @@ class PostgresStore(SqliteReads):
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             conninfo,
             min_size=1,
-            max_size=pool_size,
+            # One more than pool_size: the reader keeps one connection for reads.
+            max_size=pool_size + 1,
             kwargs={"autocommit": True, "options": options},
             configure=configure_connection,
             timeout=timeout_s,
@@ -196,12 +208,15 @@ class PostgresStore(SqliteReads):
             await pool.open(wait=True, timeout=timeout_s)
             async with pool.connection() as raw:
                 await _prepare_schema(PgConnection(raw), schema, shown, read_only, create)
+                row = await (await raw.execute(ANALYZED_ROWS_SQL)).fetchone()
         except BaseException as exc:
             await pool.close()
             if isinstance(exc, (psycopg.Error, PoolTimeout)):
                 raise translate_pg_error(shown, "open", exc) from exc
             raise
-        return cls(shown, pool, token_estimator or get_estimator(), read_only=read_only)
+        estimator = token_estimator or get_estimator()
+        analyzed = int(row[0]) if row else 0
+        return cls(shown, pool, estimator, read_only=read_only, analyzed_rows=analyzed)
 
     # -- the SessionStore protocol ----------------------------------------------------
 
@@ -216,7 +231,7 @@ class PostgresStore(SqliteReads):
             await _lock_session(conn, batch[0].session_id)
             await self._append_in(conn, batch, encoded)
 
-        await self._writing("append", work)
+        await self._writing("append", work, batch)
         await self._analyze_after(len(batch))
 
     async def append_at_leaf(
@@ -247,7 +262,7 @@ class PostgresStore(SqliteReads):
             await self._append_in(conn, chained, await _encode(chained, self._estimator))
             return chained
 
-        chained = await self._writing("append", work)
+        chained = await self._writing("append", work, batch)
         await self._analyze_after(len(chained))
         return chained
 
@@ -293,16 +308,18 @@ class PostgresStore(SqliteReads):
         # A write that has begun completes (the cancellation rule) before the pool goes.
         while self._writes:
             await asyncio.wait(builtins.list(self._writes))
+        await self._reader.close()
         await self._pool.close()
 
     # -- the write transaction --------------------------------------------------------
 
     async def _analyze_after(self, appended: int) -> None:
-        """``ANALYZE`` the store's tables once what was appended doubles (see above)."""
+        """``ANALYZE`` the store's tables once its appends double the entries (see above)."""
         self._appended += appended
         if self._appended < self._analyze_at:
             return
-        self._analyze_at = 2 * self._appended
+        # Next when the table has doubled again: its rows now are those at open plus ours.
+        self._analyze_at = self._analyzed_rows + 2 * self._appended
         try:
             async with self._pool.connection() as raw:
                 await raw.execute(cast(Any, f"ANALYZE {_ANALYZED_TABLES}"))
@@ -311,8 +328,13 @@ class PostgresStore(SqliteReads):
             # autovacuum gathers them in its own time.
             pass
 
-    async def _writing(self, action: str, work: Callable[[PgConnection], Awaitable[T]]) -> T:
-        task = asyncio.ensure_future(self._write(action, work))
+    async def _writing(
+        self,
+        action: str,
+        work: Callable[[PgConnection], Awaitable[T]],
+        appending: Sequence[SessionEntry] = (),
+    ) -> T:
+        task = asyncio.ensure_future(self._write(action, work, appending))
         self._writes.add(task)
         task.add_done_callback(self._writes.discard)
         try:
@@ -321,10 +343,25 @@ class PostgresStore(SqliteReads):
             self._mark_damaged(exc)
             raise
 
-    async def _write(self, action: str, work: Callable[[PgConnection], Awaitable[T]]) -> T:
+    async def _write(
+        self,
+        action: str,
+        work: Callable[[PgConnection], Awaitable[T]],
+        appending: Sequence[SessionEntry],
+    ) -> T:
         try:
             async with self._pool.connection() as raw, raw.transaction():
                 return await work(PgConnection(raw))
+        except psycopg.errors.UniqueViolation as exc:
+            # An appended id is already stored: the append's checks read the parents,
+            # and the unique index finds every other id. The transaction is aborted
+            # (PostgreSQL refuses every statement after an error), so which id it was is
+            # looked up after the rollback: no savepoint (two more round trips) around
+            # every batch for this rare case.
+            duplicate = await first_duplicate(self._reader, appending, self.url)
+            if duplicate is None:
+                raise translate_pg_error(self.url, action, exc) from exc
+            raise duplicate from None
         except (psycopg.Error, PoolTimeout) as exc:
             if isinstance(exc, psycopg.OperationalError):
                 # Whether a lost COMMIT landed is unknown, so the write is not retried;
@@ -380,38 +417,31 @@ class PostgresStore(SqliteReads):
             (segment_ids[sid], sess, segment_ids.get(parent, parent) if parent else parent, start)
             for sid, sess, parent, start in placer.segments
         ]
-        if root_id is None:
-            await conn.execute(
-                "INSERT INTO sessions (session_id, root_id, leaf_id, created_at) "
-                "VALUES (?, ?, ?, ?)",
-                (session_id, batch[0].id, batch[-1].id, now_timestamp()),
-            )
-        else:
-            await conn.execute(
-                "UPDATE sessions SET leaf_id = ? WHERE session_id = ?", (batch[-1].id, session_id)
-            )
-        if segments:
-            await conn.executemany(INSERT_SEGMENT_SQL, segments)
-        await conn.execute(
-            ADD_TO_SUMMARY_SQL,
-            (
-                session_id,
-                len(batch),
-                sum(1 for entry in batch if entry.kind == "message"),
-                len(segments),
-                latest_timestamp(entry.timestamp for entry in batch),
-            ),
+        summary = (
+            session_id,
+            len(batch),
+            sum(1 for entry in batch if entry.kind == "message"),
+            len(segments),
+            latest_timestamp(entry.timestamp for entry in batch),
         )
-        try:
-            # A savepoint, so that after a duplicate id the transaction can still look up
-            # which one it was (PostgreSQL refuses every statement after an error).
-            async with conn.raw.transaction():
-                await conn.executemany(INSERT_ENTRY_SQL, rows)
-        except psycopg.errors.UniqueViolation:
-            duplicate = await first_duplicate(cast(Any, conn), batch, self.url)
-            if duplicate is None:
-                raise
-            raise duplicate from None
+        # The writes return nothing, so they go to the server together: one round trip (a
+        # pipeline) instead of one each. A duplicate id met here is named by _write.
+        async with _pipeline(conn.raw):
+            if root_id is None:
+                await conn.execute(
+                    "INSERT INTO sessions (session_id, root_id, leaf_id, created_at) "
+                    "VALUES (?, ?, ?, ?)",
+                    (session_id, batch[0].id, batch[-1].id, now_timestamp()),
+                )
+            else:
+                await conn.execute(
+                    "UPDATE sessions SET leaf_id = ? WHERE session_id = ?",
+                    (batch[-1].id, session_id),
+                )
+            if segments:
+                await conn.executemany(INSERT_SEGMENT_SQL, segments)
+            await conn.execute(ADD_TO_SUMMARY_SQL, summary)
+            await conn.executemany(INSERT_ENTRY_SQL, rows)
         with collector_paused():
             placed = [
                 PlacedEntry(entry, row[ROW_SEQ], row[ROW_SEGMENT], row[ROW_DEPTH], row[ROW_TOKENS])
@@ -440,6 +470,13 @@ class PostgresStore(SqliteReads):
         # store object refuses later writes.
         if not self._read_only and self._damaged is None:
             self._damaged = str(exc).splitlines()[0]
+
+
+def _pipeline(raw: psycopg.AsyncConnection[Any]) -> AbstractAsyncContextManager[Any]:
+    """Pipeline mode where the client library has it (libpq 14+), else nothing."""
+    if psycopg.AsyncPipeline.is_supported():
+        return raw.pipeline()
+    return contextlib.nullcontext()
 
 
 async def _await(task: asyncio.Future[T]) -> T:

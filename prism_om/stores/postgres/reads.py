@@ -1,0 +1,282 @@
+"""PostgreSQL reads in one round trip each: a page, and a recall's memory rows with sources.
+
+``SqliteReads`` answers a page with four statements (leaf, cursor, branch pieces, rows)
+and a recall with two (memory rows, then source entries). In-process SQLite pays little
+per statement; a server pays a network round trip each, which was most of their time.
+So these reads are single PostgreSQL statements, written for PostgreSQL only (each one
+a listed dialect difference):
+
+- ``PAGE_SQL``: the leaf (given or the session's), the branch pieces, the cursor's
+  position and the page's rows together. Each piece reads at most a page of rows off the
+  ``(segment_id, depth)`` index in a ``LATERAL`` subquery, which SQLite does not have.
+- ``MEMORY_SUBSET_SQL``: ``memory_subset``'s rows, plus the source entries the found
+  observations cite (``om_observation_sources``), which ``get_many`` then serves.
+- ``BODIES_BY_IDS_SQL``: ``get``/``get_many`` with ``= ANY(array)``, one statement text
+  (prepared once per connection) whatever the number of ids (``BODY_BY_ID_SQL`` for one).
+
+Everything they return is checked and parsed as in ``SqliteReads``, with the same
+errors in the same order.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from ...core.ledger import ObservationalMemoryLedger
+from ...core.sources import ELIGIBLE_SOURCE_ROLES
+from ...entries import SessionEntry
+from ...errors import CorruptStoreError, EntryNotFoundError, InvalidInputError
+from ..base import check_page_args
+from ..sqlite.folds import ledger_from_rows
+from ..sqlite.placement import check_leaf_session
+from ..sqlite.reads import SqliteReads
+from ..sqlite.translate import fold_rows_parse
+from .connection import PoolReader
+
+__all__ = [
+    "BODIES_BY_IDS_SQL",
+    "BODY_BY_ID_SQL",
+    "MEMORY_SUBSET_SQL",
+    "PAGE_SQL",
+    "SOURCES_READ_AHEAD",
+    "PostgresReads",
+]
+
+# Source entries read ahead with a recall's memory rows: enough for the default window of
+# recalled sources; an observation citing more has the rest fetched by get_many.
+SOURCES_READ_AHEAD = 64
+_ROLES = ", ".join(f"'{role}'" for role in sorted(ELIGIBLE_SOURCE_ROLES))
+
+# The branch end and its pieces. At the session's leaf, ``leaf`` is one row whose leaf_id
+# is NULL for an unknown session and whose owner is NULL when the leaf has no entry row;
+# at a given leaf, owner is that entry's session (NULL when it does not exist). The
+# pieces start only from a leaf of the asked session, so a leaf of another session yields
+# no rows (the caller raises first).
+_LEAF = {
+    "session": """
+    SELECT n.leaf_id, e.session_id AS owner, e.segment_id, e.depth
+    FROM (SELECT 1) one
+    LEFT JOIN sessions n ON n.session_id = %(session_id)s
+    LEFT JOIN entries e ON e.id = n.leaf_id""",
+    "given": """
+    SELECT %(leaf_id)s::text AS leaf_id, e.session_id AS owner, e.segment_id, e.depth
+    FROM (SELECT 1) one LEFT JOIN entries e ON e.id = %(leaf_id)s""",
+}
+_BRANCH = """
+WITH RECURSIVE leaf AS ({leaf}
+),
+branch_path(segment_id, lo, hi, parent_segment_id) AS (
+    SELECT s.segment_id, s.start_depth, l.depth, s.parent_segment_id
+    FROM leaf l JOIN segments s ON s.segment_id = l.segment_id
+    WHERE l.owner = %(session_id)s
+    UNION ALL
+    SELECT s.segment_id, s.start_depth, bp.lo - 1, s.parent_segment_id
+    FROM branch_path bp JOIN segments s ON s.segment_id = bp.parent_segment_id
+)"""
+
+# A page: one header row when the cursor is not an eligible message on the branch, else
+# a row per message (the header columns repeated). The per-piece LATERAL reads at most a
+# page off the index in branch order; the outer LIMIT keeps the first page across pieces.
+_PAGE = f""",
+cursor_at AS (
+    SELECT e.depth, e.kind, e.role FROM entries e CROSS JOIN branch_path bp
+    WHERE e.id = %(cursor)s AND e.segment_id = bp.segment_id
+      AND e.depth BETWEEN bp.lo AND bp.hi
+)
+SELECT l.leaf_id, l.owner, c.depth, c.kind, c.role, r.id, r.body
+FROM leaf l
+LEFT JOIN cursor_at c ON true
+LEFT JOIN LATERAL (
+    SELECT p.depth, p.id, p.body
+    FROM branch_path bp CROSS JOIN LATERAL (
+        SELECT e.depth, e.id, e.body FROM entries e
+        WHERE e.segment_id = bp.segment_id AND {{range}}
+          AND e.kind = 'message' AND e.role IN ({_ROLES})
+        ORDER BY e.depth {{order}} LIMIT %(want)s
+    ) p
+    WHERE c.kind = 'message' AND c.role IN ({_ROLES})
+    ORDER BY p.depth {{order}} LIMIT %(want)s
+) r ON true
+ORDER BY r.depth {{order}}"""
+_PAGE_WAYS = {
+    "forward": ("e.depth BETWEEN greatest(bp.lo, c.depth + 1) AND bp.hi", "ASC"),
+    "backward": ("e.depth BETWEEN bp.lo AND least(bp.hi, c.depth - 1)", "DESC"),
+}
+# Keyed by (direction, "session" | "given" leaf).
+PAGE_SQL: dict[tuple[str, str], str] = {
+    (way, leaf): _BRANCH.format(leaf=_LEAF[leaf]) + _PAGE.format(range=where, order=order)
+    for way, (where, order) in _PAGE_WAYS.items()
+    for leaf in _LEAF
+}
+
+# Rows (kind, depth, ordinal, memory_id, entry_id, recorded_at, body): kind 0-2 as in the
+# SQLite adapter's MEMORY_SUBSET_SQL, 3 a cited source entry (memory_id is its id), and
+# 4 a given leaf (memory_id: the leaf's session, entry_id: the leaf). {match} is
+# ``= %(id)s`` for one id (cheaper to bind and plan) or ``= ANY(%(ids)s)``.
+_SUBSET = f""",
+found AS (
+    SELECT o.entry_seq, o.ordinal, o.depth, o.memory_id, o.entry_id, o.recorded_at, o.body
+    FROM om_observations o CROSS JOIN branch_path bp
+    WHERE o.memory_id {{match}} AND o.segment_id BETWEEN bp.segment_id AND bp.segment_id
+      AND o.depth BETWEEN bp.lo AND bp.hi
+)
+{{header}}SELECT 0, f.depth, f.ordinal, f.memory_id, f.entry_id, f.recorded_at, f.body FROM found f
+UNION ALL
+SELECT 1, r.depth, r.ordinal, r.memory_id, r.entry_id, r.recorded_at, r.body
+FROM om_reflections r CROSS JOIN branch_path bp
+WHERE r.memory_id {{match}} AND r.segment_id BETWEEN bp.segment_id AND bp.segment_id
+  AND r.depth BETWEEN bp.lo AND bp.hi
+UNION ALL
+SELECT 2, d.depth, d.ordinal, d.memory_id, NULL, NULL, NULL
+FROM om_drops d CROSS JOIN branch_path bp
+WHERE d.memory_id {{match}} AND d.segment_id BETWEEN bp.segment_id AND bp.segment_id
+  AND d.depth BETWEEN bp.lo AND bp.hi
+UNION ALL
+SELECT 3, NULL, NULL, e.id, NULL, NULL, e.body
+FROM found f CROSS JOIN LATERAL (
+    SELECT s.source_entry_id FROM om_observation_sources s
+    WHERE s.entry_seq = f.entry_seq AND s.ordinal = f.ordinal
+    LIMIT {SOURCES_READ_AHEAD}
+) w JOIN entries e ON e.id = w.source_entry_id"""
+_MATCH = {"one": "= %(id)s", "many": "= ANY(%(ids)s)"}
+# Keyed by ("one" | "many" ids, "session" | "given" leaf).
+# Only a given leaf needs its row back, to be checked against the session.
+_HEADER = {
+    "session": "",
+    "given": "SELECT 4, NULL::bigint, NULL::bigint, l.owner, l.leaf_id, NULL, NULL FROM leaf l\n"
+    "UNION ALL\n",
+}
+MEMORY_SUBSET_SQL: dict[tuple[str, str], str] = {
+    (ids, leaf): _BRANCH.format(leaf=_LEAF[leaf])
+    + _SUBSET.format(match=match, header=_HEADER[leaf])
+    for ids, match in _MATCH.items()
+    for leaf in _LEAF
+}
+BODIES_BY_IDS_SQL = "SELECT id, body FROM entries WHERE id = ANY(%s)"
+BODY_BY_ID_SQL = "SELECT id, body FROM entries WHERE id = %s"
+
+
+class PostgresReads(SqliteReads):
+    """``SqliteReads`` with a page, a recall's rows and lookups by id in one statement."""
+
+    # Source entries (id -> stored body) read by the latest memory_subset, for the
+    # get_many a recall makes next. Entries never change once written (no update or
+    # delete exists), so a body read here is the body get_many would read; a get_many of
+    # other ids reads them from the server.
+    _sources_read: dict[str, str]
+
+    def _pool_reader(self) -> PoolReader:
+        reader = self._open_reader()
+        assert isinstance(reader, PoolReader)
+        return reader
+
+    async def _fetch_native(self, sql: str, params: Any) -> builtins.list[Any]:
+        """All rows of one PostgreSQL-only statement, errors translated."""
+        reader = self._pool_reader()
+        try:
+            return await reader.fetch_native(sql, params)
+        except CorruptStoreError as exc:
+            self._mark_damaged(exc)
+            raise
+
+    async def get(self, entry_id: str) -> SessionEntry | None:
+        found = await self.get_many([entry_id])
+        return found.get(entry_id)
+
+    async def get_many(self, entry_ids: Iterable[str]) -> dict[str, SessionEntry]:
+        """The entries with these ids that exist, in one statement."""
+        wanted = sorted(set(entry_ids))
+        self._open_reader()
+        found: dict[str, SessionEntry] = {}
+        read = self._sources_read
+        rest = []
+        for entry_id in wanted:
+            body = read.get(entry_id)
+            if body is None:
+                rest.append(entry_id)
+            else:
+                found[entry_id] = self._parse(entry_id, body)
+        if rest:
+            # One id binds as text, cheaper than an array.
+            sql, param = (BODY_BY_ID_SQL, rest[0]) if len(rest) == 1 else (BODIES_BY_IDS_SQL, rest)
+            for entry_id, body in await self._fetch_native(sql, (param,)):
+                found[entry_id] = self._parse(entry_id, body)
+        return found
+
+    async def memory_subset(
+        self, session_id: str, memory_ids: Iterable[str], leaf_id: str | None = None
+    ) -> ObservationalMemoryLedger:
+        """The ledger restricted to ``memory_ids``, with the sources they cite read ahead."""
+        wanted = sorted(set(memory_ids))
+        session_id = self._session(session_id)
+        if not wanted:
+            return ObservationalMemoryLedger()
+        params = {"session_id": session_id, "leaf_id": leaf_id, "id": wanted[0], "ids": wanted}
+        key = ("one" if len(wanted) == 1 else "many", "session" if leaf_id is None else "given")
+        rows = await self._fetch_native(MEMORY_SUBSET_SQL[key], params)
+        observations, reflections, drops = [], [], []
+        sources: dict[str, str] = {}
+        for kind, depth, ordinal, memory_id, entry_id, recorded_at, body in rows:
+            if kind == 0:
+                observations.append((depth, ordinal, memory_id, entry_id, recorded_at, body))
+            elif kind == 1:
+                reflections.append((depth, ordinal, memory_id, entry_id, recorded_at, body))
+            elif kind == 2:
+                drops.append((depth, ordinal, memory_id))
+            elif kind == 3:
+                sources[memory_id] = body
+            elif leaf_id is not None:
+                check_leaf_session(leaf_id, session_id, memory_id, self.url)
+        self._sources_read = sources
+        with fold_rows_parse(self.url, session_id):
+            return ledger_from_rows(sorted(observations), sorted(reflections), sorted(drops), [])
+
+    async def page_messages(
+        self,
+        session_id: str,
+        cursor: str,
+        limit: int,
+        direction: Literal["forward", "backward"] = "forward",
+        leaf_id: str | None = None,
+    ) -> tuple[builtins.list[SessionEntry], bool]:
+        """Up to ``limit`` eligible messages after/before ``cursor``: one statement."""
+        check_page_args(limit, direction)
+        session_id = self._session(session_id)
+        params = {
+            "session_id": session_id,
+            "leaf_id": leaf_id,
+            "cursor": cursor,
+            "want": limit + 1,  # one more tells whether another page follows
+        }
+        key = (direction, "session" if leaf_id is None else "given")
+        rows = await self._fetch_native(PAGE_SQL[key], params)
+        current, owner, depth, kind, role = rows[0][:5]
+        if leaf_id is not None:
+            check_leaf_session(leaf_id, session_id, owner, self.url)
+        elif current is not None and owner is None:
+            raise CorruptStoreError(
+                f"session {session_id!r} in {self.url}: its leaf {current!r} has no row",
+                url=self.url,
+            )
+        if depth is None:
+            raise EntryNotFoundError(
+                f"cursor {cursor!r} is not an entry of the current branch",
+                entry_id=cursor,
+                session_id=session_id,
+                url=self.url,
+            )
+        if kind != "message" or role not in ELIGIBLE_SOURCE_ROLES:
+            raise InvalidInputError(
+                f"cursor {cursor!r} is a {kind} entry, not a user, assistant or tool message",
+                entry_id=cursor,
+                session_id=session_id,
+                url=self.url,
+            )
+        found = [self._parse(row[5], row[6]) for row in rows if row[5] is not None]
+        more = len(found) > limit
+        page = found[:limit]
+        if direction != "forward":
+            page.reverse()
+        return page, more
