@@ -73,6 +73,9 @@ class TreeIndex:
         # memory id -> entries that recorded it (any branch); "recorded on this branch" is
         # then an ancestor test per recorder instead of a scan of the branch.
         self.recorders: dict[str, list[tuple[str, str]]] = {}
+        # reflection id -> entries whose reflections supersede it (any branch), for the
+        # "superseded once on this branch" rule.
+        self.superseders: dict[str, list[str]] = {}
         # entry id -> the newest memory record on the path to it (itself included), kept
         # at append so a compare-and-append reads the head in O(1) at any branch length.
         self.memory_heads: dict[str, str | None] = {}
@@ -144,6 +147,8 @@ class TreeIndex:
             self.entries[entry.id] = entry
             for memory_id, kind in recorded_memory_ids(entry):
                 self.recorders.setdefault(memory_id, []).append((entry.id, kind))
+            for old in superseded_memory_ids(entry):
+                self.superseders.setdefault(old, []).append(entry.id)
             tree.order.append(entry.id)
             tree.leaf_count += 1
             if entry.kind == "message":
@@ -196,6 +201,12 @@ class TreeIndex:
                     found.remove((entry_id, kind))
                 if not found:
                     self.recorders.pop(memory_id, None)
+            for old in superseded_memory_ids(entry):
+                by = self.superseders.get(old, [])
+                if entry_id in by:
+                    by.remove(entry_id)
+                if not by:
+                    self.superseders.pop(old, None)
 
     def resolve_leaf(self, session_id: str, entry_id: str) -> str:
         """Check that ``entry_id`` is an entry of the session and return it."""
@@ -364,6 +375,22 @@ def recorded_memory_ids(entry: SessionEntry) -> list[tuple[str, str]]:
     return [(i["id"], kind) for i in items if isinstance(i, dict) and isinstance(i.get("id"), str)]
 
 
+def superseded_memory_ids(entry: SessionEntry) -> list[str]:
+    """Reflection ids the reflections of an ``om.reflections.recorded`` entry supersede."""
+    if entry.custom_type != REFLECTIONS_RECORDED or entry.data is None:
+        return []
+    items = entry.data.get("reflections")
+    if not isinstance(items, list):
+        return []
+    return [
+        old
+        for item in items
+        if isinstance(item, dict)
+        for old in item.get("supersedesReflectionIds") or ()
+        if isinstance(old, str)
+    ]
+
+
 class _PendingView:
     """The index plus the checked part of a batch, for branch questions during ``check``.
 
@@ -381,6 +408,7 @@ class _PendingView:
         self.with_child: set[str] = set()
         self.new_segments: list[tuple[int | None, int]] = []
         self.recorders: dict[str, list[tuple[str, str]]] = {}
+        self.superseders: dict[str, list[str]] = {}
         self.unplaced: list[SessionEntry] = []
 
     def add(self, entry: SessionEntry) -> None:
@@ -388,6 +416,8 @@ class _PendingView:
         self.unplaced.append(entry)
         for memory_id, kind in recorded_memory_ids(entry):
             self.recorders.setdefault(memory_id, []).append((entry.id, kind))
+        for old in superseded_memory_ids(entry):
+            self.superseders.setdefault(old, []).append(entry.id)
 
     def _place_pending(self) -> None:
         for entry in self.unplaced:
@@ -457,11 +487,20 @@ class _PendingView:
             for recorder, kind in found:
                 if on_branch(recorder):
                     (observations if kind == "observation" else reflections).add(memory_id)
+        superseded = {
+            old
+            for old in needs.referenced_reflection_ids
+            if any(
+                on_branch(by)
+                for by in (*self.index.superseders.get(old, ()), *self.superseders.get(old, ()))
+            )
+        }
         return BranchFacts(
             eligible_source_ids=frozenset(eligible),
             entry_ids_on_branch=frozenset(covered),
             recorded_observation_ids=frozenset(observations),
             recorded_reflection_ids=frozenset(reflections),
+            superseded_reflection_ids=frozenset(superseded),
         )
 
 
