@@ -103,6 +103,8 @@ NEXT_SEQS_SQL = (
 NEXT_SEGMENTS_SQL = (
     "SELECT nextval(pg_get_serial_sequence('segments', 'segment_id')) FROM generate_series(1, %s)"
 )
+
+
 # Migrations from an older prism_meta schema_version, keyed by the version they start at
 # (python-design.md "Schema versions"); version 2 is the first the PostgreSQL engine wrote.
 async def _add_supersessions(conn: PgConnection) -> None:

@@ -22,6 +22,7 @@ from ...core.ledger import (
     ObservationalMemoryLedger,
     RecordedObservation,
     RecordedReflection,
+    Supersession,
 )
 from ...core.parse import parse_memory_record
 from ...core.records import (
@@ -37,7 +38,6 @@ from ...core.records import (
     ReflectionsRecorded,
     dated_observation,
 )
-from ...core.ledger import Supersession
 from ...entries import SessionEntry
 from .placement import PlacedEntry
 from .sql import COMPACTION_MARKER
@@ -157,9 +157,7 @@ def supersession_rows(
 ) -> list[tuple[Any, ...]]:
     """``om_supersessions`` rows of one reflections record, in the fold's order."""
     pairs = [(old, r.id) for r in record.reflections for old in r.supersedes_reflection_ids or ()]
-    return [
-        (seq, n, old, by, segment_id, depth) for n, (old, by) in enumerate(pairs)
-    ]
+    return [(seq, n, old, by, segment_id, depth) for n, (old, by) in enumerate(pairs)]
 
 
 async def backfill_supersessions(conn: Any) -> None:

@@ -22,12 +22,12 @@ from ...errors import (
     InvalidInputError,
 )
 from ...tokens import TokenEstimator
+from .._schema import SUPERSESSIONS_SINCE_VERSION
 from ..base import (
     SessionSummary,
     StoreLifecycle,
     check_page_args,
 )
-from .._schema import SUPERSESSIONS_SINCE_VERSION
 from .connect import DAMAGED_SUFFIX
 from .folds import ledger_from_rows
 from .placement import check_leaf_session, id_chunks, memory_head_of, sorted_pieces
@@ -236,7 +236,8 @@ class SqliteReads(StoreLifecycle):
         rows = [await self._fetch(sql, params) for sql in LEDGER_SQL.values()]
         supersessions = await self._supersession_rows(params)
         with fold_rows_parse(self.url, session_id), collector_paused():
-            return ledger_from_rows(*rows, supersessions)
+            observations, reflections, drops, markers = rows
+            return ledger_from_rows(observations, reflections, drops, markers, supersessions)
 
     async def live_ledger(
         self, session_id: str, leaf_id: str | None = None
@@ -258,7 +259,9 @@ class SqliteReads(StoreLifecycle):
         observations = [r[:6] for r in rows if r[2] not in dropped]
         superseded = {row[2] for row in await self._supersession_rows(params)}
         reflections = [
-            r for r in await self._fetch(LEDGER_SQL["reflections"], params) if r[2] not in superseded
+            r
+            for r in await self._fetch(LEDGER_SQL["reflections"], params)
+            if r[2] not in superseded
         ]
         markers = await self._fetch(LEDGER_SQL["markers"], params)
         with fold_rows_parse(self.url, session_id), collector_paused():
