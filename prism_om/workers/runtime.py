@@ -321,8 +321,10 @@ class ObservationalMemoryRuntime:
         # memory from the next flush on (spec: "Revocation wiring").
         invalid = await resolve_invalidation(self._invalidation)
         observed = await self._observe(force, progress, invalid)
-        reflected = await self._reflect(force, full_rebuild, progress, invalid)
-        consolidated = await self._consolidate(progress, invalid)
+        # One read of the scope map for the steps that skip under host scopes.
+        scoped = (await self.session.store.scope_map(self.session.id)).has_host_scopes
+        reflected = await self._reflect(force, full_rebuild, progress, invalid, scoped)
+        consolidated = await self._consolidate(progress, invalid, scoped)
         await self._bind([*observed.memory_ids], [*reflected.memory_ids], progress)
         dropped = await self._drop(progress, invalid)
         failures = [o for o in progress.outcomes if o.status == "failed"]
@@ -483,6 +485,7 @@ class ObservationalMemoryRuntime:
         full_rebuild: bool,
         progress: _Progress,
         invalid: frozenset[str] = frozenset(),
+        scoped: bool = False,
     ) -> WorkerOutcome:
         spec = self._workers["reflector"]
         if spec.provider is None:
@@ -509,7 +512,7 @@ class ObservationalMemoryRuntime:
         if (
             not force
             and tokens < self.settings.reflection.observation_tokens
-            and not await self._drop_pending(ledger, invalid)
+            and (scoped or not self._drop_pending(ledger, invalid))
         ):
             return self._record(progress, WorkerOutcome("reflector", "skipped", "below_threshold"))
         ready = await self._ready(spec)
@@ -543,13 +546,10 @@ class ObservationalMemoryRuntime:
             ),
         )
 
-    async def _drop_pending(
-        self, ledger: ObservationalMemoryLedger, invalid: frozenset[str]
-    ) -> bool:
-        """Whether this flush's dropper will retire observations: the reflector then
-        reflects the unreflected ones first, so that what is dropped was summarised."""
-        if (await self.session.store.scope_map(self.session.id)).has_host_scopes:
-            return False
+    def _drop_pending(self, ledger: ObservationalMemoryLedger, invalid: frozenset[str]) -> bool:
+        """Whether this flush's dropper will retire observations (no host scopes): the
+        reflector then reflects the unreflected ones first, so that what is dropped was
+        summarised."""
         observations, reflections = active_memory(ledger, invalid)
         tokens = rendered_memory_tokens(
             [r.reflection for r in reflections],
@@ -560,11 +560,10 @@ class ObservationalMemoryRuntime:
         return tokens > self.settings.context.observations_pool_max_tokens
 
     async def _consolidate(
-        self, progress: _Progress, invalid: frozenset[str] = frozenset()
+        self, progress: _Progress, invalid: frozenset[str] = frozenset(), scoped: bool = False
     ) -> WorkerOutcome:
         store, sid = self.session.store, self.session.id
-        scopes = await store.scope_map(sid)
-        if scopes.has_host_scopes:
+        if scoped:
             # Like the dropper: a scoped working set is the host's to curate, and a merge
             # would carry memory across the scopes it is bound to.
             return self._record(progress, WorkerOutcome("consolidator", "skipped", "host_scopes"))
@@ -581,7 +580,9 @@ class ObservationalMemoryRuntime:
         call = None
         if spec.provider is not None:
             call = (await self._ready(spec)).call
-        taken = await self._taken_ids()
+        # New ids must be new on the branch: checked by id below (an indexed read), not
+        # by reading every memory id ever recorded.
+        taken = {r.id for r in ledger.observations} | {r.id for r in ledger.reflections}
         error = None
         try:
             result = await consolidate_reflections(
@@ -590,6 +591,14 @@ class ObservationalMemoryRuntime:
         except WorkerRunError as exc:
             # The budget is a promise the deterministic merge keeps without a model.
             error = self._error(exc.message)
+            result = await consolidate_reflections(
+                active, budget_tokens=budget, taken_ids=taken, estimator=est
+            )
+        minted = [r.id for r in result.reflections]
+        known = await store.memory_subset(sid, minted)
+        if known.observations or known.reflections:
+            # A minted id met a dropped observation's (48 random bits): merge again.
+            taken |= set(known.observations_by_id) | set(known.reflections_by_id)
             result = await consolidate_reflections(
                 active, budget_tokens=budget, taken_ids=taken, estimator=est
             )
