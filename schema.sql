@@ -156,6 +156,24 @@ CREATE INDEX IF NOT EXISTS om_scope_records_branch ON om_scope_records (segment_
 
 CREATE INDEX IF NOT EXISTS om_drops_memory ON om_drops (memory_id);
 
+-- One row per reflection that a reflection of an om.reflections.recorded entry supersedes
+-- (its supersedesReflectionIds): memory_id is the superseded reflection, superseded_by the
+-- one that supersedes it. ordinal runs over the record's reflections and their lists, so
+-- (depth, ordinal) is the fold's order. Added in schema version 3.
+CREATE TABLE IF NOT EXISTS om_supersessions (
+    entry_seq INTEGER NOT NULL REFERENCES entries (seq),
+    ordinal INTEGER NOT NULL,
+    memory_id TEXT NOT NULL,
+    superseded_by TEXT NOT NULL,
+    segment_id INTEGER NOT NULL,
+    depth INTEGER NOT NULL,
+    PRIMARY KEY (entry_seq, ordinal)
+);
+
+CREATE INDEX IF NOT EXISTS om_supersessions_branch ON om_supersessions (segment_id, depth);
+
+CREATE INDEX IF NOT EXISTS om_supersessions_memory ON om_supersessions (memory_id);
+
 -- One row per session: what listing the sessions shows, so that listing them reads this
 -- small table, not every entry. The adapter adds each appended batch to it in the append
 -- transaction. leaves counts the session's segments (each segment's tail is exactly one

@@ -23,7 +23,12 @@ from .attach import (
     create_observational_memory,
 )
 from .core.context_blocks import MEMORY_BLOCK_NAME, RECENT_MESSAGES_BLOCK_NAME, ContextBlock
-from .core.ledger import ObservationalMemoryLedger, RecordedObservation, RecordedReflection
+from .core.ledger import (
+    ObservationalMemoryLedger,
+    RecordedObservation,
+    RecordedReflection,
+    Supersession,
+)
 from .core.limits import (
     DEFAULT_MAX_WORKER_ARGUMENT_BYTES,
     DEFAULT_MAX_WORKER_ERROR_BYTES,
@@ -36,6 +41,7 @@ from .core.limits import (
     MAX_ENTRY_BYTES,
     MAX_OBSERVATIONS_PER_REFLECTION,
     MAX_SOURCES_PER_OBSERVATION,
+    MAX_SUPERSEDED_PER_REFLECTION,
     MAX_WORKER_ARGUMENT_BYTES_HARD_CAP,
     MAX_WORKER_ERROR_BYTES_HARD_CAP,
     MAX_WORKER_MESSAGE_BYTES_HARD_CAP,
@@ -247,6 +253,7 @@ __all__ = [
     "ObservationalMemorySettings",
     "RecordedObservation",
     "RecordedReflection",
+    "Supersession",
     "Reflection",
     "WorkMemoryProjection",
     "WorkScope",
@@ -262,6 +269,7 @@ __all__ = [
     "FOLDED_PAYLOAD_MAX_BYTES",
     "MAX_ENTRY_BYTES",
     "MAX_OBSERVATIONS_PER_REFLECTION",
+    "MAX_SUPERSEDED_PER_REFLECTION",
     "MAX_SOURCES_PER_OBSERVATION",
     "MAX_WORKER_ARGUMENT_BYTES_HARD_CAP",
     "MAX_WORKER_ERROR_BYTES_HARD_CAP",

@@ -11,7 +11,10 @@ Fold rules, applied in branch order:
 * ``om.observations.recorded``: each observation whose id is not yet recorded on the
   branch (as an observation or a reflection; the two share one id namespace) is appended
   to ``observations``; a repeated id is ignored, the first record wins.
-* ``om.reflections.recorded``: likewise for ``reflections``.
+* ``om.reflections.recorded``: likewise for ``reflections``. A new reflection's
+  ``supersedesReflectionIds`` each supersede a reflection recorded by an *earlier* entry
+  of the branch and not superseded yet; each such pair is appended to ``supersessions``
+  (record order, then list order); other ids are ignored, as drops ignore theirs.
 * ``om.observations.dropped``: each id that names an observation recorded earlier on the
   branch and not yet dropped is appended to ``dropped_observation_ids``; other ids are
   ignored, so dropped ids are always a subset of recorded ones, in first-drop order.
@@ -47,6 +50,7 @@ from .records import (
 
 __all__ = [
     "Coverage",
+    "Supersession",
     "ObservationalMemoryLedger",
     "RecordedObservation",
     "RecordedReflection",
@@ -87,6 +91,16 @@ class RecordedReflection:
 
 
 @dataclass(frozen=True)
+class Supersession:
+    """One reflection consolidated into a later one (``supersedesReflectionIds``)."""
+
+    reflection_id: str
+    """The superseded reflection."""
+    superseded_by: str
+    """The reflection that supersedes it."""
+
+
+@dataclass(frozen=True)
 class Coverage:
     """A coverage cursor: how far a worker run got, and the record that said so."""
 
@@ -108,6 +122,8 @@ class ObservationalMemoryLedger:
     drop_coverage: Coverage | None = None
     last_observations_entry_id: str | None = None
     last_reflections_entry_id: str | None = None
+    supersessions: tuple[Supersession, ...] = ()
+    """Superseded reflections, in branch order (a reflection is superseded at most once)."""
 
     # Derived views: cached per instance, never part of equality.
 
@@ -130,6 +146,11 @@ class ObservationalMemoryLedger:
     @cached_property
     def reflections_by_id(self) -> dict[str, RecordedReflection]:
         return {r.id: r for r in self.reflections}
+
+    @cached_property
+    def superseded_by(self) -> dict[str, str]:
+        """Superseded reflection id -> the reflection that supersedes it."""
+        return {s.reflection_id: s.superseded_by for s in self.supersessions}
 
     def live_observations(self) -> list[RecordedObservation]:
         """Recorded observations that no drop retired, in record order."""
@@ -163,6 +184,9 @@ class LedgerBuilder:
         self._drop_coverage = start.drop_coverage
         self._last_observations = start.last_observations_entry_id
         self._last_reflections = start.last_reflections_entry_id
+        self._supersessions = list(start.supersessions)
+        self._reflection_ids = {r.id for r in start.reflections}
+        self._superseded_ids = {s.reflection_id for s in start.supersessions}
 
     def add(self, entry: SessionEntry, position: int) -> None:
         """Fold one entry found at ``position`` on the branch."""
@@ -182,12 +206,16 @@ class LedgerBuilder:
             if record.covers_up_to_id is not None:
                 self._observation_coverage = Coverage(record.covers_up_to_id, entry.id, position)
         elif isinstance(record, ReflectionsRecorded):
+            # Only reflections of earlier entries can be superseded.
+            earlier = frozenset(self._reflection_ids)
             for reflection in record.reflections:
                 if reflection.id not in self._memory_ids:
                     self._memory_ids.add(reflection.id)
+                    self._reflection_ids.add(reflection.id)
                     self._reflections.append(
                         RecordedReflection(reflection, entry.id, entry.timestamp, position)
                     )
+                    self._supersede(reflection, earlier)
             self._last_reflections = entry.id
             if record.covers_up_to_id is not None:
                 self._reflection_coverage = Coverage(record.covers_up_to_id, entry.id, position)
@@ -198,6 +226,12 @@ class LedgerBuilder:
         elif isinstance(record, FoldedMemory):
             # Trimmed by a compaction: dropped from here on, without moving any coverage.
             self._drop(record.dropped_observation_ids)
+
+    def _supersede(self, reflection: Reflection, earlier: frozenset[str]) -> None:
+        for old in reflection.supersedes_reflection_ids or ():
+            if old in earlier and old not in self._superseded_ids:
+                self._superseded_ids.add(old)
+                self._supersessions.append(Supersession(old, reflection.id))
 
     def _drop(self, ids: Iterable[str]) -> None:
         for observation_id in ids:
@@ -215,6 +249,7 @@ class LedgerBuilder:
             drop_coverage=self._drop_coverage,
             last_observations_entry_id=self._last_observations,
             last_reflections_entry_id=self._last_reflections,
+            supersessions=tuple(self._supersessions),
         )
 
 

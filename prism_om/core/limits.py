@@ -33,6 +33,9 @@ constant                               value      enforced by
 ``MAX_OBSERVATIONS_PER_REFLECTION``    4,096      every append of ``om.reflections.recorded``:
                                                   ``observationIds`` per reflection;
                                                   ``MemoryRecordTooLargeError``
+``MAX_SUPERSEDED_PER_REFLECTION``      1,024      every append of ``om.reflections.recorded``:
+                                                  ``supersedesReflectionIds`` per reflection;
+                                                  ``MemoryRecordTooLargeError``
 ``RECALL_SOURCES_DEFAULT_LIMIT``       100        recall: sources returned per call
                                                   (``sourcesTotal``; ``sources_offset`` reads
                                                   the rest)
@@ -53,6 +56,7 @@ __all__ = [
     "MAX_ENTRY_BYTES",
     "MAX_OBSERVATIONS_PER_REFLECTION",
     "MAX_SOURCES_PER_OBSERVATION",
+    "MAX_SUPERSEDED_PER_REFLECTION",
     "RECALL_SOURCES_DEFAULT_LIMIT",
     "RECALL_SOURCES_HARD_CAP",
     "DEFAULT_MAX_WORKER_ARGUMENT_BYTES",
@@ -118,6 +122,7 @@ PAGE_LIMIT_HARD_CAP: Final = 100
 MAX_ENTRY_BYTES: Final = 8 * MIB
 MAX_SOURCES_PER_OBSERVATION: Final = 4096
 MAX_OBSERVATIONS_PER_REFLECTION: Final = 4096
+MAX_SUPERSEDED_PER_REFLECTION: Final = 1024
 RECALL_SOURCES_DEFAULT_LIMIT: Final = 100
 RECALL_SOURCES_HARD_CAP: Final = 1000
 

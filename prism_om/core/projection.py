@@ -1,11 +1,16 @@
 """Projections of a ledger: what is active, what is visible now, and what a compaction folds.
 
-* **active**: recorded, not dropped, not invalidated. An observation is invalidated when
-  its id or any of its ``sourceEntryIds`` is in ``invalidated_ids``; a reflection when its
-  own id is, or when it rests on an invalidated observation (judged against the full
-  ledger, so a reflection over an observation that was both dropped and revoked stays
-  withheld). A reflection over a merely *dropped* observation stays active: dropping
-  prunes the pool, it does not retract what was concluded.
+* **active**: recorded, not dropped, not superseded, not invalidated. An observation is
+  invalidated when its id or any of its ``sourceEntryIds`` is in ``invalidated_ids``; a
+  reflection when its own id is, when it rests on an invalidated observation (judged
+  against the full ledger, so a reflection over an observation that was both dropped and
+  revoked stays withheld), or when a reflection it supersedes is withheld: a
+  consolidation rests on what it consolidated. A reflection is superseded while the
+  reflection that supersedes it is not withheld; when that one is withheld, the
+  superseded one (if not withheld itself) is active again, since revoking one source
+  must not take the unrelated reflections a consolidation merged with it. A reflection
+  over a merely *dropped* observation stays active: dropping prunes the pool, it does not
+  retract what was concluded.
 * **visible**: active, and not resting only on messages that the recent-messages window
   already shows (every ``sourceEntryId`` inside ``recent_entry_ids``). Reflections are
   summaries over many observations and stay visible while active.
@@ -32,6 +37,7 @@ __all__ = [
     "build_observational_memory_projection_from_entries",
     "invalidated_observation_ids",
     "is_visible_observation",
+    "withheld_reflection_ids",
 ]
 
 
@@ -61,6 +67,31 @@ def invalidated_observation_ids(
     return frozenset(out)
 
 
+def withheld_reflection_ids(
+    ledger: ObservationalMemoryLedger, withheld: Collection[str]
+) -> frozenset[str]:
+    """Reflections withheld by ``withheld`` (invalidated ids and withheld observation ids).
+
+    A reflection is withheld when its own id is in ``withheld``, when it rests on a
+    withheld observation, or when a reflection it supersedes is withheld. Superseded
+    reflections are always recorded earlier, so one pass in record order settles it.
+    """
+    if not withheld:
+        return frozenset()
+    supersedes: dict[str, list[str]] = {}
+    for s in ledger.supersessions:
+        supersedes.setdefault(s.superseded_by, []).append(s.reflection_id)
+    out: set[str] = set()
+    for r in ledger.reflections:
+        if (
+            r.id in withheld
+            or any(o in withheld for o in r.reflection.observation_ids)
+            or any(old in out for old in supersedes.get(r.id, ()))
+        ):
+            out.add(r.id)
+    return frozenset(out)
+
+
 def active_memory(
     ledger: ObservationalMemoryLedger, invalidated_ids: Collection[str] | None = None
 ) -> tuple[list[RecordedObservation], list[RecordedReflection]]:
@@ -68,10 +99,12 @@ def active_memory(
     invalid = frozenset(invalidated_ids or ())
     withheld = invalidated_observation_ids(ledger.observations, invalid) | invalid
     observations = [r for r in ledger.live_observations() if r.id not in withheld]
+    gone = withheld_reflection_ids(ledger, withheld)
+    superseded = ledger.superseded_by
     reflections = [
         r
         for r in ledger.reflections
-        if r.id not in invalid and not any(o in withheld for o in r.reflection.observation_ids)
+        if r.id not in gone and (r.id not in superseded or superseded[r.id] in gone)
     ]
     return observations, reflections
 

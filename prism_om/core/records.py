@@ -195,7 +195,12 @@ def dated_observation(
 
 
 class Reflection(WireModel):
-    """A higher-level statement resting on observation ids."""
+    """A higher-level statement resting on observation ids.
+
+    ``supersedesReflectionIds`` (python-design.md "Supersession of reflections") names
+    earlier reflections of the same branch that this one consolidates: they leave the
+    active view, stay in the ledger and stay recallable by id.
+    """
 
     id: MemoryId
     text: str = Field(min_length=1)
@@ -203,12 +208,26 @@ class Reflection(WireModel):
     priority: Priority = "medium"
     trust: str | None = None
     metadata: dict[str, Any] | None = None
+    supersedes_reflection_ids: list[MemoryId] | None = None
 
     @field_validator("observation_ids")
     @classmethod
     def _check_supports(cls, value: list[str]) -> list[str]:
         _no_duplicates(value, "observationIds")
         return value
+
+    @field_validator("supersedes_reflection_ids")
+    @classmethod
+    def _check_superseded(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None:
+            _no_duplicates(value, "supersedesReflectionIds")
+        return value
+
+    @model_validator(mode="after")
+    def _not_itself(self) -> Reflection:
+        if self.supersedes_reflection_ids and self.id in self.supersedes_reflection_ids:
+            raise ValueError(f"reflection {self.id!r} lists itself in supersedesReflectionIds")
+        return self
 
 
 class ObservationsRecorded(WireModel):
@@ -234,6 +253,11 @@ class ReflectionsRecorded(WireModel):
     @model_validator(mode="after")
     def _unique_ids(self) -> ReflectionsRecorded:
         _no_duplicates((r.id for r in self.reflections), "reflections")
+        # A reflection is superseded once: two superseders in one record would each claim it.
+        _no_duplicates(
+            (s for r in self.reflections for s in r.supersedes_reflection_ids or ()),
+            "supersedesReflectionIds (across the record's reflections)",
+        )
         return self
 
 

@@ -21,6 +21,10 @@ What the branch must confirm:
                        observation recorded on the branch; dropped ones count
 ``new_memory_ids``     none is recorded on the branch yet, as an observation or a
                        reflection (one namespace: recall takes a bare id)
+``reflection_refs``    each (a ``supersedesReflectionIds`` item) is a reflection recorded
+                       on the branch and not superseded there yet: a reflection is
+                       superseded at most once, so consolidations form a forest and the
+                       withholding of revoked memory can follow it
 =====================  ===================================================================
 
 Errors are ``MemoryRecordError`` naming the entry, the field and the offending id; the
@@ -28,7 +32,8 @@ first failing requirement in record order is reported.
 
 ``check_memory_record_caps(entry)`` runs first, on every append (``check_batch_shape``):
 an observation citing more than ``MAX_SOURCES_PER_OBSERVATION`` sources or a reflection
-over more than ``MAX_OBSERVATIONS_PER_REFLECTION`` observations is refused with
+over more than ``MAX_OBSERVATIONS_PER_REFLECTION`` observations (or superseding more than
+``MAX_SUPERSEDED_PER_REFLECTION`` reflections) is refused with
 ``MemoryRecordTooLargeError`` (see :mod:`.limits`), so validating one record stays bounded.
 It is an append rule, not a wire rule: records stored before the caps existed still load.
 """
@@ -41,7 +46,11 @@ from functools import cached_property
 
 from ..entries import SessionEntry
 from ..errors import MemoryRecordError, MemoryRecordTooLargeError
-from .limits import MAX_OBSERVATIONS_PER_REFLECTION, MAX_SOURCES_PER_OBSERVATION
+from .limits import (
+    MAX_OBSERVATIONS_PER_REFLECTION,
+    MAX_SOURCES_PER_OBSERVATION,
+    MAX_SUPERSEDED_PER_REFLECTION,
+)
 from .parse import parse_memory_record
 from .records import (
     FOLDED_TYPE,
@@ -85,6 +94,7 @@ class MemoryRecordNeeds:
     covered_entries: tuple[IdRequirement, ...] = ()
     observation_refs: tuple[IdRequirement, ...] = ()
     new_memory_ids: tuple[IdRequirement, ...] = ()
+    reflection_refs: tuple[IdRequirement, ...] = ()
 
     # The id sets an adapter looks up; derived, so not part of equality.
 
@@ -109,9 +119,14 @@ class MemoryRecordNeeds:
         return frozenset(r.value for r in self.new_memory_ids)
 
     @cached_property
+    def referenced_reflection_ids(self) -> frozenset[str]:
+        """Memory ids that must be recorded, not yet superseded reflections on the branch."""
+        return frozenset(r.value for r in self.reflection_refs)
+
+    @cached_property
     def memory_ids_to_look_up(self) -> frozenset[str]:
         """Every memory id whose recorded kind on the branch ``BranchFacts`` must report."""
-        return self.referenced_observation_ids | self.new_ids
+        return self.referenced_observation_ids | self.new_ids | self.referenced_reflection_ids
 
 
 @dataclass(frozen=True)
@@ -126,6 +141,8 @@ class BranchFacts:
     """Of ``needs.memory_ids_to_look_up``: those recorded as observations on the branch."""
     recorded_reflection_ids: frozenset[str] = frozenset()
     """Of ``needs.memory_ids_to_look_up``: those recorded as reflections on the branch."""
+    superseded_reflection_ids: frozenset[str] = frozenset()
+    """Of ``needs.referenced_reflection_ids``: those a reflection on the branch supersedes."""
 
 
 def memory_record_needs(entry: SessionEntry) -> MemoryRecordNeeds | None:
@@ -160,6 +177,11 @@ def memory_record_needs(entry: SessionEntry) -> MemoryRecordNeeds | None:
                 IdRequirement(refl.id, f"data.reflections[{i}].id")
                 for i, refl in enumerate(record.reflections)
             ),
+            reflection_refs=tuple(
+                IdRequirement(old, f"data.reflections[{i}].supersedesReflectionIds[{j}]")
+                for i, refl in enumerate(record.reflections)
+                for j, old in enumerate(refl.supersedes_reflection_ids or ())
+            ),
         )
     if isinstance(record, ObservationsDropped):
         return MemoryRecordNeeds(
@@ -182,18 +204,21 @@ def memory_record_needs(entry: SessionEntry) -> MemoryRecordNeeds | None:
     )
 
 
-_CAPPED_LISTS: dict[str, tuple[str, str, int, str]] = {
+_CAPPED_LISTS: dict[str, tuple[str, tuple[tuple[str, int, str], ...]]] = {
     OBSERVATIONS_RECORDED: (
         "observations",
-        "sourceEntryIds",
-        MAX_SOURCES_PER_OBSERVATION,
-        "MAX_SOURCES_PER_OBSERVATION",
+        (("sourceEntryIds", MAX_SOURCES_PER_OBSERVATION, "MAX_SOURCES_PER_OBSERVATION"),),
     ),
     REFLECTIONS_RECORDED: (
         "reflections",
-        "observationIds",
-        MAX_OBSERVATIONS_PER_REFLECTION,
-        "MAX_OBSERVATIONS_PER_REFLECTION",
+        (
+            ("observationIds", MAX_OBSERVATIONS_PER_REFLECTION, "MAX_OBSERVATIONS_PER_REFLECTION"),
+            (
+                "supersedesReflectionIds",
+                MAX_SUPERSEDED_PER_REFLECTION,
+                "MAX_SUPERSEDED_PER_REFLECTION",
+            ),
+        ),
     ),
 }
 
@@ -207,21 +232,22 @@ def check_memory_record_caps(entry: SessionEntry) -> None:
     capped = _CAPPED_LISTS.get(entry.custom_type or "")
     if capped is None or entry.data is None:
         return
-    key, field, cap, cap_name = capped
+    key, fields = capped
     items = entry.data.get(key)
     if not isinstance(items, list):
         return
     for i, item in enumerate(items):
-        ids = item.get(field) if isinstance(item, dict) else None
-        if isinstance(ids, list) and len(ids) > cap:
-            raise MemoryRecordTooLargeError(
-                f"entry {entry.id!r} ({entry.custom_type}): data.{key}[{i}].{field} of "
-                f"{item.get('id')!r} lists {len(ids)} ids, above the hard cap of {cap} "
-                f"({cap_name})",
-                entry_id=entry.id,
-                session_id=entry.session_id,
-                memory_id=_str_or_none(item.get("id")),
-            )
+        for field, cap, cap_name in fields:
+            ids = item.get(field) if isinstance(item, dict) else None
+            if isinstance(ids, list) and len(ids) > cap:
+                raise MemoryRecordTooLargeError(
+                    f"entry {entry.id!r} ({entry.custom_type}): data.{key}[{i}].{field} of "
+                    f"{item.get('id')!r} lists {len(ids)} ids, above the hard cap of {cap} "
+                    f"({cap_name})",
+                    entry_id=entry.id,
+                    session_id=entry.session_id,
+                    memory_id=_str_or_none(item.get("id")),
+                )
 
 
 def _str_or_none(value: object) -> str | None:
@@ -268,6 +294,21 @@ def validate_memory_record(
                 memory_id=req.value,
                 **context,
             )
+    for req in needs.reflection_refs:
+        if req.value not in facts.recorded_reflection_ids:
+            raise MemoryRecordError(
+                f"{label}: {req.field} {req.value!r} is not a reflection recorded earlier "
+                "on this branch",
+                memory_id=req.value,
+                **context,
+            )
+        if req.value in facts.superseded_reflection_ids:
+            raise MemoryRecordError(
+                f"{label}: {req.field} {req.value!r} is already superseded on this branch "
+                "(a reflection is superseded once; supersede its successor instead)",
+                memory_id=req.value,
+                **context,
+            )
 
 
 def branch_facts_from_entries(
@@ -280,10 +321,12 @@ def branch_facts_from_entries(
     """
     sources, covered = needs.source_entry_ids, needs.covered_entry_ids
     lookup = needs.memory_ids_to_look_up
+    superseding = needs.referenced_reflection_ids
     eligible: set[str] = set()
     on_branch: set[str] = set()
     observations: set[str] = set()
     reflections: set[str] = set()
+    superseded: set[str] = set()
     for entry in branch_entries:
         if entry.id in covered:
             on_branch.add(entry.id)
@@ -295,11 +338,26 @@ def branch_facts_from_entries(
                 observations.update(_ids_in(entry.data.get("observations"), lookup))
             elif marker == REFLECTIONS_RECORDED:
                 reflections.update(_ids_in(entry.data.get("reflections"), lookup))
+                if superseding:
+                    superseded.update(_superseded_in(entry.data.get("reflections"), superseding))
     return BranchFacts(
         eligible_source_ids=frozenset(eligible),
         entry_ids_on_branch=frozenset(on_branch),
         recorded_observation_ids=frozenset(observations),
         recorded_reflection_ids=frozenset(reflections),
+        superseded_reflection_ids=frozenset(superseded),
+    )
+
+
+def _superseded_in(items: object, wanted: frozenset[str]) -> Iterable[str]:
+    if not isinstance(items, list):
+        return ()
+    return (
+        old
+        for item in items
+        if isinstance(item, dict)
+        for old in item.get("supersedesReflectionIds") or ()
+        if old in wanted
     )
 
 

@@ -4,7 +4,8 @@ An invalidation set (``invalidated_ids``, usually from ``list_invalidated_ids``)
 entry ids and memory ids. Every read path withholds the same things for the same set:
 
 * an observation whose own id or any ``sourceEntryIds`` is in the set, and a reflection
-  whose own id is, or that rests on such an observation (see :mod:`.projection`);
+  whose own id is, that rests on such an observation, or that supersedes a withheld
+  reflection (see :mod:`.projection`);
 * a raw message whose entry id is in the set (branch pages, the recent-messages window).
 
 A withheld item keeps its id (and, for a message, its role and timestamp) and loses every
@@ -26,7 +27,7 @@ from typing import Any, Final, TypeAlias
 from ..entries import SessionEntry
 from ..errors import InvalidInputError
 from .ledger import ObservationalMemoryLedger
-from .projection import invalidated_observation_ids
+from .projection import invalidated_observation_ids, withheld_reflection_ids
 
 __all__ = [
     "REVOKED_MARKER",
@@ -131,11 +132,8 @@ def withheld_memory_ids(
         return (), ()
     withheld = invalidated_observation_ids(ledger.observations, invalid) | invalid
     observations = tuple(r.id for r in ledger.observations if r.id in withheld)
-    reflections = tuple(
-        r.id
-        for r in ledger.reflections
-        if r.id in invalid or any(o in withheld for o in r.reflection.observation_ids)
-    )
+    gone = withheld_reflection_ids(ledger, withheld)
+    reflections = tuple(r.id for r in ledger.reflections if r.id in gone)
     return observations, reflections
 
 

@@ -203,7 +203,7 @@ class MemoryStatusCommand(_MemoryCommand):
         view = await self._read(session_id)
         est = self._estimator or get_estimator()
         ledger = view.ledger
-        active_obs, _ = active_memory(ledger, view.invalidated)
+        active_obs, active_refl = active_memory(ledger, view.invalidated)
         withheld_obs, withheld_refl = withheld_memory_ids(ledger, view.invalidated)
         data: dict[str, Any] = {
             "sessionId": session_id,
@@ -215,6 +215,8 @@ class MemoryStatusCommand(_MemoryCommand):
             },
             "reflections": {
                 "recorded": len(ledger.reflections),
+                "superseded": len(ledger.supersessions),
+                "active": len(active_refl),
                 "visible": len(view.visible_reflection_ids),
             },
             "tokens": {
@@ -250,7 +252,8 @@ def _status_text(data: dict[str, Any]) -> str:
         "Observational memory status",
         f"observations: recorded {obs['recorded']}, dropped {obs['dropped']}, "
         f"active {obs['active']}, visible {obs['visible']}",
-        f"reflections: recorded {refl['recorded']}, visible {refl['visible']}",
+        f"reflections: recorded {refl['recorded']}, superseded {refl['superseded']}, "
+        f"active {refl['active']}, visible {refl['visible']}",
         f"tokens: observation pool {tokens['observationPool']}, "
         f"rendered memory {tokens['renderedMemory']}",
     ]

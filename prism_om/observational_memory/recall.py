@@ -22,9 +22,16 @@ Result shapes (``MemoryRecall.to_json()``)::
      "sources": [{...entry wire...}], "missingSourceEntryIds": []}
     {"id": "...", "kind": "reflection", "found": true, "text": "...",
      "reflection": {...}, "recordedEntryId": "...", "recordedAt": "...",
+     "supersededBy": null or "...",
      "supportingObservations": [{...observation wire..., "dropped": bool}],
      "droppedSupportingObservationIds": [], "missingSupportingObservationIds": [],
      "sources": [...], "missingSourceEntryIds": []}
+
+A reflection superseded by a later one (``supersedesReflectionIds``) is still found, with
+the superseding reflection's id in ``supersededBy`` (``null`` while it is active, and when
+its successor is withheld, which makes it active again); a consolidating reflection lists
+the ids it supersedes in its wire fields, each recallable in turn, and is withheld when
+any reflection it supersedes is.
 
 Every string (text, fields, source entries) is redacted of ``secrets``. Sources come in
 the order the memory cites them, each once.
@@ -51,7 +58,7 @@ from ..core.ledger import (
     fold_ledger,
 )
 from ..core.limits import RECALL_SOURCES_DEFAULT_LIMIT, RECALL_SOURCES_HARD_CAP
-from ..core.projection import invalidated_observation_ids
+from ..core.projection import invalidated_observation_ids, withheld_reflection_ids
 from ..core.redaction import Redactor, redactor
 from ..entries import SessionEntry
 from ..errors import InvalidIdError, InvalidInputError, PageTooLargeError
@@ -133,6 +140,8 @@ class MemoryRecall:
     supporting_observations: tuple[Mapping[str, Any], ...] = ()
     dropped_supporting_observation_ids: tuple[str, ...] = ()
     missing_supporting_observation_ids: tuple[str, ...] = ()
+    superseded_by: str | None = None
+    """The reflection that supersedes this one (None while it is active)."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Room for later features (shared-scope provenance); merged into ``to_json()``."""
 
@@ -149,6 +158,7 @@ class MemoryRecall:
         out["recordedEntryId"] = self.recorded_entry_id
         out["recordedAt"] = self.recorded_at
         if self.kind == "reflection":
+            out["supersededBy"] = self.superseded_by
             out["supportingObservations"] = [dict(o) for o in self.supporting_observations]
             out["droppedSupportingObservationIds"] = list(self.dropped_supporting_observation_ids)
             out["missingSupportingObservationIds"] = list(self.missing_supporting_observation_ids)
@@ -236,8 +246,13 @@ async def _recall_store(
         # Only the rows of this id (and, for a reflection, its supports) are read.
         ledger = await store.memory_subset(session_id, [memory_id], leaf_id)
         if memory_id in ledger.reflections_by_id:
-            supports = ledger.reflections_by_id[memory_id].reflection.observation_ids
-            ledger = await store.memory_subset(session_id, [memory_id, *supports], leaf_id)
+            if invalid:
+                # Withholding follows supersession chains of any length, and a superseded
+                # reflection is active again when its successor is withheld: the full ledger.
+                ledger = await store.ledger(session_id, leaf_id)
+            else:
+                supports = ledger.reflections_by_id[memory_id].reflection.observation_ids
+                ledger = await store.memory_subset(session_id, [memory_id, *supports], leaf_id)
         # Two passes: the pure resolver names the sources it needs, the store fetches them
         # by id (append-time validation put every local source on this branch), then it
         # resolves.
@@ -322,8 +337,11 @@ def _recall_reflection(
         else:
             supports.append((owner.observations_by_id[obs_id], obs_id in dropped[id(owner)]))
     withheld = invalidated_observation_ids([r for r, _ in supports], invalid)
-    if refl.id in invalid or withheld:
+    owner = next(lg for lg in ledgers if refl.id in lg.reflections_by_id)
+    gone = _withheld_reflections(owner, invalid)
+    if refl.id in invalid or withheld or refl.id in gone:
         return MemoryRecall(id=refl.id, kind="reflection", found=False, reason="revoked")
+    successor = owner.superseded_by.get(refl.id)
     # Dropped supports still contribute their raw sources: dropping prunes the pool, it
     # does not retract the evidence.
     cited = [s for r, _ in supports for s in r.observation.source_entry_ids]
@@ -343,7 +361,17 @@ def _recall_reflection(
         ),
         dropped_supporting_observation_ids=tuple(r.id for r, d in supports if d),
         missing_supporting_observation_ids=tuple(missing),
+        superseded_by=successor if successor not in gone else None,
     )
+
+
+def _withheld_reflections(
+    ledger: ObservationalMemoryLedger, invalid: frozenset[str]
+) -> frozenset[str]:
+    if not invalid:
+        return frozenset()
+    withheld = invalidated_observation_ids(ledger.observations, invalid) | invalid
+    return withheld_reflection_ids(ledger, withheld)
 
 
 def _sources(

@@ -53,6 +53,7 @@ __all__ = [
     "DEFAULT_OBSERVATIONS_POOL_TARGET_TOKENS",
     "DEFAULT_OBSERVATION_TOKENS",
     "DEFAULT_RECENT_MESSAGES",
+    "REFLECTION_BUDGET_SHARE",
     "REMOVED_SETTINGS",
     "SETTINGS_SECTION",
     "ContextSettings",
@@ -77,6 +78,8 @@ DEFAULT_RECENT_MESSAGES: Final = 8
 DEFAULT_OBSERVATIONS_POOL_MAX_TOKENS: Final = 20_000
 DEFAULT_OBSERVATIONS_POOL_TARGET_TOKENS: Final = 10_000
 DEFAULT_DROPPER_POLICY: Final = "model"
+REFLECTION_BUDGET_SHARE: Final = 4
+"""``reflection.budget_tokens`` defaults to ``context.observations_pool_max_tokens`` over this."""
 
 DropperPolicy = Literal["model", "lowest-relevance"]
 
@@ -261,9 +264,18 @@ class ObservationSettings(WorkerSettings):
 
 
 class ReflectionSettings(WorkerSettings):
-    """The reflector: runs once ``observation_tokens`` of unreflected observations exist."""
+    """The reflector: runs once ``observation_tokens`` of unreflected observations exist.
+
+    ``budget_tokens`` caps the text of the active reflections: above it, a consolidating
+    pass writes reflections that supersede the oldest ones, down to half of it (see
+    ``prism_om.workers.consolidator``). It defaults to a quarter of
+    ``context.observations_pool_max_tokens`` when not set explicitly (it then stays out
+    of ``model_fields_set``), so that reflections and observations together fit the
+    rendered memory's cap.
+    """
 
     observation_tokens: PositiveInt = DEFAULT_OBSERVATION_TOKENS
+    budget_tokens: PositiveInt = DEFAULT_OBSERVATIONS_POOL_MAX_TOKENS // REFLECTION_BUDGET_SHARE
 
 
 class DropperSettings(WorkerSettings):
@@ -308,6 +320,19 @@ class ObservationalMemorySettings(_Settings):
     debug_log: StrictBool = False
     """Send the runtime's events to the debug sink."""
     token_encoding: NonEmptyStr = DEFAULT_ENCODING
+
+    @model_validator(mode="after")
+    def _derive_reflection_budget(self) -> ObservationalMemorySettings:
+        if "budget_tokens" in self.reflection.model_fields_set:
+            return self
+        budget = max(self.context.observations_pool_max_tokens // REFLECTION_BUDGET_SHARE, 1)
+        reflection = ReflectionSettings.model_construct(
+            _fields_set=set(self.reflection.model_fields_set),
+            **{**dict(self.reflection), "budget_tokens": budget},
+        )
+        # Frozen, like the dropper target below: set during validation only.
+        object.__setattr__(self, "reflection", reflection)
+        return self
 
     @model_validator(mode="after")
     def _derive_dropper_target(self) -> ObservationalMemorySettings:
@@ -472,7 +497,9 @@ def resolve_observational_memory_settings(
     (``context={"recent_messages": 4}``) updates only the keys it names; a top-level name
     (``passive=True``) replaces the value. An override of ``None`` counts as not given.
 
-    ``dropper.target_tokens`` follows ``context.observations_pool_target_tokens`` unless set.
+    ``dropper.target_tokens`` follows ``context.observations_pool_target_tokens`` unless set;
+    ``reflection.budget_tokens`` is a quarter of ``context.observations_pool_max_tokens``
+    unless set.
 
     Raises ``RemovedSettingError`` (a ``TypeError``) for a removed flat key anywhere, before
     anything else; ``InvalidInputError`` for unknown keys and invalid values (naming the key

@@ -47,6 +47,7 @@ from ..core.ledger import (
     ObservationalMemoryLedger,
     RecordedObservation,
     RecordedReflection,
+    Supersession,
 )
 from ..core.projection import active_memory
 from ..core.records import Observation, Reflection
@@ -132,7 +133,8 @@ class SharedScopeMemory:
 
     @property
     def reflections(self) -> tuple[Reflection, ...]:
-        return tuple(r.reflection for r in self.ledger.reflections)
+        superseded = self.ledger.superseded_by
+        return tuple(r.reflection for r in self.ledger.reflections if r.id not in superseded)
 
 
 @dataclass(frozen=True)
@@ -159,7 +161,10 @@ def merge_observational_memory_ledgers(
     observations: dict[str, RecordedObservation] = {}
     reflections: dict[str, RecordedReflection] = {}
     dropped: dict[str, None] = {}
+    superseded: dict[str, Supersession] = {}
     for ledger in ledgers:
+        for s in ledger.supersessions:
+            superseded.setdefault(s.reflection_id, s)
         for obs in ledger.observations:
             if obs.id not in observations and obs.id not in reflections:
                 observations[obs.id] = obs
@@ -171,6 +176,7 @@ def merge_observational_memory_ledgers(
         observations=tuple(observations.values()),
         reflections=tuple(reflections.values()),
         dropped_observation_ids=tuple(d for d in dropped if d in observations),
+        supersessions=tuple(s for s in superseded.values() if s.reflection_id in reflections),
     )
 
 
@@ -189,10 +195,15 @@ def _bound_to(
     binds = frozenset(scope.binds)
     observations = tuple(o for o in ledger.observations if memory_ref("observation", o.id) in binds)
     kept = frozenset(o.id for o in observations)
+    reflections = tuple(r for r in ledger.reflections if memory_ref("reflection", r.id) in binds)
     return ObservationalMemoryLedger(
         observations=observations,
-        reflections=tuple(r for r in ledger.reflections if memory_ref("reflection", r.id) in binds),
+        reflections=reflections,
         dropped_observation_ids=tuple(i for i in ledger.dropped_observation_ids if i in kept),
+        # A shared reflection superseded on its branch is superseded for readers too.
+        supersessions=tuple(
+            s for s in ledger.supersessions if s.reflection_id in {r.id for r in reflections}
+        ),
     )
 
 

@@ -14,11 +14,20 @@ from pathlib import Path
 
 from ..errors import StoreError
 
-__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Schema", "load_schema"]
+__all__ = [
+    "APPLICATION_ID",
+    "SCHEMA_VERSION",
+    "SUPERSESSIONS_SINCE_VERSION",
+    "Schema",
+    "load_schema",
+]
 
 # The version of schema.sql, kept in PRAGMA user_version; bump it with every change there,
 # and add the step from the version before to MIGRATIONS (stores/sqlite/connect.py).
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+# The first version with the om_supersessions fold table: a store of an older version
+# opened read-only (so not migrated) holds no supersession, and reads skip the table.
+SUPERSESSIONS_SINCE_VERSION = 3
 # PRAGMA application_id of a prism_om file: "PrOm", so foreign SQLite files are refused.
 APPLICATION_ID = 0x50724F6D
 

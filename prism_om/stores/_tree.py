@@ -93,6 +93,9 @@ class TreeIndex:
         # memory id -> entries that drop it (dropper records, folded compactions), so a
         # memory subset reads the records of its ids only.
         self.droppers: dict[str, list[str]] = {}
+        # reflection id -> entries whose reflections supersede it (any branch), for the
+        # "superseded once on this branch" rule.
+        self.superseders: dict[str, list[str]] = {}
         # entry id -> the newest memory record on the path to it (itself included), kept
         # at append so a compare-and-append reads the head in O(1) at any branch length.
         self.memory_heads: dict[str, str | None] = {}
@@ -195,6 +198,8 @@ class TreeIndex:
                     self.recorders.setdefault(memory_id, []).append((entry_id, kind))
                 for memory_id in dropped_memory_ids(entry):
                     self.droppers.setdefault(memory_id, []).append(entry_id)
+                for old in superseded_memory_ids(entry):
+                    self.superseders.setdefault(old, []).append(entry_id)
             tree.order.append(entry_id)
             tree.leaf_count += 1
             if is_message:
@@ -260,6 +265,12 @@ class TreeIndex:
                     dropping.remove(entry_id)
                 if not dropping:
                     self.droppers.pop(memory_id, None)
+            for old in superseded_memory_ids(entry):
+                by = self.superseders.get(old, [])
+                if entry_id in by:
+                    by.remove(entry_id)
+                if not by:
+                    self.superseders.pop(old, None)
 
     def resolve_leaf(self, session_id: str, entry_id: str) -> str:
         """Check that ``entry_id`` is an entry of the session and return it."""
@@ -475,7 +486,7 @@ class TreeIndex:
     ) -> ObservationalMemoryLedger:
         """The path's ledger restricted to ``memory_ids``, folding only their records.
 
-        Every entry that records or drops one of the ids is indexed by id, so the fold
+        Every entry that records, drops or supersedes one of the ids is indexed by id, so the fold
         over those entries alone (in path order, at their depths) equals the whole
         branch's fold restricted to the ids.
         """
@@ -488,6 +499,7 @@ class TreeIndex:
         for memory_id in wanted:
             found.update(e for e, _ in self.recorders.get(memory_id, ()) if on_path(e))
             found.update(e for e in self.droppers.get(memory_id, ()) if on_path(e))
+            found.update(e for e in self.superseders.get(memory_id, ()) if on_path(e))
         entries, depth = self.entries, self.depth
 
         def source_time(entry_id: str) -> str | None:
@@ -590,6 +602,22 @@ def dropped_memory_ids(entry: SessionEntry) -> list[str]:
     return [i for i in items if isinstance(i, str)] if isinstance(items, list) else []
 
 
+def superseded_memory_ids(entry: SessionEntry) -> list[str]:
+    """Reflection ids the reflections of an ``om.reflections.recorded`` entry supersede."""
+    if entry.custom_type != REFLECTIONS_RECORDED or entry.data is None:
+        return []
+    items = entry.data.get("reflections")
+    if not isinstance(items, list):
+        return []
+    return [
+        old
+        for item in items
+        if isinstance(item, dict)
+        for old in item.get("supersedesReflectionIds") or ()
+        if isinstance(old, str)
+    ]
+
+
 class _PendingView:
     """The index plus the checked part of a batch, for branch questions during ``check``.
 
@@ -607,6 +635,7 @@ class _PendingView:
         self.with_child: set[str] = set()
         self.new_segments: list[tuple[int | None, int]] = []
         self.recorders: dict[str, list[tuple[str, str]]] = {}
+        self.superseders: dict[str, list[str]] = {}
         self.unplaced: list[SessionEntry] = []
 
     def add(self, entry: SessionEntry) -> None:
@@ -614,6 +643,8 @@ class _PendingView:
         self.unplaced.append(entry)
         for memory_id, kind in recorded_memory_ids(entry):
             self.recorders.setdefault(memory_id, []).append((entry.id, kind))
+        for old in superseded_memory_ids(entry):
+            self.superseders.setdefault(old, []).append(entry.id)
 
     def _place_pending(self) -> None:
         for entry in self.unplaced:
@@ -683,11 +714,20 @@ class _PendingView:
             for recorder, kind in found:
                 if on_branch(recorder):
                     (observations if kind == "observation" else reflections).add(memory_id)
+        superseded = {
+            old
+            for old in needs.referenced_reflection_ids
+            if any(
+                on_branch(by)
+                for by in (*self.index.superseders.get(old, ()), *self.superseders.get(old, ()))
+            )
+        }
         return BranchFacts(
             eligible_source_ids=frozenset(eligible),
             entry_ids_on_branch=frozenset(covered),
             recorded_observation_ids=frozenset(observations),
             recorded_reflection_ids=frozenset(reflections),
+            superseded_reflection_ids=frozenset(superseded),
         )
 
 

@@ -233,7 +233,8 @@ class SessionStore(SessionTree, Protocol):
     async def live_ledger(
         self, session_id: str, leaf_id: str | None = None
     ) -> ObservationalMemoryLedger:
-        """The branch's ledger less its dropped observations (and its drop list).
+        """The branch's ledger less its dropped observations and superseded reflections
+        (and both lists): ``prism_om.core.ledger_views.live_ledger(ledger())``.
 
         Gives the same active memory as ``ledger()`` when nothing is invalidated; the
         per-turn context reads it, so a turn costs the live memory, not all ever recorded.
@@ -613,7 +614,8 @@ class StoreBase(StoreLifecycle):
     async def live_ledger(
         self, session_id: str, leaf_id: str | None = None
     ) -> ObservationalMemoryLedger:
-        """The ledger without its dropped observations (see ``core.ledger_views.live_ledger``)."""
+        """The ledger without dropped observations and superseded reflections
+        (see ``core.ledger_views.live_ledger``)."""
         return live_ledger(await self.ledger(session_id, leaf_id))
 
     async def memory_subset(

@@ -24,6 +24,7 @@ from ..tokens import get_estimator
 from ._requires import pytest
 from .conformance import StoreOpener, snapshot
 from .om_factories import BranchBuilder, random_builder
+from .supersession_conformance import SupersessionConformance
 
 __all__ = ["MemoryConformance", "load_builder"]
 
@@ -37,8 +38,9 @@ async def load_builder(store: SessionStore, builder: BranchBuilder, batch: int =
         await store.checkout(builder.session_id, builder.path[-1].id)
 
 
-class MemoryConformance:
-    """Memory queries of the store under test against the pure functions."""
+class MemoryConformance(SupersessionConformance):
+    """Memory queries of the store under test against the pure functions (supersession
+    of reflections included: see ``SupersessionConformance``)."""
 
     @pytest.fixture
     async def store(self, store_opener: StoreOpener) -> AsyncIterator[SessionStore]:

@@ -40,6 +40,7 @@ from prism_om.testing._requires import st
 __all__ = [
     "BASE_TIME",
     "OPERATIONS",
+    "SUPERSESSION_OPERATIONS",
     "BranchBuilder",
     "ModelState",
     "branch_builders",
@@ -65,6 +66,10 @@ OPERATIONS: tuple[str, ...] = (
     "custom",
     "fork",
 )
+SUPERSESSION_OPERATIONS: tuple[str, ...] = (*OPERATIONS, "reflect", "supersede", "supersede")
+"""``OPERATIONS`` plus consolidating reflector runs (``supersedesReflectionIds``).
+
+A separate list, so that seeded builders of ``OPERATIONS`` stay what they always were."""
 _WORDS = (
     "billing postgres migration deadline friday pgbouncer retry queue invoice tenant "
     "schema index latency cache budget review deploy rollback alert oncall ticket"
@@ -84,6 +89,13 @@ class ModelState:
     drop_cover: str | None = None
     messages: tuple[str, ...] = ()
     """Eligible message entry ids on the branch, in order."""
+    superseded: tuple[str, ...] = ()
+    """Superseded reflection ids, in the order they were superseded."""
+
+    @property
+    def active_reflections(self) -> tuple[Reflection, ...]:
+        gone = set(self.superseded)
+        return tuple(r for r in self.reflections if r.id not in gone)
 
     @property
     def active_observations(self) -> tuple[Observation, ...]:
@@ -252,6 +264,53 @@ class BranchBuilder:
             ),
         )
 
+    def supersede(
+        self, ids: Sequence[str] | None = None, *, covers: bool | str | None = True
+    ) -> SessionEntry | None:
+        """A consolidating reflector run: one or two reflections, each superseding some of
+        the reflections not superseded yet (``ids``: all of them go to the first one)."""
+        state = self.model
+        recorded = [o.id for o in state.observations]
+        open_ids = [r.id for r in state.active_reflections]
+        if ids is None:
+            if not open_ids or not recorded:
+                return None
+            self.rng.shuffle(open_ids)
+            cut = self.rng.randint(1, min(3, len(open_ids)))
+            groups = [open_ids[:cut]]
+            if len(open_ids) > cut and self.rng.random() < 0.4:
+                groups.append(open_ids[cut : cut + self.rng.randint(1, 2)])
+        else:
+            groups = [list(ids)]
+        reflections = [
+            {
+                "id": self.memory_id(),
+                "text": self._text(5),
+                "observationIds": self.rng.sample(
+                    recorded, k=min(len(recorded), self.rng.randint(1, 2))
+                ),
+                "priority": self.rng.choice(_PRIORITIES),
+                "supersedesReflectionIds": group,
+            }
+            for group in groups
+        ]
+        data = {"type": REFLECTIONS_RECORDED, "reflections": reflections, **self._cover(covers)}
+        entry_id, stamp, parent = self._next()
+        entry = custom_entry(
+            self.session_id, data, parent_id=parent, entry_id=entry_id, timestamp=stamp
+        )
+        new = tuple(Reflection.model_validate(r) for r in reflections)
+        gone = tuple(old for group in groups for old in group)
+        return self._push(
+            entry,
+            replace(
+                state,
+                reflections=state.reflections + new,
+                superseded=state.superseded + gone,
+                reflection_cover=data.get("coversUpToId", state.reflection_cover),
+            ),
+        )
+
     def drop(
         self, ids: Iterable[str] | None = None, *, covers: bool | str | None = True
     ) -> SessionEntry | None:
@@ -346,6 +405,8 @@ class BranchBuilder:
                 self.observe(covers=self.rng.random() < 0.85)
             elif op == "reflect":
                 self.reflect(covers=self.rng.random() < 0.85)
+            elif op == "supersede":
+                self.supersede(covers=self.rng.random() < 0.85)
             elif op == "drop":
                 self.drop(covers=True)
             elif op == "tombstone":
@@ -370,10 +431,11 @@ def random_builder(
     session_id: str = "s1",
     secrets: Sequence[str] = (),
     forks: bool = True,
+    operations: Sequence[str] = OPERATIONS,
 ) -> BranchBuilder:
-    """A reproducible builder after ``steps`` random operations."""
+    """A reproducible builder after ``steps`` random operations drawn from ``operations``."""
     rng = random.Random(seed)
-    ops = [op for op in OPERATIONS if forks or op != "fork"]
+    ops = [op for op in operations if forks or op != "fork"]
     builder = BranchBuilder(session_id=session_id, rng=rng, secrets=secrets)
     return builder.run(rng.choice(ops) for _ in range(steps))
 
@@ -392,13 +454,17 @@ def branch_builders(
     forks: bool = True,
     session_id: str = "s1",
     secrets: Sequence[str] = (),
+    operations: Sequence[str] = OPERATIONS,
 ) -> BranchBuilder:
-    """Hypothesis strategy for builders; operations shrink towards short, simple lists."""
-    ops = [op for op in OPERATIONS if forks or op != "fork"]
-    operations = draw(st.lists(st.sampled_from(ops), min_size=min_steps, max_size=max_steps))
+    """Hypothesis strategy for builders; operations shrink towards short, simple lists.
+
+    ``operations`` are the ones drawn from (``SUPERSESSION_OPERATIONS`` adds
+    consolidating reflector runs)."""
+    ops = [op for op in operations if forks or op != "fork"]
+    drawn = draw(st.lists(st.sampled_from(ops), min_size=min_steps, max_size=max_steps))
     rng = draw(st.randoms(use_true_random=False))
     builder = BranchBuilder(session_id=session_id, rng=rng, secrets=secrets)
-    return builder.run(operations)
+    return builder.run(drawn)
 
 
 def branches(**kwargs: Any) -> st.SearchStrategy[list[SessionEntry]]:

@@ -12,11 +12,21 @@ One flush runs one consolidation pipeline:
    flush starts at the failed one;
 2. **reflect** once the observations after the last reflection coverage reach
    ``reflection.observation_tokens`` (or ``force``; all active observations with
-   ``full_reflection_rebuild``), appending one ``om.reflections.recorded`` record;
-3. **bind** the new observation and reflection ids to the current work scope with one
+   ``full_reflection_rebuild``), or when the dropper is about to retire observations
+   (step 5), so that what it drops has been reflected on; appending one
+   ``om.reflections.recorded`` record;
+3. **consolidate** when the active reflections' text exceeds ``reflection.budget_tokens``
+   and the host has no scopes: one ``om.reflections.recorded`` record (no coverage) of
+   reflections that supersede the oldest ones, down to half the budget (the reflector's
+   model first when it has one, then a deterministic merge; see
+   :mod:`.consolidator`); its outcome is the ``consolidator``'s;
+4. **bind** the new observation and reflection ids to the current work scope with one
    ``om.scope.bound`` record, only when the host has opened scopes;
-4. **drop** when the active pool exceeds ``context.observations_pool_max_tokens`` and the
-   host has no scopes, appending one ``om.observations.dropped`` record.
+5. **drop** when the rendered memory (active reflections and observations, as the
+   context block renders them) exceeds ``context.observations_pool_max_tokens`` and the
+   host has no scopes, down to ``dropper.target_tokens``, appending one
+   ``om.observations.dropped`` record. With the reflection budget below the target, every
+   context build then shows at most ``observations_pool_max_tokens`` of memory.
 
 Concurrency: one pipeline at a time per runtime. A ``flush()`` that starts while another is
 running returns at once with ``status="skipped"`` and ``reason="in_flight"``; it never
@@ -54,7 +64,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from ..core.ledger import ObservationalMemoryLedger
 from ..core.limits import MemoryWorkerLimits, resolve_memory_worker_limits
+from ..core.memory_budget import drop_to_rendered_target, rendered_memory_tokens
 from ..core.projection import active_memory, invalidated_observation_ids
 from ..core.records import OBSERVATIONS_DROPPED, Observation
 from ..core.redaction import Redactor
@@ -97,7 +109,8 @@ from ..session import Session, stored_on_branch
 from ..stores.base import ANY_MEMORY_HEAD, AnyMemoryHead, check_memory_head
 from ..tokens import TokenEstimator, get_estimator
 from ._common import WorkerCall
-from .dropper import drop_with_model, lowest_relevance_drop
+from .consolidator import consolidate_reflections, reflection_tokens
+from .dropper import drop_with_model
 from .loop import RequestSettings, WorkerRunError
 from .model import Model, coerce_model
 from .observer import observe, pending_message_tokens
@@ -118,7 +131,7 @@ AppendEntry = Callable[..., Awaitable[Any]]
 
 One that also takes ``expected_memory_head=`` (as ``Session.append`` does) lets the
 store reject a worker record that another worker overtook, inside its write lock."""
-WorkerName = Literal["observer", "reflector", "dropper"]
+WorkerName = Literal["observer", "reflector", "consolidator", "dropper"]
 
 _log = logging.getLogger("prism_om.workers")
 
@@ -127,6 +140,7 @@ _SETTINGS_GROUP: Final[Mapping[WorkerName, str]] = {
     "reflector": "reflection",
     "dropper": "dropper",
 }
+"""The workers with settings of their own; the consolidator is the reflector's model."""
 
 _GROUP_KEYS: Final = frozenset(
     {"thinkingLevel", "thinking_level", "requireExplicitModel", "require_explicit_model"}
@@ -151,6 +165,7 @@ class WorkerOutcome:
     ``status`` is ``"ran"``, ``"skipped"`` or ``"failed"``. Skip reasons:
     ``missing_provider``, ``missing_model``, ``missing_credential``, ``nothing_to_observe``,
     ``nothing_to_reflect``, ``below_threshold``, ``host_scopes``, ``pool_within_limit``,
+    ``within_budget`` (consolidator),
     ``stale_coverage`` (another worker recorded first; nothing of this run was stored).
     A failure's ``reason`` is the ``WorkerRunError`` reason (``provider_error``,
     ``tool_calls``, ...) or ``credential_error``.
@@ -311,7 +326,10 @@ class ObservationalMemoryRuntime:
         # memory from the next flush on (spec: "Revocation wiring").
         invalid = await resolve_invalidation(self._invalidation)
         observed = await self._observe(force, progress, invalid)
-        reflected = await self._reflect(force, full_rebuild, progress, invalid)
+        # One read of the scope map for the steps that skip under host scopes.
+        scoped = (await self.session.store.scope_map(self.session.id)).has_host_scopes
+        reflected = await self._reflect(force, full_rebuild, progress, invalid, scoped)
+        consolidated = await self._consolidate(progress, invalid, scoped)
         await self._bind([*observed.memory_ids], [*reflected.memory_ids], progress)
         dropped = await self._drop(progress, invalid)
         failures = [o for o in progress.outcomes if o.status == "failed"]
@@ -325,7 +343,7 @@ class ObservationalMemoryRuntime:
             "failed" if failures else "completed",
             outcomes=tuple(progress.outcomes),
             observation_ids=observed.memory_ids,
-            reflection_ids=reflected.memory_ids,
+            reflection_ids=reflected.memory_ids + consolidated.memory_ids,
             dropped_observation_ids=dropped.memory_ids,
             entry_ids=tuple(progress.entry_ids),
             error=failures[-1].error if failures else None,
@@ -480,6 +498,7 @@ class ObservationalMemoryRuntime:
         full_rebuild: bool,
         progress: _Progress,
         invalid: frozenset[str] = frozenset(),
+        scoped: bool = False,
     ) -> WorkerOutcome:
         spec = self._workers["reflector"]
         if spec.provider is None:
@@ -503,7 +522,11 @@ class ObservationalMemoryRuntime:
                 progress, WorkerOutcome("reflector", "skipped", "nothing_to_reflect")
             )
         tokens = observation_pool_tokens(observations, self._estimator())
-        if not force and tokens < self.settings.reflection.observation_tokens:
+        if (
+            not force
+            and tokens < self.settings.reflection.observation_tokens
+            and (scoped or not self._drop_pending(ledger, invalid))
+        ):
             return self._record(progress, WorkerOutcome("reflector", "skipped", "below_threshold"))
         ready = await self._ready(spec)
         if ready.call is None:
@@ -536,6 +559,84 @@ class ObservationalMemoryRuntime:
             ),
         )
 
+    def _drop_pending(self, ledger: ObservationalMemoryLedger, invalid: frozenset[str]) -> bool:
+        """Whether this flush's dropper will retire observations (no host scopes): the
+        reflector then reflects the unreflected ones first, so that what is dropped was
+        summarised."""
+        observations, reflections = active_memory(ledger, invalid)
+        tokens = rendered_memory_tokens(
+            [r.reflection for r in reflections],
+            [r.observation for r in observations],
+            estimator=self._estimator(),
+            secrets=self._redactor,
+        )
+        return tokens > self.settings.context.observations_pool_max_tokens
+
+    async def _consolidate(
+        self, progress: _Progress, invalid: frozenset[str] = frozenset(), scoped: bool = False
+    ) -> WorkerOutcome:
+        store, sid = self.session.store, self.session.id
+        if scoped:
+            # Like the dropper: a scoped working set is the host's to curate, and a merge
+            # would carry memory across the scopes it is bound to.
+            return self._record(progress, WorkerOutcome("consolidator", "skipped", "host_scopes"))
+        head = await store.memory_head(sid)
+        # A revocation must see the full ledger: a reflection superseded by a withheld one
+        # is active again, and must be counted (and may be merged) as such.
+        ledger = await store.ledger(sid) if invalid else await store.live_ledger(sid)
+        active = [r.reflection for r in active_memory(ledger, invalid)[1]]
+        est = self._estimator()
+        budget = self.settings.reflection.budget_tokens
+        if reflection_tokens(active, est) <= budget:
+            return self._record(progress, WorkerOutcome("consolidator", "skipped", "within_budget"))
+        spec = self._workers["reflector"]
+        call = None
+        if spec.provider is not None:
+            call = (await self._ready(spec)).call
+        # New ids must be new on the branch: checked by id below (an indexed read), not
+        # by reading every memory id ever recorded.
+        taken = {r.id for r in ledger.observations} | {r.id for r in ledger.reflections}
+        error = None
+        try:
+            result = await consolidate_reflections(
+                active, budget_tokens=budget, taken_ids=taken, call=call, estimator=est
+            )
+        except WorkerRunError as exc:
+            # The budget is a promise the deterministic merge keeps without a model.
+            error = self._error(exc.message)
+            result = await consolidate_reflections(
+                active, budget_tokens=budget, taken_ids=taken, estimator=est
+            )
+        minted = [r.id for r in result.reflections]
+        known = await store.memory_subset(sid, minted)
+        if known.observations or known.reflections:
+            # A minted id met a dropped observation's (48 random bits): merge again.
+            taken |= set(known.observations_by_id) | set(known.reflections_by_id)
+            result = await consolidate_reflections(
+                active, budget_tokens=budget, taken_ids=taken, estimator=est
+            )
+        try:
+            entry = await self._append(result.record(), progress, head)
+        except StaleCoverageError:
+            return self._record(
+                progress, WorkerOutcome("consolidator", "skipped", "stale_coverage")
+            )
+        run = result.run
+        return self._record(
+            progress,
+            WorkerOutcome(
+                "consolidator",
+                "ran",
+                None,
+                (entry.id,),
+                tuple(r.id for r in result.reflections),
+                1 if run is not None else 0,
+                run.turns if run is not None else 0,
+                run.tool_calls if run is not None else 0,
+                error=error,
+            ),
+        )
+
     async def _bind(
         self, observation_ids: list[str], reflection_ids: list[str], progress: _Progress
     ) -> None:
@@ -561,18 +662,26 @@ class ObservationalMemoryRuntime:
         if scopes.has_host_scopes:
             return self._record(progress, WorkerOutcome("dropper", "skipped", "host_scopes"))
         head = await store.memory_head(sid)
-        ledger = await store.live_ledger(sid)
+        ledger = await store.ledger(sid) if invalid else await store.live_ledger(sid)
         # Revoked observations are already withheld; the dropper never sees their text.
-        pool = [r.observation for r in active_memory(ledger, invalid)[0]]
+        observations, reflections = active_memory(ledger, invalid)
+        pool = [r.observation for r in observations]
+        shown = [r.reflection for r in reflections]
         est = self._estimator()
-        tokens = observation_pool_tokens(pool, est)
-        if tokens <= self.settings.context.observations_pool_max_tokens:
+        cap = self.settings.context.observations_pool_max_tokens
+
+        def rendered(kept: list[Observation]) -> int:
+            return rendered_memory_tokens(shown, kept, estimator=est, secrets=self._redactor)
+
+        if rendered(pool) <= cap:
             return self._record(progress, WorkerOutcome("dropper", "skipped", "pool_within_limit"))
         target = self.settings.dropper.target_tokens
         leaf = await store.leaf(sid)
         turns = calls = runs = 0
         if self.settings.dropper.policy == "lowest-relevance":
-            ids = lowest_relevance_drop(pool, target, est)
+            ids = drop_to_rendered_target(
+                shown, pool, target, estimator=est, secrets=self._redactor
+            )
         else:
             if spec.provider is None:
                 return self._record(
@@ -593,13 +702,13 @@ class ObservationalMemoryRuntime:
             ids = list(result.observation_ids)
             if result.run is not None:
                 runs, turns, calls = 1, result.run.turns, result.run.tool_calls
-            # The pool cap must hold even when the model retires too little: finish with
-            # the deterministic policy, down to the target.
+            # The cap must hold even when the model retires too little: finish with the
+            # deterministic policy, down to the target.
             remaining = [o for o in pool if o.id not in set(ids)]
-            if observation_pool_tokens(remaining, est) > (
-                self.settings.context.observations_pool_max_tokens
-            ):
-                extra = lowest_relevance_drop(remaining, target, est)
+            if rendered(remaining) > cap:
+                extra = drop_to_rendered_target(
+                    shown, remaining, target, estimator=est, secrets=self._redactor
+                )
                 self._emit(DROPPER_TOPPED_UP, {"count": len(extra)})
                 ids.extend(extra)
         try:

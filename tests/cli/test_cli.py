@@ -107,7 +107,12 @@ def test_observe_and_compact_write_memory(demo_dir: Path) -> None:
         ok(run_cli("observe", "--session", "atlas-go-no-go", "--force", "--json", cwd=demo_dir))
     )
     assert flushed["status"] == "completed"
-    assert {o["worker"] for o in flushed["outcomes"]} == {"observer", "reflector", "dropper"}
+    assert {o["worker"] for o in flushed["outcomes"]} == {
+        "observer",
+        "reflector",
+        "consolidator",
+        "dropper",
+    }
     compacted = json.loads(
         ok(run_cli("compact", "--session", "atlas-go-no-go", "--json", cwd=demo_dir))
     )

@@ -87,6 +87,8 @@ async def test_status_counts(store: SessionStore, builder: BranchBuilder) -> Non
         assert len(visible_refl) <= len(active_refl)
         assert data["reflections"] == {
             "recorded": len(ledger.reflections),
+            "superseded": len(ledger.supersessions),
+            "active": len(active_refl),
             "visible": len(visible_refl),
         }
         assert data["tokens"]["renderedMemory"] == (memory_block.tokens if memory_block else 0)

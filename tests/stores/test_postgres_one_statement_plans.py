@@ -36,10 +36,11 @@ def statements() -> dict[str, tuple[str, dict[str, Any]]]:
         params = {"session_id": f"s{S}", "cursor": MESSAGE, "want": 21}
         params["leaf_id"] = None if leaf == "session" else LEAF
         found[f"page {way} at the {leaf} leaf"] = (text, params)
-    for (count, leaf), text in reads.MEMORY_SUBSET_SQL.items():
+    for (count, leaf, supersessions), text in reads.MEMORY_SUBSET_SQL.items():
         params = {"session_id": f"s{S}", "id": MEMORY_IDS[0], "ids": MEMORY_IDS}
         params["leaf_id"] = None if leaf == "session" else LEAF
-        found[f"memory subset, {count} id(s), at the {leaf} leaf"] = (text, params)
+        rows = "with supersessions" if supersessions else "without supersessions"
+        found[f"memory subset, {count} id(s), at the {leaf} leaf, {rows}"] = (text, params)
     found["bodies by ids"] = (reads.BODIES_BY_IDS_SQL, {"ids": [ON_ROOT, LEAF]})
     found["body by id"] = (reads.BODY_BY_ID_SQL, {"id": ON_ROOT})
     return found

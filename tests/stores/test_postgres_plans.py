@@ -30,6 +30,7 @@ WATCHED = {
     "om_drops",
     "om_markers",
     "om_scope_records",
+    "om_supersessions",
 }
 SESSIONS = 200
 ROOT_LEN = 400  # entries on each session's root segment
@@ -72,6 +73,8 @@ FILL = [
     FROM entries WHERE seq % 13 = 0""",
     """INSERT INTO om_scope_records SELECT seq, 'om.scope.shared', segment_id, depth
     FROM entries WHERE seq % 17 = 0""",
+    """INSERT INTO om_supersessions SELECT seq, 0, 'ref-' || (seq - 7), 'ref-' || seq,
+    segment_id, depth FROM entries WHERE seq % 14 = 0""",
     """INSERT INTO session_summary SELECT session_id, 500, 450, 2, NULL FROM sessions""",
     "ANALYZE",
 ]
@@ -117,6 +120,16 @@ def read_queries() -> dict[str, tuple[str, Any]]:
             q.MEMORY_SUBSET_AT_LEAF_SQL.format(marks=three),
             [f"s{s}", *memory_ids, *memory_ids, *memory_ids],
         ),
+        "memory subset with supersessions": (
+            q.MEMORY_SUBSET_WITH_SUPERSESSIONS_SQL.format(marks=three),
+            [leaf_segment, leaf_depth, *(memory_ids * 4)],
+        ),
+        "memory subset with supersessions at leaf": (
+            q.MEMORY_SUBSET_WITH_SUPERSESSIONS_AT_LEAF_SQL.format(marks=three),
+            [f"s{s}", *(memory_ids * 4)],
+        ),
+        "supersessions": (q.SUPERSESSIONS_SQL, branch),
+        "supersessions, a window": (q.SUPERSESSIONS_SQL, window),
         "last compaction": (q.LAST_COMPACTION_SQL, (s, 0, FORK_AT - 1)),
         "memory head": (q.MEMORY_HEAD_SQL, (leaf_segment, FORK_AT, leaf_depth)),
         "bodies by id": (q.BODIES_BY_ID_SQL.format(marks=marks), ids),
@@ -143,7 +156,7 @@ def read_queries() -> dict[str, tuple[str, Any]]:
     for name, text in q.LEDGER_SQL.items():
         queries[f"ledger {name}"] = (text, branch)
         queries[f"ledger {name}, a window"] = (text, window)
-    for table in ("om_observations", "om_reflections", "om_drops"):
+    for table in ("om_observations", "om_reflections", "om_drops", "om_supersessions"):
         queries[f"memory by id in {table}"] = (
             q.MEMORY_BY_ID_SQL.format(table=table, marks=three),
             memory_ids,

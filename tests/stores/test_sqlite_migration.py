@@ -142,14 +142,17 @@ async def test_a_failed_migration_leaves_the_old_version(
         await real(conn)  # the table exists and is filled when the failure comes
         raise RuntimeError("power cut mid-migration")
 
-    steps: dict[int, Callable[[aiosqlite.Connection], Awaitable[None]]] = {1: fails_half_way}
+    steps: dict[int, Callable[[aiosqlite.Connection], Awaitable[None]]] = {
+        **MIGRATIONS,
+        1: fails_half_way,
+    }
     monkeypatch.setattr("prism_om.stores.sqlite.connect.MIGRATIONS", steps)
     with pytest.raises(RuntimeError, match="power cut"):
         await SqliteStore.open(old_store)
     assert version_of(old_store) == 1
     assert "session_summary" not in tables_of(old_store)
     assert dump(old_store) == before
-    monkeypatch.setattr("prism_om.stores.sqlite.connect.MIGRATIONS", {1: real})
+    monkeypatch.setattr("prism_om.stores.sqlite.connect.MIGRATIONS", {**MIGRATIONS, 1: real})
     async with await SqliteStore.open(old_store) as store:
         assert await store.session_summaries() == await summaries_from_entries(store)
 

@@ -703,6 +703,7 @@ def test_schema_transpiles_to_postgres(caplog: pytest.LogCaptureFixture) -> None
         "om_drops",
         "om_markers",
         "om_scope_records",
+        "om_supersessions",
         "session_summary",
     )
     for table in tables:

@@ -244,7 +244,8 @@ async def test_lowest_relevance_dropper_runs_without_a_model_call() -> None:
         session,
         provider,
         settings={
-            "context": {"observationsPoolMaxTokens": 50, "observationsPoolTargetTokens": 20},
+            # The cap holds the rendered memory (its title and per-line ids included).
+            "context": {"observationsPoolMaxTokens": 150, "observationsPoolTargetTokens": 80},
             "dropper": {"policy": "lowest-relevance"},
         },
     )

@@ -119,7 +119,12 @@ async def test_reflector_and_dropper_never_get_a_revoked_observation(
         )
         result = await runtime.flush(force=True)
         ran = {o.worker: o.status for o in result.outcomes}
-        assert ran == {"observer": "ran", "reflector": "ran", "dropper": "ran"}, result
+        assert ran == {
+            "observer": "ran",
+            "reflector": "ran",
+            "consolidator": "ran",
+            "dropper": "ran",
+        }, result
         assert workers.requests
         assert not [r for r in workers.requests if SSN in r]
         new = [e for e in await store.entries("s1") if e.id not in before]

@@ -133,7 +133,7 @@ SELECT 2, d.depth, d.ordinal, d.memory_id, NULL, NULL, NULL
 FROM om_drops d CROSS JOIN branch_path bp
 WHERE d.memory_id {{match}} AND d.segment_id BETWEEN bp.segment_id AND bp.segment_id
   AND d.depth BETWEEN bp.lo AND bp.hi
-UNION ALL
+{{supersessions}}UNION ALL
 SELECT 3, NULL, NULL, e.id, NULL, NULL, e.body
 FROM found f CROSS JOIN LATERAL (
     SELECT s.source_entry_id FROM om_observation_sources s
@@ -148,11 +148,25 @@ _HEADER = {
     "given": "SELECT 4, NULL::bigint, NULL::bigint, l.owner, l.leaf_id, NULL, NULL FROM leaf l\n"
     "UNION ALL\n",
 }
-MEMORY_SUBSET_SQL: dict[tuple[str, str], str] = {
-    (ids, leaf): _BRANCH.format(leaf=_LEAF[leaf])
-    + _SUBSET.format(match=match, header=_HEADER[leaf])
+# Kind 5: a supersession of one of the ids (entry_id: the superseding reflection), read
+# only from a store whose schema has om_supersessions (python-design.md, "Supersession").
+_SUPERSESSIONS = """UNION ALL
+SELECT 5, s.depth, s.ordinal, s.memory_id, s.superseded_by, NULL, NULL
+FROM om_supersessions s CROSS JOIN branch_path bp
+WHERE s.memory_id {match} AND s.segment_id BETWEEN bp.segment_id AND bp.segment_id
+  AND s.depth BETWEEN bp.lo AND bp.hi
+"""
+# Keyed by ("one" | "many" ids, "session" | "given" leaf, with supersession rows or not).
+MEMORY_SUBSET_SQL: dict[tuple[str, str, bool], str] = {
+    (ids, leaf, with_supersessions): _BRANCH.format(leaf=_LEAF[leaf])
+    + _SUBSET.format(
+        match=match,
+        header=_HEADER[leaf],
+        supersessions=_SUPERSESSIONS.format(match=match) if with_supersessions else "",
+    )
     for ids, match in _MATCH.items()
     for leaf in _LEAF
+    for with_supersessions in (True, False)
 }
 BODIES_BY_IDS_SQL = "SELECT id, body FROM entries WHERE id = ANY(%s)"
 BODY_BY_ID_SQL = "SELECT id, body FROM entries WHERE id = %s"
@@ -214,9 +228,13 @@ class PostgresReads(SqliteReads):
         if not wanted:
             return ObservationalMemoryLedger()
         params = {"session_id": session_id, "leaf_id": leaf_id, "id": wanted[0], "ids": wanted}
-        key = ("one" if len(wanted) == 1 else "many", "session" if leaf_id is None else "given")
+        key = (
+            "one" if len(wanted) == 1 else "many",
+            "session" if leaf_id is None else "given",
+            self._has_supersessions,
+        )
         rows = await self._fetch_native(MEMORY_SUBSET_SQL[key], params)
-        observations, reflections, drops = [], [], []
+        observations, reflections, drops, supersessions = [], [], [], []
         sources: dict[str, str] = {}
         for kind, depth, ordinal, memory_id, entry_id, recorded_at, body in rows:
             if kind == 0:
@@ -227,11 +245,16 @@ class PostgresReads(SqliteReads):
                 drops.append((depth, ordinal, memory_id))
             elif kind == 3:
                 sources[memory_id] = body
+            elif kind == 5:
+                # entry_id's column holds the superseding reflection here.
+                supersessions.append((depth, ordinal, memory_id, entry_id))
             elif leaf_id is not None:
                 check_leaf_session(leaf_id, session_id, memory_id, self.url)
         self._sources_read = sources
         with fold_rows_parse(self.url, session_id):
-            return ledger_from_rows(sorted(observations), sorted(reflections), sorted(drops), [])
+            return ledger_from_rows(
+                sorted(observations), sorted(reflections), sorted(drops), [], sorted(supersessions)
+            )
 
     async def page_messages(
         self,

@@ -36,7 +36,7 @@ from ..base import (
     check_memory_head,
     session_not_found,
 )
-from ..sqlite.folds import write_memory_folds
+from ..sqlite.folds import backfill_supersessions, write_memory_folds
 from ..sqlite.placement import (
     PlacedEntry,
     Placer,
@@ -93,7 +93,7 @@ ANALYZED_ROWS_SQL = (
 )
 _ANALYZED_TABLES = (
     "entries, segments, om_observations, om_observation_sources, om_reflections, "
-    "om_drops, om_markers, om_scope_records"
+    "om_drops, om_markers, om_scope_records, om_supersessions"
 )
 DEFAULT_SCHEMA = "public"
 # PostgreSQL-only statements (user_version, advisory locks and sequences have no SQLite
@@ -114,9 +114,19 @@ NEXT_SEQS_SQL = (
 NEXT_SEGMENTS_SQL = (
     "SELECT nextval(pg_get_serial_sequence('segments', 'segment_id')) FROM generate_series(1, %s)"
 )
+
+
 # Migrations from an older prism_meta schema_version, keyed by the version they start at
 # (python-design.md "Schema versions"); version 2 is the first the PostgreSQL engine wrote.
-MIGRATIONS: dict[int, Callable[[PgConnection], Awaitable[None]]] = {}
+async def _add_supersessions(conn: PgConnection) -> None:
+    """Version 2 to 3: create the om_supersessions fold table and fill it from the
+    reflection records (every schema statement is ``IF NOT EXISTS``, so the others pass)."""
+    for statement in postgres_schema():
+        await conn.raw.execute(cast(Any, statement))
+    await backfill_supersessions(conn)
+
+
+MIGRATIONS: dict[int, Callable[[PgConnection], Awaitable[None]]] = {2: _add_supersessions}
 
 
 def split_postgres_url(url: str) -> tuple[str, str, str]:

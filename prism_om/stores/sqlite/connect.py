@@ -21,6 +21,7 @@ from ...errors import (
     StoreNotFoundError,
 )
 from .._schema import APPLICATION_ID, SCHEMA_VERSION, Schema
+from .folds import backfill_supersessions
 from .sql import SUMMARIES_FROM_ENTRIES_SQL, fetch_first_row
 from .translate import close_quietly, primary_code, retrying, rollback_quietly, translate_error
 
@@ -375,11 +376,17 @@ async def _backfill_session_summary(conn: aiosqlite.Connection) -> None:
     )
 
 
+async def _backfill_supersessions(conn: aiosqlite.Connection) -> None:
+    """Version 2 to 3: the om_supersessions fold table, filled from the reflection records."""
+    await backfill_supersessions(conn)
+
+
 # Migration steps, keyed by the version they start from. Each runs inside the one
 # transaction of _migrate, after every CREATE ... IF NOT EXISTS of schema.sql has made the
 # new tables and indexes; it fills them from the entries.
 MIGRATIONS: dict[int, Callable[[aiosqlite.Connection], Awaitable[None]]] = {
     1: _backfill_session_summary,
+    2: _backfill_supersessions,
 }
 
 

@@ -22,6 +22,7 @@ from ...core.ledger import (
     ObservationalMemoryLedger,
     RecordedObservation,
     RecordedReflection,
+    Supersession,
 )
 from ...core.parse import parse_memory_record
 from ...core.records import (
@@ -37,6 +38,7 @@ from ...core.records import (
     ReflectionsRecorded,
     dated_observation,
 )
+from ...entries import SessionEntry
 from .placement import PlacedEntry
 from .sql import COMPACTION_MARKER
 
@@ -48,6 +50,8 @@ MemoryRow = tuple[int, int, str, str, str, str | bytes]
 DropRow = tuple[int, int, str]
 # (depth, entry_id, record_type, covers_up_to_id)
 MarkerRow = tuple[int, str, str, str | None]
+# (depth, ordinal, memory_id, superseded_by)
+SupersessionRow = tuple[int, int, str, str]
 
 
 @dataclass
@@ -60,6 +64,7 @@ class FoldRows:
     drops: list[tuple[Any, ...]] = field(default_factory=list)
     markers: list[tuple[Any, ...]] = field(default_factory=list)
     scope_records: list[tuple[Any, ...]] = field(default_factory=list)
+    supersessions: list[tuple[Any, ...]] = field(default_factory=list)
 
 
 def undated_sources(placed: Sequence[PlacedEntry]) -> set[str]:
@@ -115,6 +120,7 @@ def fold_rows(
                 rows.reflections.append(
                     (item.seq, n, refl.id, entry.id, *where, entry.timestamp, body)
                 )
+            rows.supersessions.extend(supersession_rows(record, item.seq, *where))
         elif isinstance(record, ObservationsDropped | FoldedMemory):
             ids = (
                 record.observation_ids
@@ -141,7 +147,34 @@ _INSERTS = {
     "segment_id, depth) VALUES (?, ?, ?, ?, ?, ?)",
     "scope_records": "INSERT INTO om_scope_records (entry_seq, record_type, segment_id, depth) "
     "VALUES (?, ?, ?, ?)",
+    "supersessions": "INSERT INTO om_supersessions (entry_seq, ordinal, memory_id, "
+    "superseded_by, segment_id, depth) VALUES (?, ?, ?, ?, ?, ?)",
 }
+
+
+def supersession_rows(
+    record: ReflectionsRecorded, seq: int, segment_id: int, depth: int
+) -> list[tuple[Any, ...]]:
+    """``om_supersessions`` rows of one reflections record, in the fold's order."""
+    pairs = [(old, r.id) for r in record.reflections for old in r.supersedes_reflection_ids or ()]
+    return [(seq, n, old, by, segment_id, depth) for n, (old, by) in enumerate(pairs)]
+
+
+async def backfill_supersessions(conn: Any) -> None:
+    """Fill ``om_supersessions`` from the stored reflection records (the migration to the
+    schema version that added it). ``conn`` is the migrating connection: aiosqlite's, or
+    the PostgreSQL adapter's, which speaks the same SQL through the transpiler."""
+    sql = (
+        "SELECT seq, segment_id, depth, CAST(body AS BLOB) FROM entries "
+        "WHERE custom_type = ? ORDER BY seq"
+    )
+    rows: list[tuple[Any, ...]] = []
+    for seq, segment_id, depth, body in await conn.execute_fetchall(sql, (REFLECTIONS_RECORDED,)):
+        record = parse_memory_record(SessionEntry.model_validate_json(body))
+        if isinstance(record, ReflectionsRecorded):
+            rows.extend(supersession_rows(record, seq, segment_id, depth))
+    if rows:
+        await conn.executemany(_INSERTS["supersessions"], rows)
 
 
 async def write_fold_rows(conn: aiosqlite.Connection, rows: FoldRows) -> None:
@@ -157,6 +190,7 @@ def ledger_from_rows(
     reflections: Sequence[MemoryRow],
     drops: Sequence[DropRow],
     markers: Sequence[MarkerRow],
+    supersessions: Sequence[SupersessionRow] = (),
 ) -> ObservationalMemoryLedger:
     """Rebuild the ledger from fold rows read in branch order (see the module docstring)."""
     # Observations and reflections share one id namespace; the first record of an id wins.
@@ -184,6 +218,13 @@ def ledger_from_rows(
         recorded = observation_depth.get(memory_id)
         if recorded is not None and recorded < depth:
             dropped.setdefault(memory_id, None)
+    # Validation let only first supersessions of reflections on the branch in; the first
+    # row of an id in branch order is the one the fold keeps.
+    reflection_ids = {r.id for r in recorded_refl}
+    superseded: dict[str, Supersession] = {}
+    for _, _, memory_id, by in sorted(supersessions):
+        if memory_id in reflection_ids and memory_id not in superseded:
+            superseded[memory_id] = Supersession(memory_id, by)
     coverage: dict[str, Coverage] = {}
     last: dict[str, str] = {}
     for depth, entry_id, record_type, covers in markers:
@@ -199,6 +240,7 @@ def ledger_from_rows(
         drop_coverage=coverage.get(OBSERVATIONS_DROPPED),
         last_observations_entry_id=last.get(OBSERVATIONS_RECORDED),
         last_reflections_entry_id=last.get(REFLECTIONS_RECORDED),
+        supersessions=tuple(superseded.values()),
     )
 
 

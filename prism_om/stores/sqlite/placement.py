@@ -343,6 +343,13 @@ async def _path_evidence(
             for seq, segment_id, depth in await fetch_rows(conn, sql, chunk):
                 if _on_pieces(pieces, segment_id, depth):
                     recorders.add(seq)
+    # A reflection a record supersedes must not be superseded on the path already: the
+    # records that supersede it there are evidence too.
+    for chunk in id_chunks(sorted(needs.referenced_reflection_ids)):
+        sql = MEMORY_BY_ID_SQL.format(table="om_supersessions", marks=", ".join("?" * len(chunk)))
+        for seq, segment_id, depth in await fetch_rows(conn, sql, chunk):
+            if _on_pieces(pieces, segment_id, depth):
+                recorders.add(seq)
     for chunk in id_chunks([str(seq) for seq in sorted(recorders)]):
         sql = ENTRIES_BY_SEQ_SQL.format(marks=", ".join("?" * len(chunk)))
         for entry_id, body in await fetch_rows(conn, sql, [int(seq) for seq in chunk]):

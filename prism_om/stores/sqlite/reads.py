@@ -22,6 +22,7 @@ from ...errors import (
     InvalidInputError,
 )
 from ...tokens import TokenEstimator
+from .._schema import SUPERSESSIONS_SINCE_VERSION
 from ..base import (
     SessionSummary,
     StoreLifecycle,
@@ -46,11 +47,14 @@ from .sql import (
     LIVE_OBSERVATIONS_SQL,
     MEMORY_SUBSET_AT_LEAF_SQL,
     MEMORY_SUBSET_SQL,
+    MEMORY_SUBSET_WITH_SUPERSESSIONS_AT_LEAF_SQL,
+    MEMORY_SUBSET_WITH_SUPERSESSIONS_SQL,
     PAGE_FORWARD_SQL,
     RECENT_MESSAGES_SQL,
     SCOPE_RECORDS_SQL,
     SUMMARIES_FROM_ENTRIES_SQL,
     SUMMARIES_SQL,
+    SUPERSESSIONS_SQL,
     LeafPosition,
     Params,
 )
@@ -230,17 +234,20 @@ class SqliteReads(StoreLifecycle):
             return ObservationalMemoryLedger()
         params = position.params()
         rows = [await self._fetch(sql, params) for sql in LEDGER_SQL.values()]
+        supersessions = await self._supersession_rows(params)
         with fold_rows_parse(self.url, session_id), collector_paused():
-            return ledger_from_rows(*rows)
+            observations, reflections, drops, markers = rows
+            return ledger_from_rows(observations, reflections, drops, markers, supersessions)
 
     async def live_ledger(
         self, session_id: str, leaf_id: str | None = None
     ) -> ObservationalMemoryLedger:
-        """The ledger without its dropped observations: what a turn's context needs.
+        """The ledger without its dropped observations and superseded reflections: what a
+        turn's context needs.
 
-        Drop rows are read first (ids only, no JSON), so only observations still in the
-        pool are parsed: the cost follows the active memory, which the dropper keeps
-        within its cap, not everything ever recorded.
+        Drop and supersession rows are read first (ids only, no JSON), so only memory
+        still active is parsed: the cost follows the active memory, which the dropper and
+        the reflection budget keep within their caps, not everything ever recorded.
         """
         position = await self._leaf_position(session_id, leaf_id)
         if position is None:
@@ -250,7 +257,12 @@ class SqliteReads(StoreLifecycle):
         dropped = {memory_id for _, _, memory_id in drops}
         rows = await self._fetch(LIVE_OBSERVATIONS_SQL, params)
         observations = [r[:6] for r in rows if r[2] not in dropped]
-        reflections = await self._fetch(LEDGER_SQL["reflections"], params)
+        superseded = {row[2] for row in await self._supersession_rows(params)}
+        reflections = [
+            r
+            for r in await self._fetch(LEDGER_SQL["reflections"], params)
+            if r[2] not in superseded
+        ]
         markers = await self._fetch(LEDGER_SQL["markers"], params)
         with fold_rows_parse(self.url, session_id), collector_paused():
             return ledger_from_rows(observations, reflections, [], markers)
@@ -273,27 +285,37 @@ class SqliteReads(StoreLifecycle):
             self._session(session_id)
             return ObservationalMemoryLedger()
         marks = ", ".join("?" * len(wanted))
+        current, given = MEMORY_SUBSET_AT_LEAF_SQL, MEMORY_SUBSET_SQL
+        parts = 3
+        if self._has_supersessions:
+            current = MEMORY_SUBSET_WITH_SUPERSESSIONS_AT_LEAF_SQL
+            given, parts = MEMORY_SUBSET_WITH_SUPERSESSIONS_SQL, 4
         if leaf_id is None:
             # The session's leaf is looked up inside the same query: one round trip.
-            sql = MEMORY_SUBSET_AT_LEAF_SQL.format(marks=marks)
-            params: list[Any] = [self._session(session_id), *wanted, *wanted, *wanted]
+            sql = current.format(marks=marks)
+            params: list[Any] = [self._session(session_id), *(wanted * parts)]
         else:
             position = await self._leaf_position(session_id, leaf_id)
             if position is None:
                 return ObservationalMemoryLedger()
-            sql = MEMORY_SUBSET_SQL.format(marks=marks)
-            params = [position.segment_id, position.depth, *wanted, *wanted, *wanted]
+            sql = given.format(marks=marks)
+            params = [position.segment_id, position.depth, *(wanted * parts)]
         rows = await self._fetch(sql, params)
-        observations, reflections, drops = [], [], []
+        observations, reflections, drops, supersessions = [], [], [], []
         for kind, depth, ordinal, memory_id, entry_id, recorded_at, body in rows:
             if kind == 0:
                 observations.append((depth, ordinal, memory_id, entry_id, recorded_at, body))
             elif kind == 1:
                 reflections.append((depth, ordinal, memory_id, entry_id, recorded_at, body))
-            else:
+            elif kind == 2:
                 drops.append((depth, ordinal, memory_id))
+            else:
+                # entry_id's column holds the superseding reflection here.
+                supersessions.append((depth, ordinal, memory_id, entry_id))
         with fold_rows_parse(self.url, session_id):
-            return ledger_from_rows(sorted(observations), sorted(reflections), sorted(drops), [])
+            return ledger_from_rows(
+                sorted(observations), sorted(reflections), sorted(drops), [], supersessions
+            )
 
     async def last_compaction(
         self, session_id: str, leaf_id: str | None = None
@@ -358,6 +380,16 @@ class SqliteReads(StoreLifecycle):
         return page, more
 
     # -- helpers later features reuse -------------------------------------------------
+
+    @property
+    def _has_supersessions(self) -> bool:
+        """Whether the file has the om_supersessions table (see ``SUPERSESSIONS_SINCE_VERSION``)."""
+        return self._schema_version >= SUPERSESSIONS_SINCE_VERSION
+
+    async def _supersession_rows(self, params: dict[str, int]) -> builtins.list[Any]:
+        if not self._has_supersessions:
+            return []
+        return await self._fetch(SUPERSESSIONS_SQL, params)
 
     async def _leaf_position(self, session_id: str, leaf_id: str | None) -> LeafPosition | None:
         """The branch end: ``leaf_id`` checked against the session, or the current leaf.

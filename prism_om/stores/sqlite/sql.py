@@ -155,6 +155,12 @@ VALUES (?, ?, ?, ?)"""
 
 
 LEDGER_SQL = ledger_queries()
+# Its own query, not a fifth of LEDGER_SQL: a store older than the table (opened
+# read-only, so not migrated) reads without it.
+SUPERSESSIONS_SQL = (
+    branch_rows_sql("s.depth, s.ordinal, s.memory_id, s.superseded_by", "om_supersessions", "s")
+    + " ORDER BY s.depth, s.ordinal"
+)
 SCOPE_RECORDS_SQL = scope_records_query()
 LIVE_OBSERVATIONS_SQL = LEDGER_SQL["observations"]
 # Rows of the three memory tables for some memory ids, kept to the branch ending at
@@ -183,7 +189,25 @@ SELECT 2, d.depth, d.ordinal, d.memory_id, NULL, NULL, NULL
 FROM om_drops d CROSS JOIN branch_path bp
 WHERE d.memory_id IN ({marks}) AND d.segment_id = bp.segment_id
   AND d.depth BETWEEN bp.lo AND bp.hi"""
+# The same with the supersession rows of those ids (a superseded reflection names its
+# successor), for stores that have the table.
+MEMORY_SUBSET_WITH_SUPERSESSIONS_SQL = (
+    MEMORY_SUBSET_SQL
+    + """
+UNION ALL
+SELECT 3, s.depth, s.ordinal, s.memory_id, s.superseded_by, NULL, NULL
+FROM om_supersessions s CROSS JOIN branch_path bp
+WHERE s.memory_id IN ({marks}) AND s.segment_id = bp.segment_id
+  AND s.depth BETWEEN bp.lo AND bp.hi"""
+)
 MEMORY_SUBSET_AT_LEAF_SQL = MEMORY_SUBSET_SQL.replace(
+    """    SELECT s.segment_id, s.start_depth, ?2, s.parent_segment_id
+    FROM segments s WHERE s.segment_id = ?1""",
+    """    SELECT s.segment_id, s.start_depth, e.depth, s.parent_segment_id
+    FROM sessions n JOIN entries e ON e.id = n.leaf_id
+    JOIN segments s ON s.segment_id = e.segment_id WHERE n.session_id = ?1""",
+).replace("?2", "?")
+MEMORY_SUBSET_WITH_SUPERSESSIONS_AT_LEAF_SQL = MEMORY_SUBSET_WITH_SUPERSESSIONS_SQL.replace(
     """    SELECT s.segment_id, s.start_depth, ?2, s.parent_segment_id
     FROM segments s WHERE s.segment_id = ?1""",
     """    SELECT s.segment_id, s.start_depth, e.depth, s.parent_segment_id

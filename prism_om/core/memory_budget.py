@@ -1,0 +1,69 @@
+"""The rendered memory's size: what ``context.observations_pool_max_tokens`` holds down.
+
+The dropper measures the memory as the agent reads it (``render_observational_memory`` of
+the active reflections and observations: title, headings, ids, times, priorities and
+text), not the observations' bare text, which the per-line framing can double. Dropping
+the least relevant observations (lowest priority, then oldest) until the rendered memory
+is within a target then bounds what every context build shows, reflections included
+(those are held to ``reflection.budget_tokens`` by the consolidating pass).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from ..tokens import TokenEstimator, get_estimator
+from .records import Observation, Reflection
+from .redaction import Redactor
+from .relevance import lowest_relevance_order
+from .render import render_observational_memory
+
+__all__ = ["drop_to_rendered_target", "rendered_memory_tokens"]
+
+
+def rendered_memory_tokens(
+    reflections: Sequence[Reflection],
+    observations: Sequence[Observation],
+    *,
+    estimator: TokenEstimator | None = None,
+    secrets: Iterable[str] | Redactor | None = None,
+) -> int:
+    """Tokens of the rendered memory of ``reflections`` and ``observations``."""
+    text = render_observational_memory(reflections, observations, secrets=secrets)
+    return (estimator or get_estimator()).count(text)
+
+
+def drop_to_rendered_target(
+    reflections: Sequence[Reflection],
+    observations: Sequence[Observation],
+    target_tokens: int,
+    *,
+    estimator: TokenEstimator | None = None,
+    secrets: Iterable[str] | Redactor | None = None,
+) -> list[str]:
+    """Observation ids to drop, least relevant first, until the rendered memory of what
+    is left is at most ``target_tokens`` (all of them when even that is too much).
+
+    Dropping one more observation never lengthens the text, so the fewest drops that fit
+    are found by a binary search: O(n log n) to render, whatever the pool size.
+    """
+    est = estimator or get_estimator()
+    order = lowest_relevance_order(observations)
+
+    def fits(k: int) -> bool:
+        gone = {observations[i].id for i in order[:k]}
+        kept = [o for o in observations if o.id not in gone]
+        return rendered_memory_tokens(reflections, kept, estimator=est, secrets=secrets) <= (
+            target_tokens
+        )
+
+    lo, hi = 0, len(order)
+    if fits(lo):
+        return []
+    while hi - lo > 1:  # fits(hi) is assumed (or nothing fits): the smallest k that fits
+        mid = (lo + hi) // 2
+        if fits(mid):
+            hi = mid
+        else:
+            lo = mid
+    return [observations[i].id for i in order[:hi]]
