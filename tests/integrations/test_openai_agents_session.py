@@ -62,12 +62,14 @@ ITEMS = st.one_of(
         },
         TEXT,
     ),
-    st.builds(lambda r, t: {"role": r, "content": t}, st.sampled_from(["system", "developer"]), TEXT),
+    st.builds(
+        lambda r, t: {"role": r, "content": t}, st.sampled_from(["system", "developer"]), TEXT
+    ),
     st.builds(
         lambda c, n, a: {"type": "function_call", "call_id": c, "name": n, "arguments": a},
         CALL_IDS,
         st.sampled_from(["get_weather", "lookup", ""]),
-        st.sampled_from(['{"city": "Oslo"}', "{}", "not json", '[1, 2]', ""]),
+        st.sampled_from(['{"city": "Oslo"}', "{}", "not json", "[1, 2]", ""]),
     ),
     st.builds(
         lambda c, t: {"type": "function_call_output", "call_id": c, "output": t}, CALL_IDS, TEXT
@@ -268,7 +270,7 @@ async def test_a_limit_that_is_not_none_or_a_positive_int_is_refused(limit: Any)
 
 @pytest.mark.parametrize("limit", [0, -2])
 def test_a_bad_session_settings_limit_is_refused(limit: Any) -> None:
-    with pytest.raises(InvalidInputError, match="session_settings.limit"):
+    with pytest.raises(InvalidInputError, match=r"session_settings\.limit"):
         PrismSession("limits", "memory:", session_settings=SessionSettings(limit=limit))
 
 
