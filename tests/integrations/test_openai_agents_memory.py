@@ -200,3 +200,47 @@ async def test_passive_memory_records_but_changes_no_read() -> None:
         await session.add_items(TURN_2)
         assert (await store_of(session).ledger("passive")).observations
         assert await session.get_items() == [*TURN_1, *TURN_2]
+
+
+class CountingStore:
+    """A store that records which of its reads ran (a whole-branch read is the cost that
+    grows with the transcript)."""
+
+    WHOLE_BRANCH = frozenset({"entries", "list"})
+
+    def __init__(self, inner: SessionStore) -> None:
+        self._inner = inner
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._inner, name)
+        if callable(value) and not name.startswith("_"):
+
+            def record(*args: Any, **kwargs: Any) -> Any:
+                self.calls.append(name)
+                return value(*args, **kwargs)
+
+            return record
+        return value
+
+
+async def test_per_turn_reads_never_load_the_whole_branch(tmp_path: Any) -> None:
+    from prism_om.stores import open_store
+
+    async with await open_store(f"sqlite:{tmp_path / 'turns.db'}") as inner:
+        store = CountingStore(inner)
+        session = PrismSession("turns", store, memory=offline_memory(recent=2))  # type: ignore[arg-type]
+        for turn in range(12):
+            await session.add_items(
+                [user(f"Fact {turn}: ticket {turn} ships on day {turn}."), reply("Noted.")]
+            )
+        store.calls.clear()
+        items = await session.get_items()
+        assert items[0]["role"] == "system" and len(items) == 3
+        assert await session.get_items(3) == (await session.get_items(limit=100))[-3:]
+        store.calls.clear()
+        await session.get_items(3)
+        await session.add_items([user("One more fact: the demo is on Friday.")])
+        await session.get_items()
+        assert await session.pop_item() == user("One more fact: the demo is on Friday.")
+        assert not store.WHOLE_BRANCH & set(store.calls), store.calls

@@ -123,6 +123,8 @@ class PrismSession:
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
         self.last_flush: FlushResult | None = None
+        if self._store is not None:
+            self._wire(self._store)  # a bad worker setting fails here, not on first use
 
     def __repr__(self) -> str:
         where = self._url if self._store is None else self._store.url
