@@ -97,6 +97,16 @@ async def test_the_window_never_starts_with_an_output_whose_call_was_cut_off() -
         assert items[1:] == [reasoning, call, other, *outputs]
 
 
+async def test_an_output_whose_call_is_nowhere_is_left_out_of_the_window() -> None:
+    stray = {"type": "function_call_output", "call_id": "c404", "output": "Done: 3 rows."}
+    async with PrismSession("stray", "memory:", memory=offline_memory(recent=2)) as session:
+        await session.add_items([*TURN_1, stray, reply("Migration 0042 finished cleanly.")])
+        items = await session.get_items()
+        assert items[0]["role"] == "system"
+        assert items[1:] == [reply("Migration 0042 finished cleanly.")]
+        assert (await session.get_items(2))[0] == stray  # the exact tail still has it
+
+
 async def test_pop_moves_off_the_branch_holding_later_memory(store_opener: StoreOpener) -> None:
     store = await store_opener.open()
     try:

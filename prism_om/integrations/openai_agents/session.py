@@ -352,7 +352,8 @@ class PrismSession:
             item = item_of(entry)
             if item is None:
                 continue
-            if drop_calls and item.get("call_id") in drop_calls:
+            output = item.get("type") == "function_call_output"
+            if output and drop_calls and item.get("call_id") in drop_calls:
                 continue
             assert entry.data is not None
             revoked = {entry.id, entry.data.get("messageId")} & invalid
