@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from prism_om.attach import create_observational_memory
+from prism_om.attach import ObservationalMemoryContextProvider, create_observational_memory
 from prism_om.integrations.openai_agents import PrismSession
 from prism_om.providers import ScriptedProvider
+from prism_om.session import Session
 from prism_om.stores import SessionStore
 from prism_om.testing.conformance import StoreOpener
 from prism_om.workers import OFFLINE_MODEL, OfflineMemoryProvider
@@ -65,6 +66,10 @@ async def test_get_items_is_the_memory_then_the_recent_window(store_opener: Stor
         assert "<observational-memory>" in head["content"]
         assert "Atlas 2.4 ships" in head["content"]
         assert window == TURN_2  # the last two messages, verbatim
+        # The memory is the block the attached context provider renders for the session.
+        provider = ObservationalMemoryContextProvider(session.memory.settings)
+        (block, _recent) = await provider.blocks(Session(store, "mem"))
+        assert head["content"].startswith(f"<observational-memory>\n{block.text}\n</")
         # A limit still reads the exact tail, as the SDK's own write checks expect.
         assert await session.get_items(3) == [TURN_1[1], *TURN_2]
     finally:

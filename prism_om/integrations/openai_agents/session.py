@@ -11,7 +11,12 @@ from agents.memory import SessionSettings
 from agents.memory.session_settings import coerce_session_settings
 
 from ...attach import ObservationalMemory, ObservationalMemoryContextProvider
-from ...core.context_blocks import RECENT_MESSAGES_BLOCK_NAME
+from ...core.context_blocks import (
+    RECENT_MESSAGES_BLOCK_NAME,
+    BlockOptions,
+    ContextBlock,
+    context_blocks_from_parts,
+)
 from ...entries import SessionEntry, custom_entry, validate_session_id
 from ...errors import InvalidInputError, StoreClosedError
 from ...host.context import render_system
@@ -368,11 +373,10 @@ class PrismSession:
     async def _memory_items(self, store: SessionStore) -> list[dict[str, Any]]:
         assert self._provider is not None and self._session is not None
         sid = self.session_id
-        blocks = await self._provider.blocks(self._session)
+        blocks, cover = await self._blocks(store)
         memory = [b for b in blocks if b.name != RECENT_MESSAGES_BLOCK_NAME]
         recent = next((b for b in blocks if b.name == RECENT_MESSAGES_BLOCK_NAME), None)
         # Everything the observer has not covered yet is shown, so nothing is in neither.
-        cover = (await store.live_ledger(sid)).observation_covers_up_to_id
         window = await store.entries_after(sid, cover)
         first = recent.entry_ids[0] if recent is not None and recent.entry_ids else None
         if first is not None and all(e.id != first for e in window):
@@ -390,6 +394,30 @@ class PrismSession:
                 f"{cursor!r} and direction 'backward'."
             )
         return [{"role": "system", "content": text}, *items]
+
+    async def _blocks(self, store: SessionStore) -> tuple[list[ContextBlock], str | None]:
+        """The context blocks (as the attached context provider renders them) and the
+        observer's coverage cursor, from one read of the ledger."""
+        assert self.memory is not None and self._provider is not None
+        sid, context = self.session_id, self.memory.settings.context
+        invalid = await self._invalidated()
+        # Dropped observations change nothing shown unless something is revoked (see
+        # build_observational_memory_context_blocks); coverage is the same in both.
+        ledger = await (store.ledger(sid) if invalid else store.live_ledger(sid))
+        options = BlockOptions(
+            context.recent_messages,
+            context.recent_message_max_tokens,
+            invalid,
+            self.memory.secrets,
+            self._provider.estimator,
+        )
+        blocks = context_blocks_from_parts(
+            ledger,
+            await store.recent_messages(sid, context.recent_messages),
+            options,
+            scope_map=await store.scope_map(sid),
+        )
+        return blocks, ledger.observation_covers_up_to_id
 
     async def _entries_from(self, store: SessionStore, entry_id: str) -> list[SessionEntry]:
         """Branch entries from ``entry_id`` (included) to the leaf."""
