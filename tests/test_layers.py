@@ -16,6 +16,7 @@ LAYERS = [
     {"observational_memory", "providers"},
     {"workers"},
     {"attach", "host", "extension", "funnel", "importers", "testing", "eval"},
+    {"integrations"},
     {"cli", "mcp"},
     {"__init__"},
 ]
