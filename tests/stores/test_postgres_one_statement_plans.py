@@ -85,7 +85,8 @@ def plans(conn: psycopg.Connection[Any], text: str, params: dict[str, Any]) -> l
 def test_the_one_statement_reads_are_index_reads(filled: psycopg.Connection[Any]) -> None:
     assert SESSIONS * (ROOT_LEN + FORK_LEN) > 50_000 and FORK_AT < ROOT_LEN
     checked = statements()
-    assert len(checked) == 14  # 4 pages, 8 memory subsets (with and without supersessions), 2 lookups
+    # 4 pages, 8 memory subsets (with and without supersession rows), 2 lookups by id
+    assert len(checked) == 14
     bad = {}
     for name, (text, params) in checked.items():
         for mode, plan in zip(("custom", "generic"), plans(filled, text, params), strict=True):
