@@ -175,5 +175,8 @@ def test_a_speaker_name_opens_several_messages_a_label_does_not() -> None:
             entry(3, "user", "Ana: My sister Rita lives in Lisbon."),
         ]
     )
-    assert [str(f["text"]).split(":")[0] for f in found] == ["Ana", "Assistant"]
+    # The assistant's statement in between ends Ana's first observation: an observation
+    # never spans an exchange, so revoking one message withholds only what it said.
+    assert [str(f["text"]).split(":")[0] for f in found] == ["Ana", "Assistant", "Ana"]
     assert "Fixed" in str(found[1]["text"])
+    assert [len(f["sourceEntryIds"]) for f in found] == [1, 1, 1]
