@@ -164,21 +164,20 @@ def _from_epoch(value: float, shown: object) -> datetime | None:
         raise ValueError(f"{shown!r} is out of range{hint}") from None
 
 
-class _Implausible(Exception):
-    """An epoch value before 2000: the record is treated as undated."""
+_PLACEHOLDER: Literal["placeholder"] = "placeholder"
+"""What ``_parse`` returns for an epoch value before 2000: the record counts as undated."""
 
 
-def _parse(value: object) -> datetime | None:
-    """A time value as an aware UTC datetime; None when absent; raises ``_Implausible``."""
+def _parse(value: object) -> datetime | Literal["placeholder"] | None:
+    """A time value as an aware UTC datetime; None when absent, ``_PLACEHOLDER`` when an
+    epoch value before 2000."""
     if not present_time(value):
         return None
     if isinstance(value, str):
         text = value.strip()
         if _EPOCH_DIGITS.match(text):
             epoch = _from_epoch(float(text), value)
-            if epoch is None:
-                raise _Implausible
-            return epoch
+            return _PLACEHOLDER if epoch is None else epoch
         try:
             moment = datetime.fromisoformat(text)
         except ValueError:
@@ -193,9 +192,7 @@ def _parse(value: object) -> datetime | None:
         if not math.isfinite(value):
             raise ValueError(f"{value!r} is not a time")
         epoch = _from_epoch(value, value)
-        if epoch is None:
-            raise _Implausible
-        return epoch
+        return _PLACEHOLDER if epoch is None else epoch
     raise ValueError(f"must be an ISO 8601 string or epoch number, got {value!r}")
 
 
@@ -259,12 +256,12 @@ def date_records(
     for index, value in enumerate(values):
         try:
             parsed = _parse(value[1]) if value is not None else None
-        except _Implausible:
-            parsed = None
-            ignored.append(index)
         except ValueError as exc:
             assert value is not None
             raise bad_time(index, value[0], f"{value[0]} {exc}") from None
+        if parsed == _PLACEHOLDER:
+            ignored.append(index)
+            parsed = None
         own.append(parsed)
     fill = _Filler(own, start_time, interval, now, where)
     filled = fill.run()
