@@ -47,6 +47,8 @@ __all__ = [
     "POST_RUN_ERROR",
     "COMPACTION_INSUFFICIENT",
     "WORKER_INPUT_TRUNCATED",
+    "OBSERVER_MESSAGE_SKIPPED",
+    "OBSERVER_OBSERVATIONS_REJECTED",
     "PROVIDER_TEXT_SANITIZED",
     "TRACE_EVENTS",
     "WARNING_EVENTS",
@@ -64,6 +66,10 @@ PROVIDER_TEXT_SANITIZED: Final = "prism:provider-text-sanitized"
 COMPACTION_INSUFFICIENT: Final = "observational-memory:compaction-insufficient"
 """A compaction left the next request at or above its gate's threshold."""
 WORKER_INPUT_TRUNCATED: Final = "om.worker.input_truncated"
+OBSERVER_MESSAGE_SKIPPED: Final = "om.observer.message_skipped"
+"""A message failed the observer alone, run after run: recorded as skipped, never observed."""
+OBSERVER_OBSERVATIONS_REJECTED: Final = "om.observer.observations_rejected"
+"""An observer run recorded nothing: every record_observations call it made was rejected."""
 # The runtime's own events, one constant each so emitters and listeners share the name.
 WORKER_FAILED: Final = "om.worker.failed"
 APPEND_MISMATCH: Final = "om.append.mismatch"
@@ -97,7 +103,14 @@ TRACE_EVENTS: Final = frozenset(
         PROVIDER_TEXT_SANITIZED,
     }
 )
-WARNING_EVENTS: Final = frozenset({COMPACTION_INSUFFICIENT, WORKER_INPUT_TRUNCATED})
+WARNING_EVENTS: Final = frozenset(
+    {
+        COMPACTION_INSUFFICIENT,
+        WORKER_INPUT_TRUNCATED,
+        OBSERVER_MESSAGE_SKIPPED,
+        OBSERVER_OBSERVATIONS_REJECTED,
+    }
+)
 DEBUG_EVENTS: Final = ERROR_EVENTS | WARNING_EVENTS | TRACE_EVENTS
 
 _log = logging.getLogger("prism_om")

@@ -185,6 +185,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="offline: deterministic extractive workers (default); openai: any "
         "OpenAI-compatible endpoint",
     )
+    observe.add_argument(
+        "--skip-failing",
+        action="store_true",
+        help="flush again while the observer keeps failing, so a chunk that always fails "
+        "is retried smaller and a lone message that still fails is skipped (with a warning)",
+    )
     observe.add_argument("--base-url", metavar="URL", help="endpoint for --provider openai")
     observe.add_argument("--model", metavar="NAME", help="model for --provider openai")
     observe.add_argument(

@@ -70,7 +70,7 @@ async def cmd_import(args: argparse.Namespace) -> None:
     dating = result.times.describe()
     if dating is not None:
         # Said even with --json (on stderr): dates the file did not give are never silent.
-        if result.times.fallback == "import-time":
+        if result.times.from_import_time:
             dating += "; pass --start-time ISO to give the first message's real time"
         err.print(f"prism-om: note: {dating}", soft_wrap=True)
     if args.json:
@@ -89,6 +89,11 @@ async def cmd_import(args: argparse.Namespace) -> None:
                     "interval": result.times.interval,
                     "first": result.times.first,
                     "last": result.times.last,
+                    "fromStart": result.times.from_start,
+                    "fromNeighbours": result.times.from_neighbours,
+                    "fromImportTime": result.times.from_import_time,
+                    "ignored": result.times.ignored,
+                    "startTimeUnused": result.times.start_time_unused,
                 },
             }
         )

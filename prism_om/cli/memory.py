@@ -91,6 +91,7 @@ def flush_json(result: FlushResult) -> dict[str, Any]:
     return {
         "status": result.status,
         "reason": result.reason,
+        "warnings": list(result.warnings),
         "error": result.error,
         "observationIds": list(result.observation_ids),
         "reflectionIds": list(result.reflection_ids),
@@ -104,6 +105,7 @@ def flush_json(result: FlushResult) -> dict[str, Any]:
                 "runs": o.runs,
                 "memoryIds": list(o.memory_ids),
                 "error": o.error,
+                "skippedIds": list(o.skipped_ids),
             }
             for o in result.outcomes
         ],
@@ -176,6 +178,10 @@ def nothing_recorded_reason(result: FlushResult) -> str:
     return "; ".join(dict.fromkeys(reasons)) or "no worker ran"
 
 
+_SKIP_FAILING_FLUSHES = 64
+"""Flushes ``observe --skip-failing`` adds at most: enough to halve a chunk to one message."""
+
+
 async def cmd_observe(args: argparse.Namespace) -> None:
     async with (
         open_cli_store(args.db, write=True) as store,
@@ -199,6 +205,15 @@ async def cmd_observe(args: argparse.Namespace) -> None:
         )
         with spinner:
             result = await runtime.flush(force=args.force)
+            # The runtime splits a chunk only after it failed several flushes in a row; one
+            # CLI call is one runtime, so --skip-failing gives it those flushes here.
+            for _ in range(_SKIP_FAILING_FLUSHES if args.skip_failing else 0):
+                observer = result.outcome("observer")
+                if observer is None or observer.status != "failed":
+                    break
+                result = await runtime.flush(force=args.force)
+        for warning in result.warnings:
+            error_console().print(f"prism-om: warning: {warning}", soft_wrap=True)
         if args.json:
             print_json(flush_json(result))
         else:

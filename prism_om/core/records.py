@@ -236,6 +236,9 @@ class ObservationsRecorded(WireModel):
     type: Literal["om.observations.recorded"] = OBSERVATIONS_RECORDED
     observations: list[ObservationPayload] = Field(default_factory=list)
     covers_up_to_id: EntryRef | None = None
+    skipped_entry_ids: list[EntryRef] | None = None
+    """Messages covered without being observed: each failed the observer alone, run after
+    run (absent on an ordinary run)."""
 
     @model_validator(mode="after")
     def _unique_ids(self) -> ObservationsRecorded:

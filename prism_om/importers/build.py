@@ -82,7 +82,7 @@ class EntryFactory:
         """The id of the record ``source_key`` in this import's session."""
         return derive_entry_id(self.session_id, source_key)
 
-    def date(self, values: Sequence[TimeValue | None]) -> None:
+    def date(self, values: Sequence[TimeValue | None], unit: str = "messages") -> None:
         """Date every record from its time value (by record index; None: it has none).
 
         A bad value raises ``ImportTimeError`` at its record, naming the field.
@@ -107,6 +107,7 @@ class EntryFactory:
             interval=self._options.interval,
             bad_time=bad_time,
             where=lambda index: self.source.where(records[index].pos),
+            unit=unit,
         )
         self._timestamps = dated.timestamps
         self.times = dated.report

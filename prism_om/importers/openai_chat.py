@@ -35,7 +35,7 @@ from ..entries import SessionEntry
 from .build import EntryFactory
 from .content import parse_arguments, placeholder_part, text_part
 from .source import Source
-from .times import TimeValue
+from .times import TimeValue, present_time
 
 __all__ = ["TIME_FIELDS", "parse_openai", "time_value"]
 
@@ -70,8 +70,8 @@ def parse_openai(source: Source, factory: EntryFactory) -> list[SessionEntry]:
 
 
 def time_value(data: dict[str, Any]) -> TimeValue | None:
-    """The record's first time field present, with its name."""
-    return next(((k, data[k]) for k in TIME_FIELDS if data.get(k) is not None), None)
+    """The record's first time field present (an empty string is absent), with its name."""
+    return next(((k, data[k]) for k in TIME_FIELDS if present_time(data.get(k))), None)
 
 
 def _payload(source: Source, pos: int, data: dict[str, Any], chain: _Chain) -> dict[str, Any]:

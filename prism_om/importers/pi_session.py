@@ -54,7 +54,7 @@ from ..entries import SessionEntry
 from .build import EntryFactory
 from .content import parse_arguments, placeholder_part, text_part
 from .source import Record, Source
-from .times import TimeValue
+from .times import TimeValue, present_time
 
 __all__ = ["PI_ENTRY_TYPES", "parse_pi", "pi_version"]
 
@@ -105,7 +105,8 @@ def parse_pi(source: Source, factory: EntryFactory) -> list[SessionEntry]:
     version = pi_version(source)
     records = source.records
     has_header = records[0].data.get("type") == "session"
-    factory.date([_time_value(record.data) for record in records])
+    # Headers and model changes are dated too: the note counts entries, not messages.
+    factory.date([_time_value(record.data) for record in records], unit="entries")
     root = _root(source, factory, records[0], has_header)
     entries = [root]
     tree = _Tree(root.id)
@@ -144,10 +145,10 @@ def _root(source: Source, factory: EntryFactory, first: Record, has_header: bool
 
 def _time_value(data: dict[str, Any]) -> TimeValue | None:
     """An entry's ``timestamp``, else its message's (pi keeps epoch milliseconds there)."""
-    if data.get("timestamp") is not None:
+    if present_time(data.get("timestamp")):
         return "timestamp", data["timestamp"]
     message = data.get("message")
-    if isinstance(message, dict) and message.get("timestamp") is not None:
+    if isinstance(message, dict) and present_time(message.get("timestamp")):
         return "message.timestamp", message["timestamp"]
     return None
 

@@ -40,12 +40,18 @@ class ObserverResult:
     truncated_ids: tuple[str, ...] = ()
     run: WorkerRun | None = None
     """The loop's account; None when no model call was needed."""
+    rejected: int = 0
+    """``record_observations`` calls the run refused (ids outside the chunk, bad fields)."""
+    skipped_entry_ids: tuple[str, ...] = ()
+    """Messages covered without a run: each failed the observer alone, time after time."""
 
     def record(self) -> dict[str, Any]:
         """The ``om.observations.recorded`` payload of this run."""
         return ObservationsRecorded(
-            observations=list(self.observations), covers_up_to_id=self.covers_up_to_id
-        ).model_dump(by_alias=True, mode="json")
+            observations=list(self.observations),
+            covers_up_to_id=self.covers_up_to_id,
+            skipped_entry_ids=list(self.skipped_entry_ids) or None,
+        ).model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
 def pending_message_tokens(
@@ -64,11 +70,14 @@ async def observe(
     withheld: frozenset[str] = frozenset(),
     max_message_tokens: int | None = None,
     estimator: TokenEstimator | None = None,
+    shown: list[str] | None = None,
 ) -> ObserverResult:
     """Observe the longest prefix of ``entries`` that fits one prompt (and, with
     ``max_message_tokens``, holds at most that many message tokens: one chunk).
 
-    Messages whose id is in ``withheld`` (revoked) are covered but never shown.
+    Messages whose id is in ``withheld`` (revoked) are covered but never shown. ``shown``
+    receives the ids of the messages put in the prompt before the model is called, so a
+    caller knows them even when the run fails.
     """
     system = system_text(OBSERVER_INSTRUCTIONS, call.instructions)
     budget = call.input_budget(system, observer_prompt("", truncated=True))
@@ -83,6 +92,8 @@ async def observe(
     remaining = len(entries) - len(batch.scanned)
     if not batch.sources:
         return ObserverResult((), batch.covers_up_to_id, (), len(batch.scanned), remaining)
+    if shown is not None:
+        shown.extend(e.id for e in batch.sources)
     recorder = ObservationRecorder(batch.sources, taken_ids=taken_ids)
     run = await run_worker(
         provider=call.provider,
@@ -102,6 +113,7 @@ async def observe(
         remaining=remaining,
         truncated_ids=batch.truncated,
         run=run,
+        rejected=recorder.rejected,
     )
 
 

@@ -53,6 +53,23 @@ than refused, because a refusal would stick coverage on it forever. The cut is n
 silent: the worker's outcome lists it in ``truncated_ids``, the flush in ``warnings``, the
 runtime in ``last_warning``, and an ``om.worker.input_truncated`` event names the ids.
 
+A chunk that always fails (a content filter that refuses one message, say) must not block
+every later chunk forever. The runtime counts consecutive failures of the chunk that starts
+at the same unscanned entry: after ``CHUNK_FAILURES_BEFORE_SPLIT`` of them, each further
+try there is half the message tokens of the one before, and the chunks after a smaller one
+that succeeded keep the small size until one succeeds at full size again. Once the failing
+chunk is a single message and still fails, that message is recorded as skipped: an
+``om.observations.recorded`` record with no observations, ``coversUpToId`` and
+``skippedEntryIds`` naming it, an ``om.observer.message_skipped`` warning event naming the
+entry id, the outcome's ``skipped_ids`` and the flush's ``warnings``; the flush then goes
+on with the next chunk. The count lives in the runtime (a long-lived host's, or one process
+calling ``flush`` again); a single failure still loses only its own chunk.
+
+A run whose every ``record_observations`` call was rejected (ids outside the chunk, bad
+fields) still covers its chunk, as a model that saw nothing to record does, but it is not
+silent: the outcome's ``rejected`` counts the refused calls, the flush's ``warnings`` says
+so, and an ``om.observer.observations_rejected`` warning event names the coverage.
+
 Building a runtime reads no store, resolves no credential and calls no provider.
 """
 
@@ -81,6 +98,8 @@ from ..debug import (
     FLUSH_SKIPPED,
     FLUSH_START,
     MEMORY_APPENDED,
+    OBSERVER_MESSAGE_SKIPPED,
+    OBSERVER_OBSERVATIONS_REJECTED,
     PROVIDER_TEXT_SANITIZED,
     SCOPE_BOUND_EVENT,
     WORKER_COMPLETED,
@@ -113,7 +132,7 @@ from .consolidator import consolidate_reflections, reflection_tokens
 from .dropper import drop_with_model
 from .loop import RequestSettings, WorkerRunError
 from .model import Model, coerce_model
-from .observer import observe, pending_message_tokens
+from .observer import ObserverResult, observe, pending_message_tokens
 from .reflector import reflect
 
 __all__ = [
@@ -185,6 +204,10 @@ class WorkerOutcome:
     """Inputs too large for one prompt, shown cut with a marker rather than refused (a
     refusal would stick coverage on them forever): message entry ids for the observer,
     observation ids for the reflector."""
+    skipped_ids: tuple[str, ...] = ()
+    """Observer: messages that failed alone run after run, covered without being observed."""
+    rejected: int = 0
+    """Observer: ``record_observations`` calls refused in runs that recorded nothing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,6 +295,7 @@ class ObservationalMemoryRuntime:
         self._in_flight = False
         self._last_error: str | None = None
         self._last_warning: str | None = None
+        self._stuck: _StuckChunk | None = None
 
     @property
     def in_flight(self) -> bool:
@@ -337,7 +361,7 @@ class ObservationalMemoryRuntime:
             self._last_error = failures[-1].error
         else:
             self._last_error = None
-        warnings = tuple(self._truncation_warning(o) for o in progress.outcomes if o.truncated_ids)
+        warnings = tuple(w for o in progress.outcomes for w in self._warnings(o))
         self._last_warning = warnings[-1] if warnings else None
         result = FlushResult(
             "failed" if failures else "completed",
@@ -360,6 +384,23 @@ class ObservationalMemoryRuntime:
             },
         )
         return result
+
+    def _warnings(self, outcome: WorkerOutcome) -> list[str]:
+        found = [self._truncation_warning(outcome)] if outcome.truncated_ids else []
+        if outcome.skipped_ids:
+            found.append(
+                self._error(
+                    f"observer: {len(outcome.skipped_ids)} message(s) failed alone "
+                    f"{CHUNK_FAILURES_BEFORE_SPLIT} times or more and were skipped, never "
+                    f"observed: {', '.join(outcome.skipped_ids)}"
+                )
+            )
+        if outcome.rejected:
+            found.append(
+                f"observer: {outcome.rejected} record_observations call(s) were rejected in "
+                "runs that recorded nothing; their chunks are covered without observations"
+            )
+        return found
 
     def _truncation_warning(self, outcome: WorkerOutcome) -> str:
         what = "message" if outcome.worker == "observer" else "observation"
@@ -427,33 +468,43 @@ class ObservationalMemoryRuntime:
         ids: list[str] = []
         entry_ids: list[str] = []
         truncated: list[str] = []
-        runs = turns = calls = 0
+        skipped: list[str] = []
+        runs = turns = calls = rejected = 0
         while entries:
+            start = entries[0].id
+            limit = self._chunk_tokens(start)
+            shown: list[str] = []
             try:
                 result = await observe(
                     ready.call,
                     entries,
                     taken_ids=taken,
                     withheld=invalid,
-                    max_message_tokens=self.settings.observation.message_tokens,
+                    max_message_tokens=limit,
                     estimator=self._estimator(),
+                    shown=shown,
                 )
             except WorkerRunError as exc:
-                return self._record(
-                    progress,
-                    WorkerOutcome(
-                        "observer",
-                        "failed",
-                        exc.reason,
-                        tuple(entry_ids),
-                        tuple(ids),
-                        runs,
-                        turns,
-                        calls,
-                        self._error(exc.message),
-                        tuple(truncated),
-                    ),
-                )
+                skip = self._chunk_failed(start, limit, shown)
+                if skip is None:
+                    return self._record(
+                        progress,
+                        WorkerOutcome(
+                            "observer",
+                            "failed",
+                            exc.reason,
+                            tuple(entry_ids),
+                            tuple(ids),
+                            runs,
+                            turns,
+                            calls,
+                            self._error(exc.message),
+                            tuple(truncated),
+                            tuple(skipped),
+                            rejected,
+                        ),
+                    )
+                result = _skipped(entries, skip)
             truncated.extend(result.truncated_ids)
             if result.covers_up_to_id is None:
                 break
@@ -464,6 +515,21 @@ class ObservationalMemoryRuntime:
                     break
                 return self._record(
                     progress, WorkerOutcome("observer", "skipped", "stale_coverage")
+                )
+            following = entries[result.scanned].id if result.scanned < len(entries) else None
+            if result.run is None:
+                skipped.append(result.covers_up_to_id)
+                self._emit(
+                    OBSERVER_MESSAGE_SKIPPED,
+                    {"entryId": result.covers_up_to_id, "recordId": entry.id},
+                )
+            else:
+                self._chunk_done(start, limit, following)
+            if result.rejected and not result.observations:
+                rejected += result.rejected
+                self._emit(
+                    OBSERVER_OBSERVATIONS_REJECTED,
+                    {"coversUpToId": result.covers_up_to_id, "rejected": result.rejected},
                 )
             head = entry.id
             entry_ids.append(entry.id)
@@ -489,8 +555,50 @@ class ObservationalMemoryRuntime:
                 turns,
                 calls,
                 truncated_ids=tuple(truncated),
+                skipped_ids=tuple(skipped),
+                rejected=rejected,
             ),
         )
+
+    def _chunk_tokens(self, start: str) -> int:
+        """The message tokens of the chunk starting at ``start``: smaller once it has failed
+        ``CHUNK_FAILURES_BEFORE_SPLIT`` times in a row."""
+        stuck = self._stuck
+        if (
+            stuck is not None
+            and stuck.start_id == start
+            and stuck.failures >= (CHUNK_FAILURES_BEFORE_SPLIT)
+        ):
+            return stuck.tokens
+        return self.settings.observation.message_tokens
+
+    def _chunk_failed(self, start: str, tokens: int, shown: Sequence[str]) -> str | None:
+        """Count a failure of the chunk at ``start``; the id of its one message when that
+        message is to be skipped, else None (the flush fails; the next one retries)."""
+        stuck = self._stuck
+        if stuck is None or stuck.start_id != start:
+            stuck = _StuckChunk(start, 0, tokens)
+        stuck.failures += 1
+        self._stuck = stuck
+        if stuck.failures >= CHUNK_FAILURES_BEFORE_SPLIT:
+            if len(shown) == 1:
+                self._stuck = None
+                return shown[0]
+            stuck.tokens = max(1, tokens // 2)
+        return None
+
+    def _chunk_done(self, start: str, tokens: int, following: str | None) -> None:
+        """A chunk at ``start`` was recorded: a smaller one hands its size on (doubled) to
+        the next chunk, which one more failure halves again; a full one clears the count."""
+        stuck = self._stuck
+        if stuck is None or stuck.start_id != start:
+            return
+        doubled = tokens * 2
+        full = self.settings.observation.message_tokens
+        if following is None or doubled >= full or stuck.failures < CHUNK_FAILURES_BEFORE_SPLIT:
+            self._stuck = None
+            return
+        self._stuck = _StuckChunk(following, CHUNK_FAILURES_BEFORE_SPLIT, doubled)
 
     async def _reflect(
         self,
@@ -845,6 +953,28 @@ class ObservationalMemoryRuntime:
 
     def _record_error(self, text: str) -> None:
         self._last_error = self._error(text)
+
+
+CHUNK_FAILURES_BEFORE_SPLIT: Final = 3
+"""Consecutive failures of the observer chunk at one point before it is retried smaller."""
+
+
+@dataclass(slots=True)
+class _StuckChunk:
+    """The observer chunk that failed last: where it starts, how often in a row, and the
+    message tokens of the next try there."""
+
+    start_id: str
+    failures: int
+    tokens: int
+
+
+def _skipped(entries: Sequence[SessionEntry], message_id: str) -> ObserverResult:
+    """A run that covers up to ``message_id`` without observing it (it failed alone)."""
+    scanned = next(i for i, e in enumerate(entries) if e.id == message_id) + 1
+    return ObserverResult(
+        (), message_id, (), scanned, len(entries) - scanned, skipped_entry_ids=(message_id,)
+    )
 
 
 def _has_message(entries: Sequence[SessionEntry], invalid: frozenset[str]) -> bool:

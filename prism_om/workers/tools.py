@@ -187,10 +187,19 @@ class ObservationRecorder:
     ) -> None:
         self.sources = {entry.id: entry for entry in sources}
         self.observations: list[Observation] = []
+        self.rejected = 0
+        """``record_observations`` calls refused (bad ids, fields): nothing of them kept."""
         self._taken = set(taken_ids or ())
         self._mint = mint
 
     def handle(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self._handle(arguments)
+        except ToolInputError:
+            self.rejected += 1
+            raise
+
+    def _handle(self, arguments: dict[str, Any]) -> dict[str, Any]:
         batch: list[Observation] = []
         items = _items(arguments, "observations")
         for index, item in enumerate(items):

@@ -132,22 +132,31 @@ def select_observer_batch(
     sources: list[SessionEntry] = []
     blocks: list[str] = []
     truncated: list[str] = []
+    # Tool call id -> where its assistant message sits (sources, scanned): a result is
+    # never split from its call, which alone names the tool and its arguments.
+    calls: dict[str, tuple[int, int]] = {}
     used = tokens = 0
     est = estimator or get_estimator() if max_tokens is not None else None
     for entry in entries:
         if entry.id in withheld or not is_eligible_observation_source_entry(entry):
             scanned.append(entry)
             continue
+        call_id = entry.message.tool_call_id if entry.message is not None else None
+        caller = calls.get(call_id) if call_id is not None else None
         if est is not None and max_tokens is not None:
             # The same count that gates observation.message_tokens, so a bulk import is
             # observed in the chunks a live session of it would have been.
             tokens += est.count_entry(entry)
-            if sources and tokens > max_tokens:
+            # A call that opened this chunk keeps its results past the token cap (the pair
+            # goes alone); a later one moves to the next chunk with them.
+            if sources and tokens > max_tokens and (caller is None or caller[0] > 0):
+                _cut_before(caller, scanned, sources, blocks)
                 break
         block = serialize_entry(entry, redactor)
         size = utf8_len(block)
         if used + size > budget:
             if sources:
+                _cut_before(caller, scanned, sources, blocks)
                 break
             block = serialize_entry(entry, redactor, max_bytes=budget)
             size = utf8_len(block)
@@ -161,7 +170,22 @@ def select_observer_batch(
         sources.append(entry)
         blocks.append(block)
         used += size
+        for call in (entry.message.tool_calls if entry.message is not None else None) or ():
+            calls[call.id] = (len(sources) - 1, len(scanned) - 1)
     return ObserverBatch(tuple(scanned), tuple(sources), "".join(blocks), tuple(truncated))
+
+
+def _cut_before(
+    caller: tuple[int, int] | None,
+    scanned: list[SessionEntry],
+    sources: list[SessionEntry],
+    blocks: list[str],
+) -> None:
+    """End the chunk before the assistant message whose tool call the next entry answers,
+    unless that message opened the chunk (a pair larger than the cap goes alone)."""
+    if caller is None or caller[0] == 0:
+        return
+    del sources[caller[0] :], blocks[caller[0] :], scanned[caller[1] :]
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,9 +80,14 @@ async def test_start_time_and_interval_and_json(tmp_path: Path) -> None:
         "interval": 120.0,
         "first": "2023-07-20T20:56:00.000Z",
         "last": "2023-07-20T21:00:00.000Z",
+        "fromStart": 3,
+        "fromNeighbours": 0,
+        "fromImportTime": 0,
+        "ignored": 0,
+        "startTimeUnused": False,
     }
     # The note goes to stderr even with --json; stdout stays one JSON document.
-    assert "dated from the start time, 120 s apart" in done.stderr
+    assert "3 dated from the start time; 120 s apart" in done.stderr
     assert await _timestamps(tmp_path / "s.db") == [
         "2023-07-20T20:56:00.000Z",
         "2023-07-20T20:58:00.000Z",

@@ -83,7 +83,7 @@ def test_start_time_and_interval_date_a_file_without_times(tmp_path: Path) -> No
     ]
     assert plan.times.fallback == "start-time"
     described = plan.times.describe()
-    assert described is not None and "from the start time, 90 s apart" in described
+    assert described is not None and "4 dated from the start time; 90 s apart" in described
     # A datetime with its own offset is honoured (rewritten as UTC).
     aware = datetime.fromisoformat("2023-07-21T00:56:00+02:00")
     assert stamps(path, start_time=aware)[0] == "2023-07-20T22:56:00.000Z"
@@ -111,8 +111,8 @@ def test_every_usual_field_and_format_is_read(tmp_path: Path) -> None:
         m6={"time": "2023-07-20 21:02:00"},  # naive ISO: UTC
     )
     assert stamps(write_jsonl(tmp_path, "fields.jsonl", records)) == [
-        "2023-07-20T20:56:00Z",
-        "2023-07-20T20:57:00+02:00",
+        "2023-07-20T20:56:00.000Z",
+        "2023-07-20T18:57:00.000Z",  # every time is stored as UTC
         "2023-07-20T20:58:00.000Z",
         "2023-07-20T20:59:00.123Z",
         "2023-07-20T21:00:00.000Z",
@@ -123,7 +123,7 @@ def test_every_usual_field_and_format_is_read(tmp_path: Path) -> None:
 
 def test_the_first_field_present_wins(tmp_path: Path) -> None:
     records = chat(1, m0={"created": 0, "timestamp": "2024-01-01T00:00:00Z", "time": "bad"})
-    assert stamps(write_jsonl(tmp_path, "order.jsonl", records)) == ["2024-01-01T00:00:00Z"]
+    assert stamps(write_jsonl(tmp_path, "order.jsonl", records)) == ["2024-01-01T00:00:00.000Z"]
 
 
 # -- some times, some not ----------------------------------------------------------------
@@ -139,10 +139,10 @@ def test_gaps_fill_forward_and_leading_records_count_back(tmp_path: Path) -> Non
     assert [e.timestamp for e in plan.entries] == [
         "2024-03-01T09:59:58.000Z",  # before the first own time: count back from it
         "2024-03-01T09:59:59.000Z",
-        "2024-03-01T10:00:00Z",
+        "2024-03-01T10:00:00.000Z",
         "2024-03-01T10:00:00.333Z",  # the step shrinks so the gap never passes 10:00:01
         "2024-03-01T10:00:00.666Z",
-        "2024-03-01T10:00:01Z",
+        "2024-03-01T10:00:01.000Z",
         "2024-03-01T10:00:02.000Z",  # after the last own time: plus one interval each
         "2024-03-01T10:00:03.000Z",
     ]
@@ -150,7 +150,7 @@ def test_gaps_fill_forward_and_leading_records_count_back(tmp_path: Path) -> Non
     assert times == sorted(times)
     assert (plan.times.own, plan.times.filled, plan.times.fallback) == (2, 6, "neighbours")
     described = plan.times.describe()
-    assert described is not None and "nearest dated message" in described
+    assert described is not None and "6 from the nearest dated one before them" in described
 
 
 def test_start_time_dates_the_records_before_the_first_own_time(tmp_path: Path) -> None:
@@ -159,7 +159,7 @@ def test_start_time_dates_the_records_before_the_first_own_time(tmp_path: Path) 
     assert stamps(path, start_time="2024-03-01T09:00:00Z", interval=60) == [
         "2024-03-01T09:00:00.000Z",
         "2024-03-01T09:01:00.000Z",
-        "2024-03-01T10:00:00Z",
+        "2024-03-01T10:00:00.000Z",
     ]
     assert parse_conversation(path, start_time="2024-03-01T09:00:00Z").times.fallback == (
         "start-time"

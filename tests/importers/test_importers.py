@@ -166,10 +166,10 @@ def test_openai_array_keeps_system_images_and_times() -> None:
     assert picture.message is not None
     parts = picture.to_wire()["message"]["content"]
     assert parts[1] == {"type": "image", "url": "https://example.com/eiffel.png"}
-    # created_at epoch seconds become ISO UTC; an ISO time is kept as written; a message
+    # created_at epoch seconds become ISO UTC, and so does an ISO time; a message
     # without a time takes the previous one plus the interval (1 s).
     assert system.timestamp == "2024-05-29T16:26:40.000Z"
-    assert picture.timestamp == "2024-06-01T10:00:05Z"
+    assert picture.timestamp == "2024-06-01T10:00:05.000Z"
     assert answer.timestamp == "2024-06-01T10:00:06.000Z"
 
 
@@ -219,7 +219,7 @@ def test_openai_time_fields(tmp_path: Path) -> None:
     naive, millis, aware = parse_conversation(path).entries
     assert naive.timestamp == "2024-01-02T03:04:05.000Z"
     assert millis.timestamp == "2024-12-03T14:02:47.890Z"
-    assert aware.timestamp == "2024-01-02T03:04:05+02:00"
+    assert aware.timestamp == "2024-01-02T01:04:05.000Z"
 
 
 def test_fine_tuning_layout_with_one_conversation(tmp_path: Path) -> None:
