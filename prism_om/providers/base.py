@@ -87,7 +87,8 @@ class ProviderError(PrismMemoryError):
     """A model call failed: an HTTP error status, a broken protocol, a timeout.
 
     The message is redacted of the given secrets and bounded to
-    ``MAX_PROVIDER_ERROR_BYTES``; ``status`` is the HTTP status when there was one.
+    ``MAX_PROVIDER_ERROR_BYTES``; ``status`` is the HTTP status when there was one;
+    ``transient`` says whether retrying the same request later may succeed.
     """
 
     def __init__(
@@ -97,12 +98,21 @@ class ProviderError(PrismMemoryError):
         status: int | None = None,
         provider_id: str | None = None,
         secrets: Iterable[str | None] = (),
+        transient: bool | None = None,
     ) -> None:
         text = bound_error_text(message, secrets)
         super().__init__(text)
         self.message = text
         self.status = status
         self.provider_id = provider_id
+        # Transient: the same request may well succeed later (a timeout, a dropped
+        # connection, 408, 429, 5xx). The observer never splits or skips a chunk for a
+        # transient failure, so an outage cannot cost a message its observation.
+        self.transient = (
+            transient
+            if transient is not None
+            else status is not None and (status in (408, 429) or status >= 500)
+        )
 
 
 _CACHE_KEY_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")

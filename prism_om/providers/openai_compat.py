@@ -229,20 +229,29 @@ class OpenAICompatibleProvider:
                 f"timed out after {self.timeout:g}s waiting for POST {self._display_url} "
                 f"({type(exc).__name__})",
                 secrets,
+                transient=True,
             ) from None
         except httpx.HTTPError as exc:
             raise self._error(
-                f"POST {self._display_url} failed: {type(exc).__name__}: {exc}", secrets
+                f"POST {self._display_url} failed: {type(exc).__name__}: {exc}",
+                secrets,
+                transient=True,
             ) from None
 
     def _error(
-        self, message: str, secrets: list[str | None], *, status: int | None = None
+        self,
+        message: str,
+        secrets: list[str | None],
+        *,
+        status: int | None = None,
+        transient: bool | None = None,
     ) -> ProviderError:
         return ProviderError(
             f"{self.provider_id}: {message}",
             status=status,
             provider_id=self.provider_id,
             secrets=secrets,
+            transient=transient,
         )
 
     async def _read_stream(

@@ -123,7 +123,13 @@ from ..observational_memory.settings import (
     reject_removed_settings,
     resolve_observational_memory_settings,
 )
-from ..providers.base import CredentialResolver, Provider, bound_error_text, sanitize_cache_key
+from ..providers.base import (
+    CredentialResolver,
+    Provider,
+    ProviderError,
+    bound_error_text,
+    sanitize_cache_key,
+)
 from ..session import Session, stored_on_branch
 from ..stores.base import ANY_MEMORY_HEAD, AnyMemoryHead, check_memory_head
 from ..tokens import TokenEstimator, get_estimator
@@ -485,7 +491,9 @@ class ObservationalMemoryRuntime:
                     shown=shown,
                 )
             except WorkerRunError as exc:
-                skip = self._chunk_failed(start, limit, shown)
+                # A transient failure (an outage) fails the flush without counting towards
+                # the split: only a failure that repeats for this content splits or skips.
+                skip = None if _transient(exc) else self._chunk_failed(start, limit, shown)
                 if skip is None:
                     return self._record(
                         progress,
@@ -967,6 +975,16 @@ class _StuckChunk:
     start_id: str
     failures: int
     tokens: int
+
+
+def _transient(exc: BaseException) -> bool:
+    """Whether a provider failure behind ``exc`` may pass if the same request is retried."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ProviderError):
+            return seen.transient
+        seen = seen.__cause__
+    return False
 
 
 def _skipped(entries: Sequence[SessionEntry], message_id: str) -> ObserverResult:

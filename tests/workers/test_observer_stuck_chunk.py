@@ -156,3 +156,46 @@ async def test_a_run_whose_observations_were_all_rejected_says_so(store: Session
     assert any("rejected" in w for w in result.warnings)
     rejected = [d for e, d in events if e == OBSERVER_OBSERVATIONS_REJECTED]
     assert rejected and rejected[0]["coversUpToId"] == ids[-1]
+
+
+async def test_an_outage_never_splits_or_skips_however_long_it_lasts(store: SessionStore) -> None:
+    # A provider that answers 503 (or times out) for the chunk with the poisoned message,
+    # many flushes in a row: an outage, not a refusal of this content. Skipping there would
+    # cost a readable message its observation, so every flush fails and nothing is skipped.
+    session, _ = await chat(store, 40, poison={13})
+    observer = Observer()
+    outage = [
+        ProviderError("HTTP 503 from POST /v1/chat/completions", status=503),
+        ProviderError("timed out after 30s", transient=True),
+    ]
+
+    def unavailable(request: ProviderRequest) -> list[Any]:
+        answer = observer(request)
+        if answer and isinstance(answer[0], ProviderError):
+            return [outage[len(observer.failed) % 2]]
+        return answer
+
+    events: list[tuple[str, dict[str, Any]]] = []
+    memory = create_observational_memory_runtime(
+        session=session,
+        append_entry=session.append,
+        observation={
+            "provider": ScriptedProvider([unavailable] * 500),
+            "model": "m",
+            "message_tokens": 200,
+        },
+        debug=lambda event, data: events.append((event, data)),
+    )
+    flushes = [await memory.flush(force=True) for _ in range(4 * CHUNK_FAILURES_BEFORE_SPLIT)]
+    assert {f.status for f in flushes[1:]} == {"failed"}
+    assert not [r for r in await records(session) if r.get("skippedEntryIds")]
+    assert OBSERVER_MESSAGE_SKIPPED not in [e for e, _ in events]
+    # Every failing chunk was tried at full size: the same messages each time.
+    assert len({tuple(f) for f in observer.failed}) == 1
+
+
+def test_which_provider_errors_are_transient() -> None:
+    assert ProviderError("x", status=503).transient and ProviderError("x", status=429).transient
+    assert ProviderError("x", status=408).transient
+    assert not ProviderError("x", status=400).transient  # a refusal of this content
+    assert not ProviderError("x").transient and ProviderError("x", transient=True).transient
