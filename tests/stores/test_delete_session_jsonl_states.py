@@ -7,15 +7,18 @@ erased without a repair first; a deleter killed after zeroing leaves no half-ses
 
 from __future__ import annotations
 
+import random
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from prism_om.entries import SessionEntry
 from prism_om.errors import SessionNotFoundError
 from prism_om.session import Session
 from prism_om.stores.jsonl import JsonlStore
+from prism_om.testing.om_factories import BranchBuilder
 
 OLD = "the erased words, lorem ipsum dolor"
 
@@ -104,6 +107,7 @@ async def test_a_session_whose_file_is_a_link_loses_the_link_not_its_target(
 _KILLED_AFTER_ZEROING = """
 import asyncio, os, sys
 from prism_om.stores.jsonl import JsonlStore
+from prism_om.testing.om_factories import BranchBuilder
 os.unlink = lambda *a, **k: os._exit(9)
 async def main():
     store = await JsonlStore.open(sys.argv[1])
@@ -130,3 +134,36 @@ async def test_a_delete_killed_after_zeroing_reads_as_gone_and_is_finished(
         assert not (tmp_path / "s1.jsonl").exists()
         assert not (tmp_path / "s1.leaf.json").exists()
         assert [c for c in await store.check() if c.problem] == []
+
+
+async def test_an_open_reader_forgets_cached_memory_of_a_reimported_session(
+    tmp_path: Path,
+) -> None:
+    builder = BranchBuilder(session_id="s1", rng=random.Random(5), secrets=["billing"])
+    for n in range(12):
+        builder.message("user" if n % 2 == 0 else "assistant", f"billing note {n}")
+        if n % 4 == 3:
+            builder.observe(2, text="the user talked about billing")
+    async with await JsonlStore.open(tmp_path, fsync=False) as writer:
+        await writer.append_many(builder.entries)
+    reader = await JsonlStore.open(tmp_path)
+    try:
+        before = await reader.live_ledger("s1")
+        assert before.observations and all(
+            "billing" in o.observation.text for o in before.observations
+        )
+        async with await JsonlStore.open(tmp_path, fsync=False) as writer:
+            entries = await writer.list("s1")
+            await writer.delete_session("s1")
+            scrubbed = [
+                SessionEntry.model_validate_json(
+                    e.model_dump_json(by_alias=True).replace("billing", "SCRUBBED")
+                )
+                for e in entries
+            ]
+            await writer.append_many(scrubbed)
+        after = await reader.live_ledger("s1")
+        assert [o.id for o in after.observations] == [o.id for o in before.observations]
+        assert all("billing" not in o.observation.text for o in after.observations)
+    finally:
+        await reader.close()
