@@ -93,6 +93,10 @@ def _handler(name: str) -> Handler:
     return run
 
 
+# Piped output is not wrapped, whatever COLUMNS an environment exports (see output.py).
+WIDTH_HELP = "wrap text output at N columns (default: the terminal's; unwrapped when piped)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="prism-om",
@@ -102,11 +106,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     parser.add_argument("--version", action="version", version=f"prism-om {_version()}")
+    parser.add_argument("--width", type=count_argument(20, 100_000), metavar="N", help=WIDTH_HELP)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     common = _Parser(add_help=False)
     common.add_argument(
         "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
+    common.add_argument(
+        "--width",
+        type=count_argument(20, 100_000),
+        default=argparse.SUPPRESS,
+        metavar="N",
+        help=WIDTH_HELP,
     )
     store = _Parser(add_help=False)
     store.add_argument(
@@ -402,6 +414,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``prism-om`` console script; returns the exit code."""
     args = build_parser().parse_args(argv)
     handler: Handler = args.handler
+    from .output import set_width
+
+    set_width(getattr(args, "width", None))  # per call: main may run many times in a process
     try:
         asyncio.run(handler(args))
     except KeyboardInterrupt:

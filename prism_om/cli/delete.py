@@ -7,21 +7,50 @@ terminal and refuses when stdin is not one, so a pipe never deletes by accident.
 
 A tombstone session (``tombstones.<scope>``) is refused: it records revocations, and
 erasing it would let revoked memory back into every read.
+
+A damaged JSONL session is erased too, without ``check --repair`` first. The text may
+survive outside the store, and the command says where it knows of: backups that
+``check --repair`` made under their default names (``<store>.backup-<time>``; a JSONL one
+that holds the session's file, every SQLite one, as each is a copy of the whole file),
+which it leaves for the user to remove; and, on SQLite, WAL frames a reader in another
+process kept the checkpoint from copying back (``"walFramesPending"`` in ``--json``).
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
+import os
 import sys
 
+from ..errors import CorruptStoreError
 from ..observational_memory.revocation import TOMBSTONE_SESSION_PREFIX
+from ..stores import parse_store_url
 from .common import CliUsageError, open_cli_store, require_session
 from .output import console, error_console, print_json
 
 __all__ = ["cmd_delete"]
 
 
-def _confirmed(session_id: str, entries: int, url: str) -> bool:
+def _backups_holding(url: str, session_id: str) -> list[str]:
+    """Default-named ``check --repair`` backups that may hold the session's text."""
+    scheme, path = parse_store_url(url)
+    if scheme not in ("jsonl", "sqlite") or not path:
+        return []
+    found = []
+    for backup in sorted(
+        glob.glob(glob.escape(os.path.abspath(path).rstrip(os.sep)) + ".backup-*")
+    ):
+        if scheme == "jsonl":
+            names = (session_id + ".jsonl", session_id + ".leaf.json")
+            if any(os.path.lexists(os.path.join(backup, n)) for n in names):
+                found.append(os.path.join(backup, session_id + ".jsonl"))
+        elif not backup.endswith(("-wal", "-shm", "-journal")):
+            found.append(backup)
+    return found
+
+
+def _confirmed(session_id: str, entries: int | None, url: str) -> bool:
     if not sys.stdin.isatty():
         raise CliUsageError(
             f"refusing to delete session {session_id!r} from {url} without --yes: stdin is "
@@ -29,9 +58,9 @@ def _confirmed(session_id: str, entries: int, url: str) -> bool:
             session_id=session_id,
             url=url,
         )
+    size = "damaged" if entries is None else f"{entries:,} entries"
     error_console().print(
-        f"delete session {session_id!r} ({entries:,} entries) from {url}? "
-        "This cannot be undone. [y/N] ",
+        f"delete session {session_id!r} ({size}) from {url}? This cannot be undone. [y/N] ",
         end="",
     )
     answer = sys.stdin.readline().strip().lower()
@@ -40,21 +69,51 @@ def _confirmed(session_id: str, entries: int, url: str) -> bool:
 
 async def cmd_delete(args: argparse.Namespace) -> None:
     session_id: str = args.session_id
-    if session_id.startswith(TOMBSTONE_SESSION_PREFIX):
-        raise CliUsageError(
-            f"session {session_id!r} holds revocation tombstones; deleting it would make "
-            "revoked memory readable again, so 'delete' refuses it",
-            session_id=session_id,
-        )
     async with open_cli_store(args.db, write=True) as store:
-        await require_session(store, session_id)
-        entries = len(await store.list(session_id))
+        entries: int | None = None
+        try:
+            await require_session(store, session_id)
+            entries = len(await store.list(session_id))
+        except CorruptStoreError:
+            pass  # damaged (JSONL): still the user's to erase, with no repair first
+        if session_id.startswith(TOMBSTONE_SESSION_PREFIX):
+            raise CliUsageError(
+                f"session {session_id!r} holds revocation tombstones; deleting it would "
+                "make revoked memory readable again, so 'delete' refuses it",
+                session_id=session_id,
+            )
         if not args.yes and not _confirmed(session_id, entries, store.url):
             error_console().print("prism-om: nothing deleted")
             return
         deleted = await store.delete_session(session_id)
         url = store.url
+        pending = int(getattr(store, "wal_frames_pending", 0))
+    backups = _backups_holding(url, session_id)
     if args.json:
-        print_json({"session": session_id, "deletedEntries": deleted, "url": url})
+        print_json(
+            {
+                "session": session_id,
+                "deletedEntries": deleted,
+                "url": url,
+                "walFramesPending": pending,
+                "backups": backups,
+            }
+        )
+        return
+    out = console()
+    if pending:
+        out.print(
+            f"deleted session {session_id} ({deleted:,} entries) from {url}, but another "
+            f"process reading the database kept {pending:,} WAL frames from being copied "
+            "back: the erased text stays in the file's bytes until the next checkpoint "
+            "(close the other processes using this database; the last to close runs it)",
+            markup=False,
+        )
     else:
-        console().print(f"deleted session {session_id} ({deleted:,} entries) from {url}")
+        out.print(f"deleted session {session_id} ({deleted:,} entries) from {url}", markup=False)
+    for backup in backups:
+        out.print(
+            f"a backup made by 'check --repair' may still hold its text: {backup} "
+            "(remove it by hand if it must go too)",
+            markup=False,
+        )

@@ -4,16 +4,20 @@ stdio by default, the transport desktop clients start a server with. ``--http PO
 serves streamable HTTP on 127.0.0.1 only, and checks every request's ``Host`` and
 ``Origin`` against that address and port: a web page in the user's browser that rebinds
 its own domain name to 127.0.0.1 still sends its own name as ``Host`` (and its origin as
-``Origin``), and is refused, so it cannot read the memory through the browser.
+``Origin``), and is refused, so it cannot read the memory through the browser. The port
+is bound before anything is announced: a port another program holds is one
+``prism-om: error:`` line and exit code 1, with no "MCP over HTTP at" line first.
 """
 
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 from typing import TYPE_CHECKING
 
 from ..core.limits import MAX_SAFE_INTEGER
+from ..errors import PrismMemoryError
 from .common import count_argument, open_cli_store
 from .redaction import cli_redactor
 
@@ -30,7 +34,8 @@ def add_mcp_arguments(parser: argparse.ArgumentParser) -> None:
         "--http",
         type=count_argument(1, 65535),
         metavar="PORT",
-        help=f"serve streamable HTTP on {HTTP_HOST}:PORT/mcp instead of stdio",
+        help=f"serve streamable HTTP on {HTTP_HOST}:PORT/mcp instead of stdio (a port "
+        "in use: exit code 1)",
     )
     parser.add_argument(
         "--allow-write",
@@ -81,6 +86,24 @@ async def cmd_mcp(args: argparse.Namespace) -> None:
             host=HTTP_HOST,
         )
         config = uvicorn.Config(app, host=HTTP_HOST, port=args.http, log_level="warning")
-        sys.stderr.write(f"prism-om: MCP over HTTP at http://{HTTP_HOST}:{args.http}/mcp\n")
-        sys.stderr.flush()
-        await uvicorn.Server(config).serve()
+        listener = _bind(args.http)
+        with listener:
+            sys.stderr.write(f"prism-om: MCP over HTTP at http://{HTTP_HOST}:{args.http}/mcp\n")
+            sys.stderr.flush()
+            await uvicorn.Server(config).serve(sockets=[listener])
+
+
+def _bind(port: int) -> socket.socket:
+    """The listening socket, bound here so a taken port fails before any announcement."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((HTTP_HOST, port))
+        listener.listen(128)
+    except OSError as exc:
+        listener.close()
+        raise PrismMemoryError(
+            f"cannot serve MCP over HTTP on {HTTP_HOST}:{port}: {exc.strerror or exc} "
+            "(another program holds the port? choose another --http PORT)"
+        ) from None
+    return listener

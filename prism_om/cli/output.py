@@ -10,7 +10,6 @@ newline and tab, DEL, C1) and the invisible bidirectional overrides as escapes
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -28,6 +27,7 @@ __all__ = [
     "heading",
     "one_line",
     "print_json",
+    "set_width",
     "table",
 ]
 
@@ -66,13 +66,24 @@ _STDERR: Console | None = None
 
 
 # Output that is not a terminal (a file, a pipe, another program) has no width to fit:
-# rich would wrap it at 80 columns, cutting page text mid-line. It gets lines as long as
-# their content instead, unless COLUMNS asks for a width.
+# rich would wrap it at 80 columns (or at an exported COLUMNS, which describes the
+# terminal the shell had, not the pipe), cutting page text mid-line. It gets lines as
+# long as their content instead; only ``--width N`` (``set_width``) asks for a width.
 PIPE_WIDTH: Final = 1 << 20
+_WIDTH: int | None = None
+
+
+def set_width(columns: int | None) -> None:
+    """Wrap every later output at ``columns`` (``--width``); None: the default rule."""
+    global _WIDTH, _STDOUT, _STDERR
+    if columns != _WIDTH:
+        _WIDTH, _STDOUT, _STDERR = columns, None, None
 
 
 def _fitted(out: Console) -> Console:
-    if not out.is_terminal and "COLUMNS" not in os.environ:
+    if _WIDTH is not None:
+        out.width = _WIDTH
+    elif not out.is_terminal:
         out.width = PIPE_WIDTH
     return out
 

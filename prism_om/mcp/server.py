@@ -16,7 +16,11 @@ Every result passes the secrets redaction (the read paths redact as they render;
 ``list_sessions``, ``search_memory`` and the write tools' answers are redacted here), and
 what the store's tombstones revoke is withheld on every read, as in the CLI's read
 commands. A bad argument, an unknown session or a store failure is a tool error naming
-what was wrong (redacted too), never a crash of the server.
+what was wrong (redacted too), never a crash of the server. Arguments are validated
+strictly (no ``"5"`` for 5, ``true`` for 1 or ``"yes"`` for true), and an argument the
+SDK's schema check refuses is reported the same way: one line naming the argument and
+what it should be, never echoing the value. The write tools refuse ``tombstones.*``
+sessions, which record revocations, as ``prism-om delete`` does.
 
 ``search_memory`` is a deliberate extension beyond the specification (python-design.md):
 the specification's "recall is exact-id only; no search, no transcript browser" still
@@ -32,9 +36,10 @@ import functools
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final, Literal, ParamSpec
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
+from pydantic import StrictBool, StrictInt, StrictStr, ValidationError
 
 from ..core.limits import PAGE_LIMIT_HARD_CAP
 from ..core.projection import active_memory
@@ -58,6 +63,37 @@ _MESSAGE_ROLES: Final = ("user", "assistant")
 _P = ParamSpec("_P")
 _READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+
+class _StrictServer(MCPServer):
+    """``MCPServer`` whose argument-validation errors are short, typed and redacted.
+
+    The SDK reports a refused argument with pydantic's full text, which quotes the value
+    (a secret pasted into ``mode`` came back verbatim) and runs over many lines.
+    """
+
+    redactor: Redactor
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, ValidationError):
+                raise
+            raise ToolError(self.redactor.text(_argument_problems(name, cause))) from None
+
+
+def _argument_problems(tool: str, exc: ValidationError) -> str:
+    """Which arguments were refused and why, without their values."""
+    problems = []
+    for error in exc.errors(include_url=False, include_input=False)[:5]:
+        where = ".".join(str(part) for part in error["loc"]) or "arguments"
+        problems.append(f"{where}: {error['msg']}")
+    more = f" (and {exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
+    return f"InvalidInputError: invalid arguments for {tool}: {'; '.join(problems)}{more}"
 
 
 class _Memory:
@@ -143,7 +179,7 @@ def create_mcp_server(
     red = make_redactor(secrets)
     memory = _Memory(store, red, tombstone_scopes, recent_messages)
     guarded = _tool_errors(red)
-    server = MCPServer(
+    server = _StrictServer(
         name="prism-om",
         instructions=(
             "Durable, source-backed memory of long agent sessions. list_sessions names the "
@@ -152,9 +188,10 @@ def create_mcp_server(
         ),
         log_level="WARNING",
     )
+    server.redactor = red
 
     @guarded
-    async def list_sessions(limit: int = 200) -> dict[str, Any]:
+    async def list_sessions(limit: StrictInt = 200) -> dict[str, Any]:
         """The store's sessions (oldest first) with entry and message counts, leaves and
         last activity; at most ``limit`` (1-1000) of them."""
         from ..cli.reading import session_rows
@@ -164,7 +201,7 @@ def create_mcp_server(
         return red.value({"sessions": rows[:limit], "total": len(rows)})
 
     @guarded
-    async def memory_status(session_id: str) -> dict[str, Any]:
+    async def memory_status(session_id: StrictStr) -> dict[str, Any]:
         """Observational-memory counts of a session (om:status), its transcript's tokens
         and the thresholds at which the observer and reflector run."""
         from ..cli.thresholds import memory_thresholds
@@ -183,7 +220,7 @@ def create_mcp_server(
 
     @guarded
     async def memory_view(
-        session_id: str, mode: Literal["visible", "full"] = "visible"
+        session_id: StrictStr, mode: Literal["visible", "full"] = "visible"
     ) -> dict[str, Any]:
         """The memory of a session (om:view): ``visible`` is what the agent's context shows
         now, ``full`` every active observation and reflection; ids are 12 hex characters."""
@@ -205,13 +242,13 @@ def create_mcp_server(
 
     @guarded
     async def recall(
-        session_id: str,
-        id: str | None = None,
-        cursor: str | None = None,
-        limit: int | None = None,
+        session_id: StrictStr,
+        id: StrictStr | None = None,
+        cursor: StrictStr | None = None,
+        limit: StrictInt | None = None,
         direction: Literal["forward", "backward"] | None = None,
         detail: Literal["summary", "full"] | None = None,
-        sourcesOffset: int | None = None,
+        sourcesOffset: StrictInt | None = None,
     ) -> dict[str, Any]:
         """Exact recall in a session: an observation or reflection by its 12-hex ``id``
         with its exact source messages (up to 100; ``sourcesOffset`` for more), or a page
@@ -229,7 +266,9 @@ def create_mcp_server(
         return await recall_tool.handler(args, session_id=sid)
 
     @guarded
-    async def search_memory(session_id: str, query: str, limit: int = 20) -> dict[str, Any]:
+    async def search_memory(
+        session_id: StrictStr, query: StrictStr, limit: StrictInt = 20
+    ) -> dict[str, Any]:
         """Active observations and reflections of a session whose text contains ``query``
         (case-insensitive substring, not semantic search); at most ``limit`` (1-100).
         Use recall with a result's id for its exact sources."""
@@ -289,6 +328,22 @@ def create_mcp_server(
     return server
 
 
+def _writable_session(session_id: object) -> str:
+    """A session id the write tools may write to: not a ``tombstones.*`` session."""
+    from ..observational_memory.revocation import TOMBSTONE_SESSION_PREFIX
+
+    if not isinstance(session_id, str):
+        raise InvalidInputError("session_id must be a string")
+    sid = validate_session_id(session_id)
+    if sid.startswith(TOMBSTONE_SESSION_PREFIX):
+        raise InvalidInputError(
+            f"session {sid!r} records revocation tombstones; the MCP tools do not write to "
+            "it (revoke through the deletion propagator instead)",
+            session_id=sid,
+        )
+    return sid
+
+
 def _write_tools(
     memory: _Memory,
     guarded: Callable[
@@ -302,7 +357,7 @@ def _write_tools(
 
     @guarded
     async def append_message(
-        session_id: str, role: Literal["user", "assistant"], text: str
+        session_id: StrictStr, role: Literal["user", "assistant"], text: StrictStr
     ) -> dict[str, Any]:
         """Append a user or assistant message at the session's current leaf (a new
         session id starts a session)."""
@@ -310,16 +365,14 @@ def _write_tools(
             raise InvalidInputError(f"role must be 'user' or 'assistant', got {role!r}")
         if not isinstance(text, str) or not text.strip():
             raise InvalidInputError("text must be a non-empty string")
-        if not isinstance(session_id, str):
-            raise InvalidInputError("session_id must be a string")
-        session = Session(store, validate_session_id(session_id))
+        session = Session(store, _writable_session(session_id))
         entry = await session.append_message(role, text)
         return red.value(
             {"sessionId": session.id, "entryId": entry.id, "parentId": entry.parent_id}
         )
 
     @guarded
-    async def observe(session_id: str, force: bool = False) -> dict[str, Any]:
+    async def observe(session_id: StrictStr, force: StrictBool = False) -> dict[str, Any]:
         """Run the observer and reflector once on the session with the offline
         (extractive) workers; ``force`` ignores the token thresholds."""
         from ..cli.memory import flush_json
@@ -327,7 +380,7 @@ def _write_tools(
 
         if not isinstance(force, bool):
             raise InvalidInputError(f"force must be true or false, got {force!r}")
-        sid = await memory.session(session_id)
+        sid = await memory.session(_writable_session(session_id))
         session = Session(store, sid)
         worker = {"provider": OfflineMemoryProvider(), "model": "offline"}
         runtime = create_observational_memory_runtime(

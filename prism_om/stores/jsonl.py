@@ -10,7 +10,8 @@ File layout, all inside one directory::
                              the data file that whole batches have been written to, and
                              the session's summary at that length
     .<session_id>.leaf.json.tmp   the next sidecar, written in full, then renamed over it
-    .sessions                session ids in order of creation, one per line
+    .sessions                session ids in order of creation, one per line; a
+                             line ``-<id>`` records a ``delete_session`` of that id
     .lock                    the ``flock`` target; holds a change counter, and the session
                              a writer is changing while it does (see "Debris")
 
@@ -147,6 +148,10 @@ DATA_SUFFIX = ".jsonl"
 SIDECAR_SUFFIX = ".leaf.json"
 LOCK_NAME = ".lock"
 MANIFEST_NAME = ".sessions"
+# A ``.sessions`` line ``-<id>`` records that the session was deleted: other processes
+# drop what they loaded of it, so a file re-created under the same id is read afresh.
+# Not a valid id, so a reader that predates it skips the line.
+DELETED_MARK = "-"
 # The sidecar format this code writes; it reads every version up to it.
 SIDECAR_VERSION = 2
 # Where ``.lock`` holds the session a writer is changing (the counter comes first).
@@ -528,9 +533,13 @@ class JsonlStore(TreeIndexReads):
         so the text does not linger in the freed blocks of a plain filesystem; copies a
         copy-on-write or journaling filesystem or an SSD keeps are out of reach. The id
         stays in ``.sessions``, which lists names only (other processes read it by
-        offset, so it is never rewritten). A deleter killed half-way is finished by the
-        next writer (see "Debris"); other processes drop the session at their next read.
-        A damaged session is refused like any write to it: repair it first.
+        offset, so it is never rewritten); a ``-<id>`` line appended to it first tells
+        every other open process to drop what it loaded of the session, so none serves
+        the erased text, or mistakes a file re-created under the id for a damaged one. A
+        deleter killed half-way is finished by the next writer (see "Debris"); until
+        then a zeroed file reads as no session. A damaged session is erased too (its
+        files whatever their state: a regular file is zeroed first, a link is only
+        unlinked), without a repair first; its count is then the file's non-blank lines.
         """
         sid = self._session_arg(session_id)
         self._ensure_writable()
@@ -803,13 +812,26 @@ class JsonlStore(TreeIndexReads):
         data = self._read_file(MANIFEST_NAME, self._manifest_offset)
         end = data.rfind(b"\n") + 1  # a crash may leave half a line: wait for its end
         for raw in data[:end].splitlines():
+            text = raw.decode("ascii", "replace").strip()
+            deleted = text.startswith(DELETED_MARK)
             try:
-                sid = validate_session_id(raw.decode("ascii", "replace").strip())
+                sid = validate_session_id(text[len(DELETED_MARK) :] if deleted else text)
             except InvalidSessionIdError:
                 continue
             self._manifest.pop(sid, None)
-            self._manifest[sid] = None
+            if deleted:
+                self._forget_session(sid)
+            else:
+                self._manifest[sid] = None
         self._manifest_offset += end
+
+    def _forget_session(self, sid: str) -> None:
+        """Drop all this process holds of a session another process deleted."""
+        if sid in self._files or sid in self._damaged or sid in self._index.trees:
+            self._index.drop_session(sid)
+            self._files.pop(sid, None)
+            self._damaged.pop(sid, None)
+            self._forget_cached()
 
     def _read_file(self, name: str, offset: int, length: int | None = None) -> bytes:
         """Bytes of a directory file from ``offset`` (to its end); b"" when it is absent."""
@@ -939,9 +961,17 @@ class JsonlStore(TreeIndexReads):
             self._damaged[sid] = (self._signature(sid), error)
             raise error
         if sidecar is not None and sidecar.summary is not None and sid not in self._damaged:
+            if size and sidecar.committed and self._zeroed(data_name):
+                # A delete killed after zeroing: reads find no entries, so neither do lists.
+                return SessionSummary(sid, 0, 0, 0, None)
             return sidecar.summary
         self._ensure_session(sid)
         return self._summary(sid)
+
+    def _zeroed(self, data_name: str) -> bool:
+        """The data file starts with a NUL, as one ``delete_session`` zeroed does (an
+        entry line starts with ``{``, and a sidecar commits only whole lines)."""
+        return self._read_file(data_name, 0, 1) == b"\0"
 
     def _sessions_sync(self) -> builtins.list[str]:
         with self._locked(exclusive=False):
@@ -1287,31 +1317,56 @@ class JsonlStore(TreeIndexReads):
             self._seen = self._change_key()
 
     def _delete_sync(self, sid: str) -> int:
-        data_name, sidecar_name = _file_names(sid)
+        data_name, _ = _file_names(sid)
         with self._locked(exclusive=True):
-            self._refresh_for_write(sid)
+            self._remove_debris()
+            self._refresh()
+            self._load_quietly(sid)  # damage is recorded, not raised: a damaged one goes too
             tree = self._index.trees.get(sid)
-            if tree is None or not tree.order:
+            if sid in self._damaged:
+                count = self._count_lines(data_name)
+            elif tree is None or not tree.order:
                 raise session_not_found(sid, self.url)
-            count = len(tree.order)
+            else:
+                count = len(tree.order)
             self._bump_counter(pending=sid)
             try:
-                self._zero(data_name)
+                self._append_manifest(sid, deleted=True)
+                self._erase_files(sid)
+            finally:
+                self._clear_pending()
+            self._forget_session(sid)
+            self._seen = self._change_key()
+            return count
+
+    def _count_lines(self, data_name: str) -> int:
+        """Non-blank lines of a damaged session's data file (0 when it is no file)."""
+        try:
+            data = self._read_file(data_name, 0)
+        except StoreError:
+            return 0
+        return sum(1 for line in data.split(b"\n") if line.strip(b"\0 \t\r"))
+
+    def _erase_files(self, sid: str) -> None:
+        """Zero the data file (a regular file only: links are not followed), unlink it
+        and then the sidecars, whatever state each is in."""
+        data_name, sidecar_name = _file_names(sid)
+        with _io(f"erasing session {sid!r} from {self._path}"):
+            try:
+                info = os.stat(data_name, dir_fd=self._dir_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                info = None
+            if info is not None:
+                if stat.S_ISREG(info.st_mode):
+                    self._zero(data_name)
                 # Data first: a sidecar without its data is how the debris rule knows a
                 # delete was interrupted (an append never leaves that).
                 os.unlink(data_name, dir_fd=self._dir_fd)
-                for name in (sidecar_name, f".{sidecar_name}.tmp"):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(name, dir_fd=self._dir_fd)
-                if self._fsync:
-                    _fsync_dir(self._path)
-            finally:
-                self._clear_pending()
-            self._index.drop_session(sid)
-            self._files.pop(sid, None)
-            self._forget_cached()
-            self._seen = self._change_key()
-            return count
+            for name in (sidecar_name, f".{sidecar_name}.tmp"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=self._dir_fd)
+            if self._fsync:
+                _fsync_dir(self._path)
 
     def _zero(self, data_name: str) -> None:
         fd = os.open(data_name, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self._dir_fd)
@@ -1425,6 +1480,12 @@ class JsonlStore(TreeIndexReads):
         elif size == 0 and sidecar is None:
             os.unlink(data_name, dir_fd=self._dir_fd)  # created, then killed before a byte
             self._files.pop(sid, None)
+        elif size and sidecar is not None and sidecar.committed and self._zeroed(data_name):
+            # A delete_session killed between zeroing and unlinking: finish it.
+            os.unlink(data_name, dir_fd=self._dir_fd)
+            os.unlink(sidecar_name, dir_fd=self._dir_fd)
+            self._index.drop_session(sid)
+            self._files.pop(sid, None)
         elif size is None and sidecar is not None:
             # A delete_session killed between its two unlinks: finish it.
             os.unlink(sidecar_name, dir_fd=self._dir_fd)
@@ -1454,8 +1515,8 @@ class JsonlStore(TreeIndexReads):
                 f"opening {self._where(data_name)}: {exc.strerror}", url=self.url
             ) from exc
 
-    def _append_manifest(self, sid: str) -> None:
-        line = sid.encode() + b"\n"
+    def _append_manifest(self, sid: str, *, deleted: bool = False) -> None:
+        line = (DELETED_MARK if deleted else "").encode() + sid.encode() + b"\n"
         with _io(f"writing {self._where(MANIFEST_NAME)}"):
             fd = os.open(MANIFEST_NAME, _APPEND_FLAGS, 0o644, dir_fd=self._dir_fd)
             try:
@@ -1469,7 +1530,8 @@ class JsonlStore(TreeIndexReads):
             finally:
                 os.close(fd)
         self._manifest.pop(sid, None)
-        self._manifest[sid] = None
+        if not deleted:
+            self._manifest[sid] = None
 
     def _repair_tail(self, fd: int, state: _FileState, data_name: str) -> None:
         """Truncate an interrupted batch and end an unterminated entry before writing."""

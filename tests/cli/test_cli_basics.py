@@ -188,7 +188,8 @@ def test_piped_page_text_is_not_wrapped_at_80_columns(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert any(long in line for line in done.stdout.splitlines()), done.stdout
-    # COLUMNS still sets a width when asked for.
+    # --width sets a width when asked for (an exported COLUMNS does not: see
+    # tests/cli/test_output_width.py).
     narrow = run(
         "page",
         "--db",
@@ -199,7 +200,8 @@ def test_piped_page_text_is_not_wrapped_at_80_columns(tmp_path: Path) -> None:
         entry_id,
         "--detail",
         "full",
-        env={"COLUMNS": "80"},
+        "--width",
+        "80",
     )
     assert max(len(line) for line in narrow.stdout.splitlines()) <= 80
 

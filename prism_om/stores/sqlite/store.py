@@ -120,6 +120,9 @@ class SqliteStore(OneHopReads):
         # Held across every write transaction: the writer connection has one transaction.
         self._lock = asyncio.Lock()
         self._direct = ThreadSlot()
+        # After ``delete_session``: WAL frames its checkpoint could not copy into the file
+        # (another process's reader held them); 0 when the erased bytes are gone.
+        self.wal_frames_pending = 0
 
     @classmethod
     async def open(
@@ -277,9 +280,11 @@ class SqliteStore(OneHopReads):
         only unlink them, and the ``wal_checkpoint(TRUNCATE)`` after the commit copies
         those pages into the file and empties the WAL, so the erased text is in neither
         file's bytes. A reader in another process holding an old snapshot can keep the
-        checkpoint from finishing; the next checkpoint (at the latest, the last close)
-        completes it. Copies outside the file (backups, the filesystem's own) are not
-        reached.
+        checkpoint from finishing (it waits ``busy_timeout`` for it first): then
+        ``wal_frames_pending`` is the count of WAL frames not yet copied back, and until
+        the next checkpoint (``prism-om check``, or at the latest the last close) the
+        erased text is still in the database file's bytes. It is 0 when the checkpoint
+        completed. Copies outside the file (backups, the filesystem's own) are not reached.
         """
         session_id = self._session(session_id)
         self._open_writer()
@@ -300,17 +305,23 @@ class SqliteStore(OneHopReads):
             return int(count)
 
         count = await self._writing("delete", work)
-        await finish_then_cancel(self._checkpoint())
+        self.wal_frames_pending = await finish_then_cancel(self._checkpoint())
         return count
 
-    async def _checkpoint(self) -> None:
+    async def _checkpoint(self) -> int:
+        """Checkpoint and empty the WAL; the frames left in it when readers blocked that."""
         async with self._lock:
             writer = self._open_writer()
-            await retrying(
+            rows = await retrying(
                 self.url,
                 "checkpoint",
                 functools.partial(writer.execute_fetchall, "PRAGMA wal_checkpoint(TRUNCATE)"),
             )
+        # (busy, frames in the WAL, frames checkpointed); -1s when the file is not in WAL.
+        busy, logged, done = next(iter(rows), (0, 0, 0))
+        if not busy and done >= logged:
+            return 0
+        return max(int(logged) - max(int(done), 0), 1)
 
     async def close(self) -> None:
         if self._closed:
