@@ -110,16 +110,18 @@ async def test_each_tool_answers(store_db: tuple[Path, dict[str, str]]) -> None:
         failed, visible = await call(client, "memory_view", {"session_id": "s1"})
         assert not failed and visible["mode"] == "visible"
 
-        # The offline observer groups statements by content: the memory that mentions
-        # PostgreSQL also rests on the revoked Lisbon exchange, so search what is not.
-        failed, found = await call(client, "search_memory", {"session_id": "s1", "query": "token"})
+        # The billing fact rests only on its own messages, so revoking the Lisbon exchange
+        # leaves it searchable (an observation never spans an exchange).
+        failed, found = await call(
+            client, "search_memory", {"session_id": "s1", "query": "postgresql"}
+        )
         assert not failed and found["total"] >= 1
         match = found["matches"][0]
-        assert "token" in match["text"].lower()
+        assert "postgresql" in match["text"].lower()
 
         failed, recalled = await call(client, "recall", {"session_id": "s1", "id": match["id"]})
         assert not failed and recalled["found"] is True
-        assert any("token" in json.dumps(s) for s in recalled["sources"])
+        assert any("PostgreSQL" in json.dumps(s) for s in recalled["sources"])
 
         failed, page = await call(
             client, "recall", {"session_id": "s1", "cursor": ids["first"], "limit": 3}
