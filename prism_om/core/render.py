@@ -24,6 +24,13 @@ date heading stands for each line's time, and priority only decides what is omit
 first, so neither is repeated per line (on short observations they cost as many tokens as
 the text). A referenced date follows the text unless the text already states that day.
 
+A reflection that restates its observations renders only when they do not: when every
+observation it rests on is rendered and every word of it (dates as ``7 May 2023``) is in
+those observations or their dates, it would repeat them, so it is left out (still active
+and recallable by id). Once one of its observations is dropped or omitted, it renders,
+standing for what left. A reflection that says anything more (a model's inference, a
+subject or word of its own) always renders.
+
 The text never exceeds its byte cap (256 KiB, or a smaller ``max_bytes``): the least
 relevant observations (lowest priority, then oldest) are omitted first, then, only if the
 reflections alone are too large, the least relevant reflections; a final line says how
@@ -70,6 +77,8 @@ class RenderedMemory:
     omitted_reflection_ids: tuple[str, ...]
     truncated: bool = False
     """True only when even the title, outline and marker had to be cut."""
+    restating_reflection_ids: tuple[str, ...] = ()
+    """Reflections left out because the rendered observations state all they say."""
 
 
 def render_observational_memory(
@@ -126,15 +135,19 @@ def render_observational_memory_details(
     if truncated:
         text = truncate_utf8(text, max_bytes, _TRUNCATED)
     gone_obs, gone_refl = set(omitted_obs), set(omitted_refl)
+    restating = set(layout.restating(gone_obs)) - gone_refl
     return RenderedMemory(
         text=text,
         observation_ids=tuple(
             observations[i].id for i in layout.observation_display_order if i not in gone_obs
         ),
-        reflection_ids=tuple(r.id for i, r in enumerate(reflections) if i not in gone_refl),
+        reflection_ids=tuple(
+            r.id for i, r in enumerate(reflections) if i not in gone_refl and i not in restating
+        ),
         omitted_observation_ids=tuple(observations[i].id for i in omitted_obs),
         omitted_reflection_ids=tuple(reflections[i].id for i in omitted_refl),
         truncated=truncated,
+        restating_reflection_ids=tuple(reflections[i].id for i in sorted(restating)),
     )
 
 
@@ -169,6 +182,7 @@ class _Layout:
         if outline and outline.strip():
             self.head += ["", "## Scope outline", red.text(outline.strip())]
         self.reflection_lines = [_reflection_line(r, red) for r in reflections]
+        self.restating_supports = _restating_supports(reflections, observations)
         # Display order: by date as written, then by instant, then record order.
         self.observation_display_order = sorted(
             range(len(observations)),
@@ -181,7 +195,8 @@ class _Layout:
     def text(self, omit_obs: Sequence[int], omit_refl: Sequence[int]) -> str:
         gone_obs, gone_refl = set(omit_obs), set(omit_refl)
         lines = list(self.head)
-        kept_refl = [line for i, line in enumerate(self.reflection_lines) if i not in gone_refl]
+        hidden = gone_refl | set(self.restating(gone_obs))
+        kept_refl = [line for i, line in enumerate(self.reflection_lines) if i not in hidden]
         if kept_refl:
             lines += ["", "## Reflections", *kept_refl]
         kept_obs = [i for i in self.observation_display_order if i not in gone_obs]
@@ -196,6 +211,63 @@ class _Layout:
         if gone_obs or gone_refl:
             lines += ["", _omission_marker(len(gone_obs), len(gone_refl))]
         return "\n".join(lines)
+
+    def restating(self, gone_obs: set[int]) -> list[int]:
+        """Reflections that the observations kept in this text restate in full."""
+        return [i for i, sup in self.restating_supports.items() if not sup & gone_obs]
+
+
+_WORDS = re.compile(r"[^\W_]+")
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in _WORDS.findall(text)}
+
+
+def _restating_supports(
+    reflections: Sequence[Reflection], observations: Sequence[Observation]
+) -> dict[int, frozenset[int]]:
+    """Reflection index -> its observations' indices, for each reflection that says
+    nothing beyond them (its every word is in their texts, referenced dates or dates).
+
+    A per-render pass over the memory rendered anyway: it grows with the memory shown,
+    not with the transcript.
+    """
+    index = {o.id: i for i, o in enumerate(observations)}
+    words: dict[int, set[str]] = {}
+    found: dict[int, frozenset[int]] = {}
+    for r_index, reflection in enumerate(reflections):
+        if any(i not in index for i in reflection.observation_ids):
+            continue  # resting on an observation not shown: it stands for that one
+        supports = frozenset(index[i] for i in reflection.observation_ids)
+        known: set[str] = set()
+        for s in supports:
+            if s not in words:
+                words[s] = _observation_words(observations[s])
+            known |= words[s]
+        if _words(reflection.text) <= known:
+            found[r_index] = supports
+    return found
+
+
+def _observation_words(observation: Observation) -> set[str]:
+    found = _words(observation.text)
+    for iso in (observation.observed_at, observation.referenced_date):
+        if not iso:
+            continue
+        try:
+            day = datetime.fromisoformat(iso).date()
+        except ValueError:
+            continue
+        month = _MONTHS[day.month - 1]
+        found |= {str(day.day), f"{day.day:02d}", month, f"{day.month:02d}", str(day.year)}
+    return found
+
+
+# English names, not the locale's: the offline workers write dates in English.
+_MONTHS: Final = (
+    "january february march april may june july august september october november december"
+).split()
 
 
 def _omission_marker(n_obs: int, n_refl: int) -> str:
