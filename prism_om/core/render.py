@@ -40,10 +40,11 @@ since a replacement can be longer than the secret.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Final
 
 from .limits import RENDERED_MEMORY_MAX_BYTES, validate_limit
@@ -182,13 +183,15 @@ class _Layout:
         if outline and outline.strip():
             self.head += ["", "## Scope outline", red.text(outline.strip())]
         self.reflection_lines = [_reflection_line(r, red) for r in reflections]
-        self.restating_supports = _restating_supports(reflections, observations)
         # Display order: by date as written, then by instant, then record order.
         self.observation_display_order = sorted(
             range(len(observations)),
             key=lambda i: (_date_of(observations[i]), instant(observations[i].observed_at), i),
         )
         self.observation_dates = [_date_of(o) for o in observations]
+        self.restating_supports = _restating_supports(
+            reflections, observations, self.observation_dates
+        )
         self.observation_lines = [_observation_line(o, red) for o in observations]
         self.date_headers = {d: red.text(f"### {d}") for d in set(self.observation_dates)}
 
@@ -220,48 +223,61 @@ class _Layout:
 _WORDS = re.compile(r"[^\W_]+")
 
 
-def _words(text: str) -> set[str]:
-    return {w.lower() for w in _WORDS.findall(text)}
-
-
 def _restating_supports(
-    reflections: Sequence[Reflection], observations: Sequence[Observation]
+    reflections: Sequence[Reflection], observations: Sequence[Observation], dates: Sequence[str]
 ) -> dict[int, frozenset[int]]:
     """Reflection index -> its observations' indices, for each reflection that says
-    nothing beyond them (its every word is in their texts, referenced dates or dates).
+    nothing beyond them: its every word is in their texts or their days (``dates``, the
+    observations' ISO dates, and referenced dates), written either way.
 
-    A per-render pass over the memory rendered anyway: it grows with the memory shown,
-    not with the transcript.
+    One pass over the memory that is rendered anyway: it grows with the memory shown, not
+    with the transcript.
     """
     index = {o.id: i for i, o in enumerate(observations)}
-    words: dict[int, set[str]] = {}
+    days: dict[str, frozenset[str]] = {}
     found: dict[int, frozenset[int]] = {}
     for r_index, reflection in enumerate(reflections):
         if any(i not in index for i in reflection.observation_ids):
             continue  # resting on an observation not shown: it stands for that one
         supports = frozenset(index[i] for i in reflection.observation_ids)
-        known: set[str] = set()
+        # The reflection's words not yet found, checked against one observation at a
+        # time: a few set lookups per observation, whatever its length.
+        missing = list(_text_words(reflection.text))
         for s in supports:
-            if s not in words:
-                words[s] = _observation_words(observations[s])
-            known |= words[s]
-        if _words(reflection.text) <= known:
-            found[r_index] = supports
+            text_words = _text_words(observations[s].text)
+            day = _day_words(dates[s], days)
+            referenced = _day_words(observations[s].referenced_date or "", days)
+            missing = [
+                w for w in missing if w not in text_words and w not in day and w not in referenced
+            ]
+            if not missing:
+                found[r_index] = supports
+                break
+        else:
+            if not missing:  # a reflection of no words at all states nothing either
+                found[r_index] = supports
     return found
 
 
-def _observation_words(observation: Observation) -> set[str]:
-    found = _words(observation.text)
-    for iso in (observation.observed_at, observation.referenced_date):
-        if not iso:
-            continue
+@functools.lru_cache(maxsize=8192)
+def _text_words(text: str) -> frozenset[str]:
+    # Cached: each turn renders mostly the same memory again.
+    return frozenset(_WORDS.findall(text.lower()))
+
+
+def _day_words(iso: str, cache: dict[str, frozenset[str]]) -> frozenset[str]:
+    """``2023-05-08`` as every word it may be written with: ``8 08 may 05 2023``."""
+    if iso not in cache:
         try:
-            day = datetime.fromisoformat(iso).date()
+            day = date.fromisoformat(iso[:10])
         except ValueError:
-            continue
-        month = _MONTHS[day.month - 1]
-        found |= {str(day.day), f"{day.day:02d}", month, f"{day.month:02d}", str(day.year)}
-    return found
+            cache[iso] = frozenset()
+        else:
+            month = _MONTHS[day.month - 1]
+            cache[iso] = frozenset(
+                (str(day.day), f"{day.day:02d}", month, f"{day.month:02d}", str(day.year))
+            )
+    return cache[iso]
 
 
 # English names, not the locale's: the offline workers write dates in English.
