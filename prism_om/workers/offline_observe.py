@@ -412,6 +412,14 @@ def extract_observations(entries: Sequence[ParsedEntry]) -> list[dict[str, Any]]
                 ),
                 None,
             )
+            # Only past the other's questions: a statement of theirs in between is a turn
+            # of its own, and joining across it would tie unrelated messages together
+            # (revoking one would withhold the others' facts).
+            if last is not None and any(
+                d.speaker != draft.speaker and d.kind != "question"
+                for d in merged[merged.index(last) + 1 :]
+            ):
+                last = None
             if (
                 last is not None
                 and draft.kind == "fact"
