@@ -24,6 +24,13 @@ date heading stands for each line's time, and priority only decides what is omit
 first, so neither is repeated per line (on short observations they cost as many tokens as
 the text). A referenced date follows the text unless the text already states that day.
 
+A reflection that restates its observations renders only when they do not: when every
+observation it rests on is rendered and every word of it (dates as ``7 May 2023``) is in
+those observations or their dates, it would repeat them, so it is left out (still active
+and recallable by id). Once one of its observations is dropped or omitted, it renders,
+standing for what left. A reflection that says anything more (a model's inference, a
+subject or word of its own) always renders.
+
 The text never exceeds its byte cap (256 KiB, or a smaller ``max_bytes``): the least
 relevant observations (lowest priority, then oldest) are omitted first, then, only if the
 reflections alone are too large, the least relevant reflections; a final line says how
@@ -33,10 +40,11 @@ since a replacement can be longer than the secret.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Final
 
 from .limits import RENDERED_MEMORY_MAX_BYTES, validate_limit
@@ -70,6 +78,8 @@ class RenderedMemory:
     omitted_reflection_ids: tuple[str, ...]
     truncated: bool = False
     """True only when even the title, outline and marker had to be cut."""
+    restating_reflection_ids: tuple[str, ...] = ()
+    """Reflections left out because the rendered observations state all they say."""
 
 
 def render_observational_memory(
@@ -126,15 +136,19 @@ def render_observational_memory_details(
     if truncated:
         text = truncate_utf8(text, max_bytes, _TRUNCATED)
     gone_obs, gone_refl = set(omitted_obs), set(omitted_refl)
+    restating = set(layout.restating(gone_obs)) - gone_refl
     return RenderedMemory(
         text=text,
         observation_ids=tuple(
             observations[i].id for i in layout.observation_display_order if i not in gone_obs
         ),
-        reflection_ids=tuple(r.id for i, r in enumerate(reflections) if i not in gone_refl),
+        reflection_ids=tuple(
+            r.id for i, r in enumerate(reflections) if i not in gone_refl and i not in restating
+        ),
         omitted_observation_ids=tuple(observations[i].id for i in omitted_obs),
         omitted_reflection_ids=tuple(reflections[i].id for i in omitted_refl),
         truncated=truncated,
+        restating_reflection_ids=tuple(reflections[i].id for i in sorted(restating)),
     )
 
 
@@ -175,13 +189,17 @@ class _Layout:
             key=lambda i: (_date_of(observations[i]), instant(observations[i].observed_at), i),
         )
         self.observation_dates = [_date_of(o) for o in observations]
+        self.restating_supports = _restating_supports(
+            reflections, observations, self.observation_dates
+        )
         self.observation_lines = [_observation_line(o, red) for o in observations]
         self.date_headers = {d: red.text(f"### {d}") for d in set(self.observation_dates)}
 
     def text(self, omit_obs: Sequence[int], omit_refl: Sequence[int]) -> str:
         gone_obs, gone_refl = set(omit_obs), set(omit_refl)
         lines = list(self.head)
-        kept_refl = [line for i, line in enumerate(self.reflection_lines) if i not in gone_refl]
+        hidden = gone_refl | set(self.restating(gone_obs))
+        kept_refl = [line for i, line in enumerate(self.reflection_lines) if i not in hidden]
         if kept_refl:
             lines += ["", "## Reflections", *kept_refl]
         kept_obs = [i for i in self.observation_display_order if i not in gone_obs]
@@ -196,6 +214,76 @@ class _Layout:
         if gone_obs or gone_refl:
             lines += ["", _omission_marker(len(gone_obs), len(gone_refl))]
         return "\n".join(lines)
+
+    def restating(self, gone_obs: set[int]) -> list[int]:
+        """Reflections that the observations kept in this text restate in full."""
+        return [i for i, sup in self.restating_supports.items() if not sup & gone_obs]
+
+
+_WORDS = re.compile(r"[^\W_]+")
+
+
+def _restating_supports(
+    reflections: Sequence[Reflection], observations: Sequence[Observation], dates: Sequence[str]
+) -> dict[int, frozenset[int]]:
+    """Reflection index -> its observations' indices, for each reflection that says
+    nothing beyond them: its every word is in their texts or their days (``dates``, the
+    observations' ISO dates, and referenced dates), written either way.
+
+    One pass over the memory that is rendered anyway: it grows with the memory shown, not
+    with the transcript.
+    """
+    index = {o.id: i for i, o in enumerate(observations)}
+    days: dict[str, frozenset[str]] = {}
+    found: dict[int, frozenset[int]] = {}
+    for r_index, reflection in enumerate(reflections):
+        if any(i not in index for i in reflection.observation_ids):
+            continue  # resting on an observation not shown: it stands for that one
+        supports = frozenset(index[i] for i in reflection.observation_ids)
+        # The reflection's words not yet found, checked against one observation at a
+        # time: a few set lookups per observation, whatever its length.
+        missing = list(_text_words(reflection.text))
+        for s in supports:
+            text_words = _text_words(observations[s].text)
+            day = _day_words(dates[s], days)
+            referenced = _day_words(observations[s].referenced_date or "", days)
+            missing = [
+                w for w in missing if w not in text_words and w not in day and w not in referenced
+            ]
+            if not missing:
+                found[r_index] = supports
+                break
+        else:
+            if not missing:  # a reflection of no words at all states nothing either
+                found[r_index] = supports
+    return found
+
+
+@functools.lru_cache(maxsize=8192)
+def _text_words(text: str) -> frozenset[str]:
+    # Cached: each turn renders mostly the same memory again.
+    return frozenset(_WORDS.findall(text.lower()))
+
+
+def _day_words(iso: str, cache: dict[str, frozenset[str]]) -> frozenset[str]:
+    """``2023-05-08`` as every word it may be written with: ``8 08 may 05 2023``."""
+    if iso not in cache:
+        try:
+            day = date.fromisoformat(iso[:10])
+        except ValueError:
+            cache[iso] = frozenset()
+        else:
+            month = _MONTHS[day.month - 1]
+            cache[iso] = frozenset(
+                (str(day.day), f"{day.day:02d}", month, f"{day.month:02d}", str(day.year))
+            )
+    return cache[iso]
+
+
+# English names, not the locale's: the offline workers write dates in English.
+_MONTHS: Final = (
+    "january february march april may june july august september october november december"
+).split()
 
 
 def _omission_marker(n_obs: int, n_refl: int) -> str:

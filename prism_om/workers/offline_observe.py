@@ -403,11 +403,22 @@ def extract_observations(entries: Sequence[ParsedEntry]) -> list[dict[str, Any]]
                 twin.sources.extend(s for s in draft.sources if s not in twin.sources)
                 continue
             # The same speaker's last statement, a question or two back at most: one
-            # observation for what they told in one go. Another speaker's statement in
-            # between ends it, so an observation never spans an exchange: revoking one
-            # message then withholds only what that message said.
-            last = next((d for d in reversed(merged[-3:]) if d.kind == "fact"), None)
-            if last is not None and last.speaker != draft.speaker:
+            # observation for what they told in one go.
+            last = next(
+                (
+                    d
+                    for d in reversed(merged[-3:])
+                    if d.kind == "fact" and d.speaker == draft.speaker
+                ),
+                None,
+            )
+            # Only past the other's questions: a statement of theirs in between is a turn
+            # of its own, and joining across it would tie unrelated messages together
+            # (revoking one would withhold the others' facts).
+            if last is not None and any(
+                d.speaker != draft.speaker and d.kind != "question"
+                for d in merged[merged.index(last) + 1 :]
+            ):
                 last = None
             if (
                 last is not None

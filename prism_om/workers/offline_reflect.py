@@ -8,6 +8,10 @@ and subject: ``8 May 2023, Caroline: adopted puppy yesterday (7 May 2023); name 
 10 weeks old``. Questions and routine tool output are cited, not restated; a fact said
 twice is stated once, so a repeated line ("[aborted] ...") never fills a reflection. A
 group whose facts exceed one reflection's length is split, so no fact is cut off.
+
+Such a reflection says nothing its observations do not, so the render leaves it out while
+they are all shown and brings it in once one of them is dropped (:mod:`prism_om.core.render`):
+the memory does not carry every fact twice.
 """
 
 from __future__ import annotations

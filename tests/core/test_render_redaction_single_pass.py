@@ -26,12 +26,14 @@ def _observation(text: str) -> Observation:
 def test_observation_and_reflection_lines_are_redacted_once() -> None:
     red = Redactor(SECRETS)
     text = "My brother REDACTED] lives with [REDACTED] the other one."
+    # A word of its own, so the reflection does not merely restate its observation.
+    summary = f"Summary: {text}"
     reflection = Reflection.model_validate(
-        {"id": "b1b1b1b1b1b1", "text": text, "observationIds": ["a0a0a0a0a0a0"]}
+        {"id": "b1b1b1b1b1b1", "text": summary, "observationIds": ["a0a0a0a0a0a0"]}
     )
     rendered = render_observational_memory([reflection], [_observation(text)], secrets=red)
     lines = rendered.splitlines()
-    assert red.text(f"- [b1b1b1b1b1b1] {text}") in lines
+    assert red.text(f"- [b1b1b1b1b1b1] {summary}") in lines
     assert red.text(f"- [a0a0a0a0a0a0] {text}") in lines
     assert "oth[REDACTED]r" in rendered and "oth[[REDACTED]" not in rendered
 

@@ -154,16 +154,18 @@ def test_reflections_group_by_day_and_subject_and_state_the_facts() -> None:
 async def test_the_frozen_conversations_compress_and_keep_their_answers() -> None:
     # Before this baseline the same run gave 2.11x the transcript's tokens and 45% of the
     # evidence turns cited by active observations (docs/eval-offline-baseline.md).
+    # Issue 18's targets at the default settings: at most half the transcript's tokens,
+    # at least 85% of the answers' key words kept (0.46x and 93.7% when written).
     summary = await run_eval(LOCOMO)
     overall = summary["overall"]
-    assert overall["memoryRatio"] <= 0.7
-    assert overall["keywordsInMemory"]["rate"] >= 0.9
+    assert overall["memoryRatio"] <= 0.5
+    assert overall["keywordsInMemory"]["rate"] >= 0.85
     assert overall["evidenceCoverage"]["rate"] == 1.0
-    # With the pool capped at a fifth of each transcript, the dropper retires memory of
-    # both speakers alike.
+    # With the rendered memory capped at a fifth of each transcript (the dropper then
+    # retires down to half of that cap), memory stays under the cap and the dropper
+    # retires memory of both speakers alike.
     capped = await run_eval(LOCOMO, pool_ratio=0.2)
-    assert capped["overall"]["memoryRatio"] <= 0.5
-    assert capped["overall"]["keywordsInMemory"]["rate"] >= 0.85
+    assert capped["overall"]["memoryRatio"] <= 0.2
     assert capped["overall"]["maxDropShareRatio"] <= 1.2
 
 
