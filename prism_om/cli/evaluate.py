@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from typing import Any
@@ -13,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from .._extras import install_hint
 from ..providers.base import Provider
 from .common import CliUsageError, store_url
+from .memory import compat_provider
 from .output import console, error_console, print_json
 
 __all__ = ["cmd_eval"]
@@ -25,21 +25,7 @@ async def _model(args: argparse.Namespace) -> AsyncIterator[Provider | None]:
         return
     if not args.base_url or not args.model:
         raise CliUsageError("--base-url and --model go together (a model for memory and QA)")
-    from ..providers.openai_compat import OpenAICompatibleProvider
-
-    env_name = args.api_key_env
-
-    async def resolve_key(provider_id: str) -> str | None:
-        return os.environ.get(env_name) or None
-
-    if not os.environ.get(env_name):
-        error_console().print(
-            f"prism-om: note: ${env_name} is not set; requests carry no API key "
-            "(fine for a local server)"
-        )
-    async with OpenAICompatibleProvider(
-        args.base_url, args.model, credential_resolver=resolve_key
-    ) as provider:
+    async with compat_provider(args.base_url, args.model, args.api_key_env) as provider:
         yield provider
 
 

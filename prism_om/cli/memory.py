@@ -29,6 +29,7 @@ __all__ = [
     "cmd_compact",
     "cmd_observe",
     "compaction_figures",
+    "compat_provider",
     "nothing_recorded_reason",
     "print_flush",
 ]
@@ -49,9 +50,14 @@ async def _worker_provider(args: argparse.Namespace) -> AsyncIterator[tuple[Prov
         return
     if not args.base_url or not args.model:
         raise CliUsageError("--provider openai needs --base-url URL and --model NAME")
-    from ..providers.openai_compat import OpenAICompatibleProvider
+    async with compat_provider(args.base_url, args.model, args.api_key_env) as provider:
+        yield provider, args.model
 
-    env_name = args.api_key_env
+
+@asynccontextmanager
+async def compat_provider(base_url: str, model: str, env_name: str) -> AsyncIterator[Provider]:
+    """The OpenAI-compatible provider the CLI's ``--base-url``/``--model`` options name."""
+    from ..providers.openai_compat import OpenAICompatibleProvider
 
     async def resolve_key(provider_id: str) -> str | None:
         # The one place a credential is read: the variable the user named (or the default).
@@ -62,9 +68,9 @@ async def _worker_provider(args: argparse.Namespace) -> AsyncIterator[tuple[Prov
             f"prism-om: note: ${env_name} is not set; requests carry no API key "
             "(fine for a local server)"
         )
-    provider = OpenAICompatibleProvider(args.base_url, args.model, credential_resolver=resolve_key)
+    provider = OpenAICompatibleProvider(base_url, model, credential_resolver=resolve_key)
     async with provider:
-        yield provider, args.model
+        yield provider
 
 
 def _spinner(
