@@ -13,14 +13,23 @@ import builtins
 from collections.abc import Callable, Iterable
 from typing import Literal, TypeVar
 
-from ..core.ledger import ObservationalMemoryLedger
+from ..core.ledger import (
+    ObservationalMemoryLedger,
+    extend_observational_memory_ledger,
+    fold_ledger,
+)
+from ..core.scope_map import WorkScopeMap, fold_work_scope_map
 from ..entries import SessionEntry
+from ..errors import EntryNotFoundError
 from ._tree import TreeIndex
-from .base import StoreBase, check_page_args
+from .base import StoreBase, check_page_args, remember_ledger
 
 __all__ = ["TreeIndexReads"]
 
 _T = TypeVar("_T")
+# A ledger read's walk: the remembered entry, the entries since, their first depth and
+# the path's source times.
+_Since = tuple[str | None, builtins.list[SessionEntry], int, Callable[[str], str | None]]
 
 
 class TreeIndexReads(StoreBase):
@@ -62,6 +71,52 @@ class TreeIndexReads(StoreBase):
         return await self._tree_query(
             session_id, lambda index, sid: index.memory_subset(sid, wanted, leaf_id)
         )
+
+    async def ledger(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> ObservationalMemoryLedger:
+        """``StoreBase.ledger``, finding the nearest remembered ledger by walking parent
+        links from the tip: a turn folds the entries since the last ledger read only."""
+        cache = self._ledger_cache
+
+        def since(index: TreeIndex, sid: str) -> _Since:
+            base_id, tail, first = index.path_since(sid, leaf_id, cache)
+            return base_id, tail, first, index.source_time(sid, index.tip(sid, leaf_id))
+
+        base_id, tail, first, source_time = await self._tree_query(session_id, since)
+        base = None if base_id is None else cache.get(base_id)
+        if base is None:
+            ledger = fold_ledger(tail)
+        elif not tail:
+            return base
+        else:
+            ledger = extend_observational_memory_ledger(
+                base, tail, first_position=first, source_time=source_time
+            )
+        if tail:
+            remember_ledger(cache, tail[-1].id, ledger)
+        return ledger
+
+    async def scope_map(self, session_id: str, leaf_id: str | None = None) -> WorkScopeMap:
+        """The path's scope map, folded from its indexed om.scope.* records only."""
+        return fold_work_scope_map(
+            await self._tree_query(session_id, lambda index, sid: index.scope_entries(sid, leaf_id))
+        )
+
+    async def entries_after(
+        self, session_id: str, after_id: str | None, leaf_id: str | None = None
+    ) -> builtins.list[SessionEntry]:
+        found = await self._tree_query(
+            session_id, lambda index, sid: index.entries_after(sid, after_id, leaf_id)
+        )
+        if found is None:
+            raise EntryNotFoundError(
+                f"entry {after_id!r} is not on the branch",
+                entry_id=after_id,
+                session_id=session_id,
+                url=self.url,
+            )
+        return found
 
     async def entry_count(self, session_id: str, leaf_id: str | None = None) -> int:
         return await self._tree_query(
