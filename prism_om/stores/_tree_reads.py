@@ -18,6 +18,7 @@ from ..core.ledger import (
     extend_observational_memory_ledger,
     fold_ledger,
 )
+from ..core.ledger_views import live_ledger
 from ..core.scope_map import WorkScopeMap, fold_work_scope_map
 from ..entries import SessionEntry
 from ..errors import EntryNotFoundError
@@ -34,6 +35,10 @@ _Since = tuple[str | None, builtins.list[SessionEntry], int, Callable[[str], str
 
 class TreeIndexReads(StoreBase):
     """``StoreBase`` with the indexed reads; an adapter supplies ``_tree_query``."""
+
+    # The last ledger ``live_ledger`` filtered and its live view. Kept by identity: a
+    # ledger object is immutable and only ``ledger()`` hands it out.
+    _live_view: tuple[ObservationalMemoryLedger, ObservationalMemoryLedger] | None = None
 
     @abc.abstractmethod
     async def _tree_query(self, session_id: str, query: Callable[[TreeIndex, str], _T]) -> _T:
@@ -96,6 +101,19 @@ class TreeIndexReads(StoreBase):
         if tail:
             remember_ledger(cache, tail[-1].id, ledger)
         return ledger
+
+    async def live_ledger(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> ObservationalMemoryLedger:
+        """``StoreBase.live_ledger``, filtered once per ledger: a turn's workers ask for it
+        several times between two memory records, and each filter costs the whole ledger."""
+        full = await self.ledger(session_id, leaf_id)
+        kept = self._live_view
+        if kept is not None and kept[0] is full:
+            return kept[1]
+        live = live_ledger(full)
+        self._live_view = (full, live)
+        return live
 
     async def scope_map(self, session_id: str, leaf_id: str | None = None) -> WorkScopeMap:
         """The path's scope map, folded from its indexed om.scope.* records only."""

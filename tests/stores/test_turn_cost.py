@@ -144,3 +144,30 @@ async def test_indexed_reads_equal_the_pure_folds_on_every_leaf(
     for leaf in reversed(leaves):
         branch = await store.entries(sid, leaf)
         assert await store.ledger(sid, leaf) == fold_ledger(branch)
+
+
+async def test_memory_and_jsonl_filter_each_ledger_once_for_its_live_view(
+    indexed: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn's workers ask for the live ledger several times between two records; the
+    filter (a pass over every observation ever recorded) runs once per ledger."""
+    from prism_om.core import ledger_views
+    from prism_om.stores import _tree_reads
+
+    await run_turns(indexed, 30)
+    filtered = [0]
+
+    def counting(ledger: Any) -> Any:
+        filtered[0] += 1
+        return ledger_views.live_ledger(ledger)
+
+    monkeypatch.setattr(_tree_reads, "live_ledger", counting)
+    first = await indexed.live_ledger("long")
+    assert first == ledger_views.live_ledger(await indexed.ledger("long"))
+    assert await indexed.live_ledger("long") is first
+    # At most once: the last turn's workers may have filtered this very ledger already.
+    assert filtered[0] <= 1
+    await run_turns(indexed, 3, start=30)
+    assert await indexed.live_ledger("long") == ledger_views.live_ledger(
+        fold_ledger(await indexed.entries("long"))
+    )
