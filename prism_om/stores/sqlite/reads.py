@@ -40,6 +40,7 @@ from .sql import (
     DEPTH_ON_BRANCH_SQL,
     ELIGIBLE_ROLES,
     LAST_COMPACTION_SQL,
+    LATEST_MARKERS_SQL,
     LEAF_BY_ID_SQL,
     LEAF_BY_SESSION_SQL,
     LEAVES_SQL,
@@ -260,7 +261,7 @@ class SqliteReads(StoreLifecycle):
         if self._has_supersessions:
             reflections_sql = LIVE_REFLECTIONS_SQL
         reflections = await self._fetch(reflections_sql, params)
-        markers = await self._fetch(LEDGER_SQL["markers"], params)
+        markers = await self._fetch(LATEST_MARKERS_SQL, params)
         with fold_rows_parse(self.url, session_id), collector_paused():
             return ledger_from_rows(observations, reflections, [], markers)
 
