@@ -40,7 +40,6 @@ from .sql import (
     DEPTH_ON_BRANCH_SQL,
     ELIGIBLE_ROLES,
     LAST_COMPACTION_SQL,
-    LATEST_MARKERS_SQL,
     LEAF_BY_ID_SQL,
     LEAF_BY_SESSION_SQL,
     LEAVES_SQL,
@@ -261,7 +260,7 @@ class SqliteReads(StoreLifecycle):
         if self._has_supersessions:
             reflections_sql = LIVE_REFLECTIONS_SQL
         reflections = await self._fetch(reflections_sql, params)
-        markers = await self._fetch(LATEST_MARKERS_SQL, params)
+        markers = await self._fetch(LEDGER_SQL["markers"], params)
         with fold_rows_parse(self.url, session_id), collector_paused():
             return ledger_from_rows(observations, reflections, [], markers)
 

@@ -184,24 +184,6 @@ LIVE_OBSERVATIONS_SQL = (
     )
     + " ORDER BY o.depth, o.ordinal"
 )
-# What a ledger takes from om_markers: per record type, its newest row on the branch and
-# its newest row with a coverage cursor (``ledger_from_rows`` keeps only those). SQLite
-# takes the bare columns of a max() aggregate from the row holding the max, so at most two
-# rows per type come back, however many records the branch holds.
-LATEST_MARKERS_SQL = f"""{BRANCH_PATH_CTE},
-on_branch AS (
-    SELECT m.depth, m.entry_id, m.record_type, m.covers_up_to_id
-    FROM branch_path bp CROSS JOIN om_markers m
-    WHERE m.segment_id = bp.segment_id
-      AND m.depth BETWEEN max(bp.lo, :min_depth) AND min(bp.hi, :max_depth)
-)
-SELECT depth, entry_id, record_type, covers_up_to_id FROM (
-    SELECT depth, entry_id, record_type, covers_up_to_id, max(depth)
-    FROM on_branch GROUP BY record_type
-    UNION ALL
-    SELECT depth, entry_id, record_type, covers_up_to_id, max(depth)
-    FROM on_branch WHERE covers_up_to_id IS NOT NULL GROUP BY record_type
-) ORDER BY depth"""
 LIVE_REFLECTIONS_SQL = (
     branch_rows_sql(
         "r.depth, r.ordinal, r.memory_id, r.entry_id, r.recorded_at, r.body",
