@@ -49,7 +49,8 @@ def turn_text(turn: int) -> str:
     )
 
 
-_REFLECTION_LINE = re.compile(r"^- \[[a-f0-9]{12}\] \((?:high|medium|low)\) (.*)$")
+# The render writes "- [id] text" (older renders put "(priority) " before the text).
+_REFLECTION_LINE = re.compile(r"^- \[[a-f0-9]{12}\] (?:\((?:high|medium|low)\) )?(.*)$")
 
 
 def _reflection_tokens(text: str, estimator: TokenEstimator) -> int:

@@ -99,6 +99,9 @@ class TreeIndex:
         # entry id -> the newest memory record on the path to it (itself included), kept
         # at append so a compare-and-append reads the head in O(1) at any branch length.
         self.memory_heads: dict[str, str | None] = {}
+        # session id -> its om.scope.* entries in append order (any branch), so a scope map
+        # folds the scope records alone, as SQLite's om_scope_records lets it.
+        self.scope_records: dict[str, list[str]] = {}
 
     # -- writes ------------------------------------------------------------------------
 
@@ -200,6 +203,9 @@ class TreeIndex:
                     self.droppers.setdefault(memory_id, []).append(entry_id)
                 for old in superseded_memory_ids(entry):
                     self.superseders.setdefault(old, []).append(entry_id)
+                marker = entry.custom_type
+                if marker is not None and marker.startswith("om.scope."):
+                    self.scope_records.setdefault(entry.session_id, []).append(entry_id)
             tree.order.append(entry_id)
             tree.leaf_count += 1
             if is_message:
@@ -241,6 +247,7 @@ class TreeIndex:
     def drop_session(self, session_id: str) -> None:
         """Forget a session's entries (a lazily loaded session found damaged)."""
         tree = self.trees.pop(session_id, None)
+        self.scope_records.pop(session_id, None)
         if tree is None:
             return
         for entry_id in tree.order:
@@ -480,6 +487,74 @@ class TreeIndex:
 
     def _id_at(self, segment: int, depth: int) -> str:
         return self.segment_ids[segment][depth - self.segment_start[segment]]
+
+    def scope_entries(self, session_id: str, leaf_id: str | None) -> list[SessionEntry]:
+        """The path's om.scope.* entries, root first: O(scope records of the session)."""
+        tip = self.tip(session_id, leaf_id)
+        records = self.scope_records.get(session_id)
+        if tip is None or not records:
+            return []
+        on_path = self.path_membership(session_id, tip).contains
+        found = sorted((e for e in records if on_path(e)), key=self.depth.__getitem__)
+        return [self.entries[i] for i in found]
+
+    def entries_after(
+        self, session_id: str, after_id: str | None, leaf_id: str | None
+    ) -> list[SessionEntry] | None:
+        """Path entries strictly after ``after_id`` (all when None), root side first, read
+        from the pieces below it: O(forks + answer). None when ``after_id`` is off the path."""
+        tip = self.tip(session_id, leaf_id)
+        if tip is None:
+            return None if after_id is not None else []
+        at = -1
+        if after_id is not None:
+            target = self.entries.get(after_id)
+            if target is None or target.session_id != session_id:
+                return None
+            if not self.path_membership(session_id, tip).contains(after_id):
+                return None
+            at = self.depth[after_id]
+        chosen: list[str] = []
+        for segment, first, last in self.path_pieces(tip):
+            if last <= at:
+                break
+            start = self.segment_start[segment]
+            ids = self.segment_ids[segment]
+            chosen[:0] = ids[max(first, at + 1) - start : last + 1 - start]
+        return [self.entries[i] for i in chosen]
+
+    def path_since(
+        self, session_id: str, leaf_id: str | None, known: Mapping[str, object]
+    ) -> tuple[str | None, list[SessionEntry], int]:
+        """The nearest entry of the path (tip side) that ``known`` holds, the path entries
+        after it (root side first) and the depth of the first of them: walking parent links
+        from the tip costs the entries since that entry, not the whole path."""
+        tip = self.tip(session_id, leaf_id)
+        tail: list[SessionEntry] = []
+        current = tip
+        while current is not None and current not in known:
+            entry = self.entries[current]
+            tail.append(entry)
+            current = entry.parent_id
+        tail.reverse()
+        first = 0 if current is None else self.depth[current] + 1
+        return current, tail, first
+
+    def source_time(self, session_id: str, tip: str | None) -> Callable[[str], str | None]:
+        """``branch_source_times`` of the path to ``tip`` without reading the path."""
+        entries = self.entries
+        membership: PathMembership | None = None
+
+        def source_time(entry_id: str) -> str | None:
+            nonlocal membership
+            entry = entries.get(entry_id)
+            if entry is None or entry.kind != "message" or entry.session_id != session_id:
+                return None
+            if membership is None:
+                membership = self.path_membership(session_id, tip)
+            return entry.timestamp if membership.contains(entry_id) else None
+
+        return source_time
 
     def memory_subset(
         self, session_id: str, memory_ids: Iterable[str], leaf_id: str | None

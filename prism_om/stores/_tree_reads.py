@@ -13,18 +13,32 @@ import builtins
 from collections.abc import Callable, Iterable
 from typing import Literal, TypeVar
 
-from ..core.ledger import ObservationalMemoryLedger
+from ..core.ledger import (
+    ObservationalMemoryLedger,
+    extend_observational_memory_ledger,
+    fold_ledger,
+)
+from ..core.ledger_views import live_ledger
+from ..core.scope_map import WorkScopeMap, fold_work_scope_map
 from ..entries import SessionEntry
+from ..errors import EntryNotFoundError
 from ._tree import TreeIndex
-from .base import StoreBase, check_page_args
+from .base import StoreBase, check_page_args, remember_ledger
 
 __all__ = ["TreeIndexReads"]
 
 _T = TypeVar("_T")
+# A ledger read's walk: the remembered entry, the entries since, their first depth and
+# the path's source times.
+_Since = tuple[str | None, builtins.list[SessionEntry], int, Callable[[str], str | None]]
 
 
 class TreeIndexReads(StoreBase):
     """``StoreBase`` with the indexed reads; an adapter supplies ``_tree_query``."""
+
+    # The last ledger ``live_ledger`` filtered and its live view. Kept by identity: a
+    # ledger object is immutable and only ``ledger()`` hands it out.
+    _live_view: tuple[ObservationalMemoryLedger, ObservationalMemoryLedger] | None = None
 
     @abc.abstractmethod
     async def _tree_query(self, session_id: str, query: Callable[[TreeIndex, str], _T]) -> _T:
@@ -62,6 +76,65 @@ class TreeIndexReads(StoreBase):
         return await self._tree_query(
             session_id, lambda index, sid: index.memory_subset(sid, wanted, leaf_id)
         )
+
+    async def ledger(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> ObservationalMemoryLedger:
+        """``StoreBase.ledger``, finding the nearest remembered ledger by walking parent
+        links from the tip: a turn folds the entries since the last ledger read only."""
+        cache = self._ledger_cache
+
+        def since(index: TreeIndex, sid: str) -> _Since:
+            base_id, tail, first = index.path_since(sid, leaf_id, cache)
+            return base_id, tail, first, index.source_time(sid, index.tip(sid, leaf_id))
+
+        base_id, tail, first, source_time = await self._tree_query(session_id, since)
+        base = None if base_id is None else cache.get(base_id)
+        if base is None:
+            ledger = fold_ledger(tail)
+        elif not tail:
+            return base
+        else:
+            ledger = extend_observational_memory_ledger(
+                base, tail, first_position=first, source_time=source_time
+            )
+        if tail:
+            remember_ledger(cache, tail[-1].id, ledger)
+        return ledger
+
+    async def live_ledger(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> ObservationalMemoryLedger:
+        """``StoreBase.live_ledger``, filtered once per ledger: a turn's workers ask for it
+        several times between two memory records, and each filter costs the whole ledger."""
+        full = await self.ledger(session_id, leaf_id)
+        kept = self._live_view
+        if kept is not None and kept[0] is full:
+            return kept[1]
+        live = live_ledger(full)
+        self._live_view = (full, live)
+        return live
+
+    async def scope_map(self, session_id: str, leaf_id: str | None = None) -> WorkScopeMap:
+        """The path's scope map, folded from its indexed om.scope.* records only."""
+        return fold_work_scope_map(
+            await self._tree_query(session_id, lambda index, sid: index.scope_entries(sid, leaf_id))
+        )
+
+    async def entries_after(
+        self, session_id: str, after_id: str | None, leaf_id: str | None = None
+    ) -> builtins.list[SessionEntry]:
+        found = await self._tree_query(
+            session_id, lambda index, sid: index.entries_after(sid, after_id, leaf_id)
+        )
+        if found is None:
+            raise EntryNotFoundError(
+                f"entry {after_id!r} is not on the branch",
+                entry_id=after_id,
+                session_id=session_id,
+                url=self.url,
+            )
+        return found
 
     async def entry_count(self, session_id: str, leaf_id: str | None = None) -> int:
         return await self._tree_query(

@@ -455,6 +455,15 @@ class StoreLifecycle(abc.ABC):
 _LEDGER_CACHE_SIZE = 64
 
 
+def remember_ledger(
+    cache: dict[str, ObservationalMemoryLedger], leaf_id: str, ledger: ObservationalMemoryLedger
+) -> None:
+    """Keep the ledger of ``leaf_id``, forgetting the oldest kept once the cache is full."""
+    if len(cache) >= _LEDGER_CACHE_SIZE:
+        cache.pop(next(iter(cache)))
+    cache[leaf_id] = ledger
+
+
 class StoreBase(StoreLifecycle):
     """The documented base for an adapter: implement the tree, inherit the reads.
 
@@ -606,9 +615,7 @@ class StoreBase(StoreLifecycle):
                 first_position=start,
                 source_time=branch_source_times(branch),
             )
-        if len(cache) >= _LEDGER_CACHE_SIZE:
-            cache.pop(next(iter(cache)))
-        cache[branch[-1].id] = ledger
+        remember_ledger(cache, branch[-1].id, ledger)
         return ledger
 
     async def live_ledger(

@@ -45,6 +45,7 @@ from .sql import (
     LEAVES_SQL,
     LEDGER_SQL,
     LIVE_OBSERVATIONS_SQL,
+    LIVE_REFLECTIONS_SQL,
     MEMORY_SUBSET_AT_LEAF_SQL,
     MEMORY_SUBSET_SQL,
     MEMORY_SUBSET_WITH_SUPERSESSIONS_AT_LEAF_SQL,
@@ -245,24 +246,20 @@ class SqliteReads(StoreLifecycle):
         """The ledger without its dropped observations and superseded reflections: what a
         turn's context needs.
 
-        Drop and supersession rows are read first (ids only, no JSON), so only memory
-        still active is parsed: the cost follows the active memory, which the dropper and
-        the reflection budget keep within their caps, not everything ever recorded.
+        Dropped observations and superseded reflections are skipped inside SQLite (an
+        anti-join on the memory_id indexes), so only memory still active comes back and
+        is parsed: the cost follows the active memory, which the dropper and the
+        reflection budget keep within their caps, not everything ever recorded.
         """
         position = await self._leaf_position(session_id, leaf_id)
         if position is None:
             return ObservationalMemoryLedger()
         params = position.params()
-        drops = await self._fetch(LEDGER_SQL["drops"], params)
-        dropped = {memory_id for _, _, memory_id in drops}
-        rows = await self._fetch(LIVE_OBSERVATIONS_SQL, params)
-        observations = [r[:6] for r in rows if r[2] not in dropped]
-        superseded = {row[2] for row in await self._supersession_rows(params)}
-        reflections = [
-            r
-            for r in await self._fetch(LEDGER_SQL["reflections"], params)
-            if r[2] not in superseded
-        ]
+        observations = await self._fetch(LIVE_OBSERVATIONS_SQL, params)
+        reflections_sql = LEDGER_SQL["reflections"]
+        if self._has_supersessions:
+            reflections_sql = LIVE_REFLECTIONS_SQL
+        reflections = await self._fetch(reflections_sql, params)
         markers = await self._fetch(LEDGER_SQL["markers"], params)
         with fold_rows_parse(self.url, session_id), collector_paused():
             return ledger_from_rows(observations, reflections, [], markers)

@@ -162,7 +162,37 @@ SUPERSESSIONS_SQL = (
     + " ORDER BY s.depth, s.ordinal"
 )
 SCOPE_RECORDS_SQL = scope_records_query()
-LIVE_OBSERVATIONS_SQL = LEDGER_SQL["observations"]
+
+
+# Rows recorded on the branch whose memory id is not named by a row of ``table`` on the
+# same branch (a drop or a supersession): the memory_id index answers each test inside
+# SQLite, so the rows returned and parsed follow the active memory, not all ever recorded.
+def _not_named_on_branch(table: str, alias: str, row: str) -> str:
+    return (
+        f"NOT EXISTS (SELECT 1 FROM {table} {alias} CROSS JOIN branch_path lb"
+        f" WHERE {alias}.memory_id = {row}.memory_id AND {alias}.segment_id = lb.segment_id"
+        f" AND {alias}.depth BETWEEN lb.lo AND lb.hi)"
+    )
+
+
+LIVE_OBSERVATIONS_SQL = (
+    branch_rows_sql(
+        "o.depth, o.ordinal, o.memory_id, o.entry_id, o.recorded_at, o.body",
+        "om_observations",
+        "o",
+        where=_not_named_on_branch("om_drops", "d", "o"),
+    )
+    + " ORDER BY o.depth, o.ordinal"
+)
+LIVE_REFLECTIONS_SQL = (
+    branch_rows_sql(
+        "r.depth, r.ordinal, r.memory_id, r.entry_id, r.recorded_at, r.body",
+        "om_reflections",
+        "r",
+        where=_not_named_on_branch("om_supersessions", "s", "r"),
+    )
+    + " ORDER BY r.depth, r.ordinal"
+)
 # Rows of the three memory tables for some memory ids, kept to the branch ending at
 # (segment ?, depth ?): the branch pieces come from the small segments table, the rows
 # from each table's memory_id index (CROSS JOIN keeps the id lookup as the outer loop, so
