@@ -28,7 +28,11 @@ from prism_om.observational_memory import build_observational_memory_context_blo
 from prism_om.session import Session
 from prism_om.stores import SessionStore, open_store
 from prism_om.tokens import TokenEstimator, get_estimator
-from prism_om.workers import OfflineMemoryProvider, create_observational_memory_runtime
+from prism_om.workers import (
+    ObservationalMemoryRuntime,
+    OfflineMemoryProvider,
+    create_observational_memory_runtime,
+)
 
 from .pg import postgres_server
 
@@ -62,10 +66,10 @@ def _reflection_tokens(text: str, estimator: TokenEstimator) -> int:
     return sum(estimator.count(m.group(1)) for m in found if m)
 
 
-async def run_session(store: SessionStore, turns: int, window: int, name: str) -> None:
-    session = Session(store, "long")
+def capped_runtime(session: Session) -> ObservationalMemoryRuntime:
+    """The offline workers and the lowest-relevance dropper under this bench's caps."""
     offline = OfflineMemoryProvider()
-    runtime = create_observational_memory_runtime(
+    return create_observational_memory_runtime(
         session=session,
         append_entry=session.append,
         session_model="offline",
@@ -82,6 +86,11 @@ async def run_session(store: SessionStore, turns: int, window: int, name: str) -
             },
         },
     )
+
+
+async def run_session(store: SessionStore, turns: int, window: int, name: str) -> None:
+    session = Session(store, "long")
+    runtime = capped_runtime(session)
     budget = runtime.settings.reflection.budget_tokens
     estimator = get_estimator()
     worst = worst_reflections = 0

@@ -22,32 +22,14 @@ from pathlib import Path
 from prism_om.observational_memory import build_observational_memory_context_blocks
 from prism_om.session import Session
 from prism_om.stores import open_store
-from prism_om.workers import OfflineMemoryProvider, create_observational_memory_runtime
 
-from ..reflection_budget import POOL_MAX_TOKENS, POOL_TARGET_TOKENS, turn_text
+from ..reflection_budget import capped_runtime, turn_text
 
 
 async def run(url: str, at: int, sample: int, top: int) -> None:
     async with await open_store(url) as store:
         session = Session(store, "long")
-        offline = OfflineMemoryProvider()
-        runtime = create_observational_memory_runtime(
-            session=session,
-            append_entry=session.append,
-            session_model="offline",
-            observation={"provider": offline},
-            reflection={"provider": offline},
-            settings={
-                "observation": {"message_tokens": 200},
-                "reflection": {"observation_tokens": 600},
-                "dropper": {"policy": "lowest-relevance"},
-                "context": {
-                    "recent_messages": 6,
-                    "observations_pool_max_tokens": POOL_MAX_TOKENS,
-                    "observations_pool_target_tokens": POOL_TARGET_TOKENS,
-                },
-            },
-        )
+        runtime = capped_runtime(session)
 
         async def turn(n: int) -> None:
             await build_observational_memory_context_blocks(
