@@ -163,13 +163,15 @@ async def follow_appends(conn: Any, placed: Sequence[PlacedEntry], rows: FoldRow
 
 
 async def backfill_live_pool(conn: Any) -> None:
-    """Version 3 to 4: a pool for every segment whose branch holds a memory record, live
-    at the segment's tail. Any rows already there (a store taken back to an older
-    version by hand) are rebuilt."""
+    """Version 3 to 4: a pool for every segment that holds a memory record, live at the
+    segment's tail: exactly the pools appends would have made. Any rows already there (a
+    store taken back to an older version by hand) are rebuilt."""
     await conn.execute("DELETE FROM om_live")
     tails = await conn.execute_fetchall(
         "SELECT s.segment_id, (SELECT max(e.depth) FROM entries e"
-        " WHERE e.segment_id = s.segment_id) FROM segments s ORDER BY s.segment_id"
+        " WHERE e.segment_id = s.segment_id) FROM segments s"
+        " WHERE EXISTS (SELECT 1 FROM om_markers m WHERE m.segment_id = s.segment_id)"
+        " ORDER BY s.segment_id"
     )
     for segment_id, depth in tails:
         if depth is not None:
