@@ -186,3 +186,17 @@ CREATE TABLE IF NOT EXISTS session_summary (
     leaves INTEGER NOT NULL,
     last_activity TEXT
 );
+
+-- The live pool of each segment's tail (stores/sqlite/live_pool.py), so that a turn's
+-- live ledger reads the active memory only: kind 0/1 a live observation/reflection
+-- (item: its memory id; entry_seq, ordinal: its fold row), kind 2/3 the latest marker of
+-- a record type / the latest with a coverage cursor (item: the type). Filled in the
+-- append transaction of each memory record. Added in schema version 4.
+CREATE TABLE IF NOT EXISTS om_live (
+    segment_id INTEGER NOT NULL REFERENCES segments (segment_id),
+    kind INTEGER NOT NULL,
+    item TEXT NOT NULL,
+    entry_seq INTEGER NOT NULL,
+    ordinal INTEGER NOT NULL,
+    PRIMARY KEY (segment_id, kind, item)
+);

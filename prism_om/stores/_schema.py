@@ -16,6 +16,7 @@ from ..errors import StoreError
 
 __all__ = [
     "APPLICATION_ID",
+    "LIVE_POOL_SINCE_VERSION",
     "SCHEMA_VERSION",
     "SUPERSESSIONS_SINCE_VERSION",
     "Schema",
@@ -24,10 +25,13 @@ __all__ = [
 
 # The version of schema.sql, kept in PRAGMA user_version; bump it with every change there,
 # and add the step from the version before to MIGRATIONS (stores/sqlite/connect.py).
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # The first version with the om_supersessions fold table: a store of an older version
 # opened read-only (so not migrated) holds no supersession, and reads skip the table.
 SUPERSESSIONS_SINCE_VERSION = 3
+# The first version with the om_live pool (stores/sqlite/live_pool.py): an older store
+# opened read-only reads the live ledger from the fold tables instead.
+LIVE_POOL_SINCE_VERSION = 4
 # PRAGMA application_id of a prism_om file: "PrOm", so foreign SQLite files are refused.
 APPLICATION_ID = 0x50724F6D
 

@@ -246,6 +246,16 @@ class SessionStore(SessionTree, Protocol):
         """The branch's ledger restricted to ``memory_ids``: their observations,
         reflections and drops, without coverage cursors. Exact-id recall reads this."""
 
+    async def taken_memory_ids(
+        self, session_id: str, memory_ids: Iterable[str], leaf_id: str | None = None
+    ) -> builtins.set[str]:
+        """Which of ``memory_ids`` an observation or reflection of the branch already holds,
+        dropped and superseded ones included: the ids a newly minted one must avoid.
+
+        Answered from ``memory_subset`` (a lookup by id), so the workers check the ids
+        they mint without reading every memory id ever recorded on the branch.
+        """
+
     async def scope_map(self, session_id: str, leaf_id: str | None = None) -> WorkScopeMap:
         """The branch's folded work-scope map (equal to ``fold_work_scope_map``)."""
 
@@ -428,6 +438,15 @@ class StoreLifecycle(abc.ABC):
     async def append(self, entry: SessionEntry) -> None:
         """Append one entry (``append_many([entry])``)."""
         await self.append_many([entry])
+
+    async def taken_memory_ids(
+        self, session_id: str, memory_ids: Iterable[str], leaf_id: str | None = None
+    ) -> builtins.set[str]:
+        """Which of ``memory_ids`` the branch's observations or reflections hold (see
+        ``SessionStore.taken_memory_ids``): one ``memory_subset`` read, by id."""
+        store: SessionStore = self  # type: ignore[assignment]
+        subset = await store.memory_subset(session_id, memory_ids, leaf_id)
+        return {r.id for r in subset.observations} | {r.id for r in subset.reflections}
 
     def _check_open(self) -> None:
         """Raise ``StoreClosedError`` after ``close()``."""

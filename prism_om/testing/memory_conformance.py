@@ -59,6 +59,9 @@ class MemoryConformance(SupersessionConformance):
         some = {r.id for r in ledger.observations[::3]} | {r.id for r in ledger.reflections[::2]}
         some |= {"ffffffffffff", *ledger.dropped_observation_ids[:2]}
         assert await store.memory_subset(sid, some, leaf) == restrict_ledger(ledger, some)
+        # What a minted id must avoid: any id of the branch, dropped or superseded too.
+        ids = {r.id for r in ledger.observations} | {r.id for r in ledger.reflections}
+        assert await store.taken_memory_ids(sid, some, leaf) == some & ids
         assert await store.live_ledger(sid, leaf) == live_ledger(ledger)
         if leaf == await store.leaf(sid):
             assert await store.memory_subset(sid, some) == restrict_ledger(ledger, some)

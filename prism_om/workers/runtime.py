@@ -75,6 +75,7 @@ Building a runtime reads no store, resolves no credential and calls no provider.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -116,6 +117,7 @@ from ..errors import (
     PrismMemoryError,
     StaleCoverageError,
 )
+from ..ids import create_memory_id
 from ..observational_memory import observations_uncovered_by_reflection
 from ..observational_memory.settings import (
     ObservationalMemorySettings,
@@ -470,7 +472,9 @@ class ObservationalMemoryRuntime:
         ready = await self._ready(spec)
         if ready.call is None:
             return self._not_ready(progress, "observer", ready)
-        taken = await self._taken_ids()
+        # New ids must avoid every id of the branch: the live ones here, the dropped and
+        # superseded ones by an indexed check of what the run minted (_claimed).
+        taken = _memory_ids(live)
         ids: list[str] = []
         entry_ids: list[str] = []
         truncated: list[str] = []
@@ -513,6 +517,15 @@ class ObservationalMemoryRuntime:
                         ),
                     )
                 result = _skipped(entries, skip)
+            renamed = await self._claimed([o.id for o in result.observations], taken)
+            if renamed:
+                result = dataclasses.replace(
+                    result,
+                    observations=tuple(
+                        o.model_copy(update={"id": renamed.get(o.id, o.id)})
+                        for o in result.observations
+                    ),
+                )
             truncated.extend(result.truncated_ids)
             if result.covers_up_to_id is None:
                 break
@@ -647,7 +660,7 @@ class ObservationalMemoryRuntime:
         ready = await self._ready(spec)
         if ready.call is None:
             return self._not_ready(progress, "reflector", ready)
-        taken = await self._taken_ids()
+        taken = _memory_ids(ledger)
         leaf = await store.leaf(sid)
         try:
             result = await reflect(ready.call, observations, covers_up_to_id=leaf, taken_ids=taken)
@@ -655,6 +668,14 @@ class ObservationalMemoryRuntime:
             return self._record(
                 progress,
                 WorkerOutcome("reflector", "failed", exc.reason, error=self._error(exc.message)),
+            )
+        renamed = await self._claimed([r.id for r in result.reflections], taken)
+        if renamed:
+            result = dataclasses.replace(
+                result,
+                reflections=tuple(
+                    r.model_copy(update={"id": renamed.get(r.id, r.id)}) for r in result.reflections
+                ),
             )
         try:
             entry = await self._append(result.record(), progress, head)
@@ -844,10 +865,29 @@ class ObservationalMemoryRuntime:
 
     # -- helpers ----------------------------------------------------------------------
 
-    async def _taken_ids(self) -> set[str]:
-        """Every memory id recorded on the branch, dropped ones included."""
-        ledger = await self.session.store.ledger(self.session.id)
-        return {r.id for r in ledger.observations} | {r.id for r in ledger.reflections}
+    async def _claimed(self, minted: Sequence[str], taken: set[str]) -> dict[str, str]:
+        """New ids for those of ``minted`` the branch already holds (a dropped or
+        superseded memory's, which the live ledger the run minted against leaves out).
+
+        One lookup by id (``taken_memory_ids``) instead of reading every id ever recorded;
+        with 48 random bits a clash, and so a second round, almost never happens.
+        """
+        if not minted:
+            return {}
+        store, sid = self.session.store, self.session.id
+        pending = await store.taken_memory_ids(sid, minted)
+        taken.update(minted)
+        renamed: dict[str, str] = {}
+        while pending:
+            for old in pending:
+                new = create_memory_id()
+                while new in taken:
+                    new = create_memory_id()
+                taken.add(new)
+                renamed[old] = new
+            clashing = await store.taken_memory_ids(sid, [renamed[old] for old in pending])
+            pending = {old for old in pending if renamed[old] in clashing}
+        return renamed
 
     def _not_ready(self, progress: _Progress, worker: WorkerName, ready: _Ready) -> WorkerOutcome:
         if ready.error is not None:
@@ -975,6 +1015,10 @@ class _StuckChunk:
     start_id: str
     failures: int
     tokens: int
+
+
+def _memory_ids(ledger: ObservationalMemoryLedger) -> set[str]:
+    return {r.id for r in ledger.observations} | {r.id for r in ledger.reflections}
 
 
 def _transient(exc: BaseException) -> bool:

@@ -705,6 +705,7 @@ def test_schema_transpiles_to_postgres(caplog: pytest.LogCaptureFixture) -> None
         "om_scope_records",
         "om_supersessions",
         "session_summary",
+        "om_live",
     )
     for table in tables:
         assert any(s.startswith(f"CREATE TABLE IF NOT EXISTS {table} (") for s in translated), table

@@ -37,6 +37,7 @@ from ..base import (
     session_not_found,
 )
 from ..sqlite.folds import backfill_supersessions, write_memory_folds
+from ..sqlite.live_pool import backfill_live_pool
 from ..sqlite.placement import (
     PlacedEntry,
     Placer,
@@ -126,7 +127,17 @@ async def _add_supersessions(conn: PgConnection) -> None:
     await backfill_supersessions(conn)
 
 
-MIGRATIONS: dict[int, Callable[[PgConnection], Awaitable[None]]] = {2: _add_supersessions}
+async def _v4_live_pool(conn: PgConnection) -> None:
+    """Version 3 to 4: create the om_live pool and fill it from the fold tables."""
+    for statement in postgres_schema():
+        await conn.raw.execute(cast(Any, statement))
+    await backfill_live_pool(conn)
+
+
+MIGRATIONS: dict[int, Callable[[PgConnection], Awaitable[None]]] = {
+    2: _add_supersessions,
+    3: _v4_live_pool,
+}
 
 
 def split_postgres_url(url: str) -> tuple[str, str, str]:

@@ -22,6 +22,7 @@ from ...errors import (
 )
 from .._schema import APPLICATION_ID, SCHEMA_VERSION, Schema
 from .folds import backfill_supersessions
+from .live_pool import backfill_live_pool
 from .sql import SUMMARIES_FROM_ENTRIES_SQL, fetch_first_row
 from .translate import close_quietly, primary_code, retrying, rollback_quietly, translate_error
 
@@ -381,12 +382,18 @@ async def _backfill_supersessions(conn: aiosqlite.Connection) -> None:
     await backfill_supersessions(conn)
 
 
+async def _v4_live_pool(conn: aiosqlite.Connection) -> None:
+    """Version 3 to 4: the om_live pool of every segment's tail, from the fold tables."""
+    await backfill_live_pool(conn)
+
+
 # Migration steps, keyed by the version they start from. Each runs inside the one
 # transaction of _migrate, after every CREATE ... IF NOT EXISTS of schema.sql has made the
 # new tables and indexes; it fills them from the entries.
 MIGRATIONS: dict[int, Callable[[aiosqlite.Connection], Awaitable[None]]] = {
     1: _backfill_session_summary,
     2: _backfill_supersessions,
+    3: _v4_live_pool,
 }
 
 

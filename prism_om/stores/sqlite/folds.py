@@ -39,6 +39,7 @@ from ...core.records import (
     dated_observation,
 )
 from ...entries import SessionEntry
+from .live_pool import follow_appends
 from .placement import PlacedEntry
 from .sql import COMPACTION_MARKER
 
@@ -258,4 +259,6 @@ async def write_memory_folds(conn: aiosqlite.Connection, placed: Sequence[Placed
             sql = f"SELECT id, timestamp FROM entries WHERE id IN ({marks})"
             async with conn.execute(sql, rest) as cursor:
                 times.update({row[0]: row[1] for row in await cursor.fetchall()})
-    await write_fold_rows(conn, fold_rows(placed, times))
+    rows = fold_rows(placed, times)
+    await write_fold_rows(conn, rows)
+    await follow_appends(conn, placed, rows)

@@ -22,7 +22,7 @@ from ...errors import (
     InvalidInputError,
 )
 from ...tokens import TokenEstimator
-from .._schema import SUPERSESSIONS_SINCE_VERSION
+from .._schema import LIVE_POOL_SINCE_VERSION, SUPERSESSIONS_SINCE_VERSION
 from ..base import (
     SessionSummary,
     StoreLifecycle,
@@ -30,6 +30,7 @@ from ..base import (
 )
 from .connect import DAMAGED_SUFFIX
 from .folds import ledger_from_rows
+from .live_pool import POOL_SQL
 from .placement import check_leaf_session, id_chunks, memory_head_of, sorted_pieces
 from .sql import (
     BODIES_BY_ID_SQL,
@@ -255,6 +256,12 @@ class SqliteReads(StoreLifecycle):
         if position is None:
             return ObservationalMemoryLedger()
         params = position.params()
+        if self._schema_version >= LIVE_POOL_SINCE_VERSION:
+            # The leaf's segment keeps its live memory (live_pool.py): read only that.
+            pooled = [await self._fetch(sql, params) for sql in POOL_SQL.values()]
+            if pooled[2]:
+                with fold_rows_parse(self.url, session_id), collector_paused():
+                    return ledger_from_rows(pooled[0], pooled[1], [], pooled[2])
         observations = await self._fetch(LIVE_OBSERVATIONS_SQL, params)
         reflections_sql = LEDGER_SQL["reflections"]
         if self._has_supersessions:

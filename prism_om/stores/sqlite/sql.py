@@ -304,6 +304,9 @@ DELETE_SESSION_SQL = (
         )
     ),
     "DELETE FROM entries WHERE session_id = ?",
+    # Segment ids are reused after the newest session goes: its pools must go too.
+    "DELETE FROM om_live WHERE segment_id IN (SELECT segment_id FROM segments"
+    " WHERE session_id = ?)",
     "DELETE FROM segments WHERE session_id = ?",
     "DELETE FROM session_summary WHERE session_id = ?",
     "DELETE FROM sessions WHERE session_id = ?",
