@@ -8,6 +8,7 @@ check, JSONL's files and a second process's view, PostgreSQL's tables.
 from __future__ import annotations
 
 import random
+import re
 import sqlite3
 from pathlib import Path
 
@@ -21,13 +22,15 @@ from prism_om.testing.om_factories import BranchBuilder
 
 ERASED = "ERASE-ME-q7z3"
 KEPT = "KEEP-ME-w9x1"
-FOLD_TABLES = (
-    "om_observation_sources",
-    "om_observations",
-    "om_reflections",
-    "om_drops",
-    "om_markers",
-    "om_scope_records",
+# Every table keyed by the entry that recorded its rows, read from the schema itself so
+# that a fold table added later cannot be forgotten by delete_session unnoticed.
+SCHEMA = (Path(__file__).resolve().parents[2] / "schema.sql").read_text()
+FOLD_TABLES = tuple(
+    sorted(
+        match.group(1)
+        for match in re.finditer(r"CREATE TABLE IF NOT EXISTS (\w+) \(([^;]*)\);", SCHEMA)
+        if re.search(r"^\s*entry_seq\b", match.group(2), re.MULTILINE)
+    )
 )
 
 
@@ -45,6 +48,8 @@ def _session(session_id: str, marker: str, seed: int) -> list:  # type: ignore[t
         if n == 30:
             builder.fork()
     builder.run(["user", "observe", "drop", "scope", "compact", "assistant"])
+    # Two reflections more and one consolidating them: om_supersessions rows to erase.
+    builder.run(["reflect", "reflect", "supersede"])
     return builder.entries
 
 

@@ -301,6 +301,7 @@ DELETE_SESSION_SQL = (
             "om_drops",
             "om_markers",
             "om_scope_records",
+            "om_supersessions",
         )
     ),
     "DELETE FROM entries WHERE session_id = ?",
