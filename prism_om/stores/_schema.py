@@ -24,7 +24,7 @@ __all__ = [
 
 # The version of schema.sql, kept in PRAGMA user_version; bump it with every change there,
 # and add the step from the version before to MIGRATIONS (stores/sqlite/connect.py).
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # The first version with the om_supersessions fold table: a store of an older version
 # opened read-only (so not migrated) holds no supersession, and reads skip the table.
 SUPERSESSIONS_SINCE_VERSION = 3

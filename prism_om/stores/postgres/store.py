@@ -25,6 +25,7 @@ from ...errors import (
     StoreNotFoundError,
 )
 from ...tokens import TokenEstimator, get_estimator
+from .._rows import rewrite_bodies_as_payloads
 from .._schema import SCHEMA_VERSION
 from .._shield import finish_then_cancel
 from .._summary import latest_timestamp
@@ -126,7 +127,16 @@ async def _add_supersessions(conn: PgConnection) -> None:
     await backfill_supersessions(conn)
 
 
-MIGRATIONS: dict[int, Callable[[PgConnection], Awaitable[None]]] = {2: _add_supersessions}
+async def _v4_row_shape(conn: PgConnection) -> None:
+    """Version 3 to 4: entry bodies hold the payload only, the envelope stays in its
+    columns (``stores/_rows.py``)."""
+    await rewrite_bodies_as_payloads(conn)
+
+
+MIGRATIONS: dict[int, Callable[[PgConnection], Awaitable[None]]] = {
+    2: _add_supersessions,
+    3: _v4_row_shape,
+}
 
 
 def split_postgres_url(url: str) -> tuple[str, str, str]:
@@ -552,7 +562,13 @@ async def _prepare_schema(
         async with raw.transaction():
             await raw.execute(SCHEMA_LOCK_SQL)
             for step in range(version, SCHEMA_VERSION):
-                await MIGRATIONS[step](conn)
+                try:
+                    await MIGRATIONS[step](conn)
+                except CorruptStoreError as exc:
+                    # A step knows the connection, not the server: name it here.
+                    raise CorruptStoreError(f"{url}: {exc}", url=url).add_context(
+                        entry_id=exc.entry_id
+                    ) from exc
             await raw.execute(
                 "UPDATE prism_meta SET value = %s WHERE name = 'schema_version'",
                 (str(SCHEMA_VERSION),),

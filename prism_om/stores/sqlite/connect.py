@@ -20,6 +20,7 @@ from ...errors import (
     StoreError,
     StoreNotFoundError,
 )
+from .._rows import rewrite_bodies_as_payloads
 from .._schema import APPLICATION_ID, SCHEMA_VERSION, Schema
 from .folds import backfill_supersessions
 from .sql import SUMMARIES_FROM_ENTRIES_SQL, fetch_first_row
@@ -381,12 +382,19 @@ async def _backfill_supersessions(conn: aiosqlite.Connection) -> None:
     await backfill_supersessions(conn)
 
 
+async def _v4_row_shape(conn: aiosqlite.Connection) -> None:
+    """Version 3 to 4: entry bodies hold the payload only, the envelope stays in its
+    columns (``stores/_rows.py``)."""
+    await rewrite_bodies_as_payloads(conn)
+
+
 # Migration steps, keyed by the version they start from. Each runs inside the one
 # transaction of _migrate, after every CREATE ... IF NOT EXISTS of schema.sql has made the
 # new tables and indexes; it fills them from the entries.
 MIGRATIONS: dict[int, Callable[[aiosqlite.Connection], Awaitable[None]]] = {
     1: _backfill_session_summary,
     2: _backfill_supersessions,
+    3: _v4_row_shape,
 }
 
 
@@ -401,7 +409,13 @@ async def _migrate(url: str, conn: aiosqlite.Connection, schema: Schema) -> None
             for statement in schema.statements:
                 await conn.execute(statement)
             for step in range(version, SCHEMA_VERSION):
-                await MIGRATIONS[step](conn)
+                try:
+                    await MIGRATIONS[step](conn)
+                except CorruptStoreError as exc:
+                    # A step knows the connection, not the file: name it here.
+                    raise CorruptStoreError(f"{url}: {exc}", url=url).add_context(
+                        entry_id=exc.entry_id
+                    ) from exc
             await conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         await conn.execute("COMMIT")
     except BaseException:

@@ -5,11 +5,10 @@ from __future__ import annotations
 import builtins
 import contextlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 import aiosqlite
-from pydantic import ValidationError
 
 from ..._gc import collector_paused
 from ...core.ledger import ObservationalMemoryLedger
@@ -22,6 +21,7 @@ from ...errors import (
     InvalidInputError,
 )
 from ...tokens import TokenEstimator
+from .._rows import BadRow, entries_from_rows
 from .._schema import SUPERSESSIONS_SINCE_VERSION
 from ..base import (
     SessionSummary,
@@ -39,6 +39,7 @@ from .sql import (
     CURSOR_ON_BRANCH_SQL,
     DEPTH_ON_BRANCH_SQL,
     ELIGIBLE_ROLES,
+    ENTRY_COLUMNS,
     LAST_COMPACTION_SQL,
     LEAF_BY_ID_SQL,
     LEAF_BY_SESSION_SQL,
@@ -85,27 +86,25 @@ class SqliteReads(StoreLifecycle):
         return await memory_head_of(position, self._fetch)
 
     async def get(self, entry_id: str) -> SessionEntry | None:
-        rows = await self._fetch(
-            "SELECT id, CAST(body AS BLOB) FROM entries WHERE id = ?", (entry_id,)
-        )
-        return self._parse(rows[0][0], rows[0][1]) if rows else None
+        rows = await self._fetch(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?", (entry_id,))
+        return self._parse(rows[0]) if rows else None
 
     async def get_many(self, entry_ids: Iterable[str]) -> dict[str, SessionEntry]:
         """The entries with these ids that exist, in one query per 500 ids."""
         found: dict[str, SessionEntry] = {}
         for chunk in id_chunks(sorted(set(entry_ids))):
             sql = BODIES_BY_ID_SQL.format(marks=", ".join("?" * len(chunk)))
-            for entry_id, body in await self._fetch(sql, chunk):
-                found[entry_id] = self._parse(entry_id, body)
+            for entry in self._parse_rows(await self._fetch(sql, chunk)):
+                found[entry.id] = entry
         return found
 
     async def list(self, session_id: str) -> builtins.list[SessionEntry]:
         rows = await self._fetch(
-            "SELECT id, CAST(body AS BLOB) FROM entries WHERE session_id = ? ORDER BY seq",
+            f"SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id = ? ORDER BY seq",
             (self._session(session_id),),
         )
         with collector_paused():
-            return [self._parse(entry_id, body) for entry_id, body in rows]
+            return self._parse_rows(rows)
 
     async def entries(
         self, session_id: str, leaf_id: str | None = None
@@ -178,11 +177,11 @@ class SqliteReads(StoreLifecycle):
             return position.path_tokens
         rows = await self._fetch(BRANCH_TOKENS_SQL, {**position.params(), "encoding": encoding})
         total = 0
-        for entry_id, tokens, row_encoding, body in rows:
+        for tokens, row_encoding, *row in rows:
             if row_encoding == encoding:
                 total += int(tokens)
             else:
-                total += self._estimator.count_entry(self._parse(entry_id, body))
+                total += self._estimator.count_entry(self._parse(row))
         return total
 
     async def entries_after(
@@ -219,8 +218,7 @@ class SqliteReads(StoreLifecycle):
         found: builtins.list[SessionEntry] = []
         for segment_id, lo, hi in reversed(await self._pieces(position)):
             params = (segment_id, lo, hi, *ELIGIBLE_ROLES, count - len(found))
-            rows = await self._fetch(RECENT_MESSAGES_SQL, params)
-            found.extend(self._parse(entry_id, body) for entry_id, body in rows)
+            found.extend(self._parse_rows(await self._fetch(RECENT_MESSAGES_SQL, params)))
             if len(found) >= count:
                 break
         found.reverse()
@@ -270,7 +268,7 @@ class SqliteReads(StoreLifecycle):
         if position is None:
             return fold_work_scope_map([])
         rows = await self._fetch(SCOPE_RECORDS_SQL, position.params())
-        return fold_work_scope_map(self._parse(entry_id, body) for _, entry_id, body in rows)
+        return fold_work_scope_map(self._parse_rows([row[1:] for row in rows]))
 
     async def memory_subset(
         self, session_id: str, memory_ids: Iterable[str], leaf_id: str | None = None
@@ -367,7 +365,7 @@ class SqliteReads(StoreLifecycle):
                 continue
             sql = PAGE_FORWARD_SQL if forward else RECENT_MESSAGES_SQL
             params = (segment_id, first, last, *ELIGIBLE_ROLES, want - len(found))
-            found.extend(self._parse(i, b) for i, b in await self._fetch(sql, params))
+            found.extend(self._parse_rows(await self._fetch(sql, params)))
             if len(found) >= want:
                 break
         more = len(found) > limit
@@ -433,8 +431,9 @@ class SqliteReads(StoreLifecycle):
         rows = await self._fetch(BRANCH_ENTRIES_SQL, position.params(first, last))
         slots: builtins.list[SessionEntry | None] = [None] * (last - first + 1)
         with collector_paused():
-            for depth, entry_id, body in rows:
-                slots[depth - first] = self._parse(entry_id, body)
+            entries = self._parse_rows([row[1:] for row in rows])
+            for (depth, *_), entry in zip(rows, entries, strict=True):
+                slots[depth - first] = entry
         if any(slot is None for slot in slots):
             missing = first + slots.index(None)
             raise CorruptStoreError(
@@ -453,24 +452,21 @@ class SqliteReads(StoreLifecycle):
             raise
         return builtins.list(rows)
 
-    def _parse(self, entry_id: str, body: object) -> SessionEntry:
-        """Validate a stored body back into its entry, or raise ``CorruptStoreError``."""
-        try:
-            if not isinstance(body, bytes | str):
-                raise TypeError(f"the body is {type(body).__name__}, not JSON text")
-            entry = SessionEntry.model_validate_json(body)
-        except (ValidationError, TypeError) as exc:
-            raise CorruptStoreError(
-                f"entry {entry_id!r} in {self.url}: its stored JSON no longer parses "
-                f"({first_line(exc)})",
-                url=self.url,
-            ) from exc
-        if entry.id != entry_id:
-            raise CorruptStoreError(
-                f"entry {entry_id!r} in {self.url}: its stored JSON holds id {entry.id!r}",
-                url=self.url,
-            )
+    def _parse(self, row: Sequence[Any]) -> SessionEntry:
+        """One stored entry row (``ENTRY_COLUMNS``) back into its entry, or raise
+        ``CorruptStoreError``."""
+        (entry,) = self._parse_rows([row])
         return entry
+
+    def _parse_rows(self, rows: Sequence[Sequence[Any]]) -> builtins.list[SessionEntry]:
+        """Stored entry rows back into their entries (``stores/_rows.py``): built from the
+        columns in a store of schema 4, validated from the whole wire in an older one."""
+        try:
+            return entries_from_rows(rows, self._schema_version)
+        except BadRow as exc:
+            raise CorruptStoreError(
+                f"entry {exc.entry_id!r} in {self.url}: {exc.reason}", url=self.url
+            ) from exc
 
     def _session(self, session_id: str) -> str:
         """Check the store is open, then that ``session_id`` is a valid name."""
