@@ -28,13 +28,14 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import SchemaValidator, core_schema, from_json
 
-from ..entries import Message, SessionEntry
-from ..errors import CorruptStoreError
+from ..entries import Message, SessionEntry, entry_from_wire
+from ..errors import CorruptStoreError, InvalidEntryError
 
 __all__ = [
     "PAYLOAD_SINCE_VERSION",
     "BadRow",
     "rewrite_bodies_as_payloads",
+    "stored_entry",
     "entries_from_rows",
     "entry_columns",
     "payload_json",
@@ -278,6 +279,24 @@ def wire_from_row(row: Sequence[Any], version: int) -> Any:
 
 # -- the migration from schema version 3 -----------------------------------------------
 
+
+def stored_entry(row: Sequence[Any]) -> tuple[SessionEntry, bool]:
+    """The entry of a row of either shape, validated, and whether its body held the whole
+    wire: what a migration reads, so that a row already rewritten (a step run again on a
+    store whose version stamp lags its rows) is recognised rather than refused.
+
+    The shapes cannot be confused: a whole wire is not a valid payload of its kind (its
+    keys are not a message's, and a custom entry's wire has no top-level ``type``).
+    """
+    try:
+        return _whole_wire(row), True
+    except BadRow as whole:
+        try:
+            return entry_from_wire(wire_from_row(row, PAYLOAD_SINCE_VERSION)), False
+        except InvalidEntryError:
+            raise whole from None
+
+
 # Rows rewritten per statement pair of the migration: bounded memory on any store size.
 MIGRATION_CHUNK = 2000
 _MIGRATION_READ_SQL = (
@@ -305,7 +324,7 @@ async def rewrite_bodies_as_payloads(conn: Any) -> int:
         updates = []
         for seq, *row in rows:
             try:
-                entry = _whole_wire(row)
+                entry, whole = stored_entry(row)
             except BadRow as exc:
                 raise CorruptStoreError(
                     f"{exc}; the migration to schema version {PAYLOAD_SINCE_VERSION} was "
@@ -320,7 +339,9 @@ async def rewrite_bodies_as_payloads(conn: Any) -> int:
                     f"{PAYLOAD_SINCE_VERSION} was rolled back and the store is unchanged",
                     entry_id=entry.id,
                 )
-            updates.append((payload_json(entry), seq))
-        await conn.executemany(_MIGRATION_WRITE_SQL, updates)
+            if whole:
+                updates.append((payload_json(entry), seq))
+        if updates:
+            await conn.executemany(_MIGRATION_WRITE_SQL, updates)
         done += len(rows)
         last = rows[-1][0]

@@ -427,3 +427,21 @@ async def test_postgres_damaged_row_leaves_version_three(postgres_url: str) -> N
         await open_store(postgres_url)
     assert caught.value.entry_id == victim
     assert _pg_state(postgres_url) == before
+
+
+async def test_rows_already_rewritten_pass_the_migration_unchanged(tmp_path: Path) -> None:
+    # A version 4 file stamped 3 (its stamp lagging its rows): the step recognises the
+    # payload rows instead of refusing them, and leaves them as they are.
+    path = tmp_path / "lagging.db"
+    async with await SqliteStore.open(path) as store:
+        await store.append_many(every_shape())
+        expected = await every_view(store)
+    rows = entry_rows(path)
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA user_version = 3")
+    conn.commit()
+    conn.close()
+    async with await SqliteStore.open(path) as store:
+        assert await every_view(store) == expected
+    assert version_of(path) == SCHEMA_VERSION
+    assert entry_rows(path) == rows
