@@ -14,7 +14,8 @@ build entries from these rows without validating them again: the message payload
 read are parsed in one pydantic-core call with the models' own schema less their
 Python after-validators (types, required fields and the content-part union are still
 checked, in Rust), and the entry around each is set from the columns. A row that does
-not parse names its entry (``BadRow``); the adapters raise ``CorruptStoreError``.
+not parse raises ``CorruptStoreError`` naming its entry (``bad_row``); the adapters add
+the store to it.
 The wire format is unchanged: an entry read back equals the one appended, field for
 field, and serialises to the same bytes.
 """
@@ -33,7 +34,8 @@ from ..errors import CorruptStoreError, InvalidEntryError
 
 __all__ = [
     "PAYLOAD_SINCE_VERSION",
-    "BadRow",
+    "bad_row",
+    "bad_row_reason",
     "rewrite_bodies_as_payloads",
     "stored_entry",
     "entries_from_rows",
@@ -57,13 +59,14 @@ def entry_columns(alias: str = "") -> str:
     return ", ".join(f"{prefix}{c}" for c in _COLUMNS) + f", CAST({prefix}body AS BLOB)"
 
 
-class BadRow(Exception):
-    """A stored entry row that does not read back: ``entry_id`` and why."""
+def bad_row(entry_id: str, reason: str) -> CorruptStoreError:
+    """The error of a stored entry row that does not read back (no store named yet)."""
+    return CorruptStoreError(f"entry {entry_id!r}: {reason}", entry_id=entry_id)
 
-    def __init__(self, entry_id: str, reason: str) -> None:
-        super().__init__(f"entry {entry_id!r}: {reason}")
-        self.entry_id = entry_id
-        self.reason = reason
+
+def bad_row_reason(exc: CorruptStoreError) -> str:
+    """Why a row did not read back: ``bad_row``'s message less its ``entry ...:`` head."""
+    return str(exc).removeprefix(f"entry {exc.entry_id!r}: ")
 
 
 # -- writing ---------------------------------------------------------------------------
@@ -155,7 +158,7 @@ def _entry(
 def _json_text(row: Sequence[Any]) -> bytes | str:
     body = row[5]
     if not isinstance(body, bytes | str):
-        raise BadRow(str(row[0]), f"the body is {type(body).__name__}, not JSON text")
+        raise bad_row(str(row[0]), f"the body is {type(body).__name__}, not JSON text")
     return body
 
 
@@ -172,18 +175,20 @@ def _other_kind(row: Sequence[Any]) -> SessionEntry:
     try:
         value = from_json(_json_text(row))
     except ValueError as exc:
-        raise BadRow(str(row[0]), f"its stored JSON no longer parses ({_first_line(exc)})") from exc
+        raise bad_row(
+            str(row[0]), f"its stored JSON no longer parses ({_first_line(exc)})"
+        ) from exc
     if kind == "custom":
         if not isinstance(value, dict) or not isinstance(value.get("type"), str):
-            raise BadRow(str(row[0]), "its stored data is not an object with a string 'type'")
+            raise bad_row(str(row[0]), "its stored data is not an object with a string 'type'")
         return _entry(row, None, value, None)
     if kind == "compaction":
         summary = value.get("summary") if isinstance(value, dict) else None
         data = value.get("data") if isinstance(value, dict) else None
         if not isinstance(summary, str) or not (data is None or isinstance(data, dict)):
-            raise BadRow(str(row[0]), "its stored compaction is not {summary, data}")
+            raise bad_row(str(row[0]), "its stored compaction is not {summary, data}")
         return _entry(row, None, data, summary)
-    raise BadRow(str(row[0]), f"its kind column holds {kind!r}")
+    raise bad_row(str(row[0]), f"its kind column holds {kind!r}")
 
 
 def _messages(rows: Sequence[Sequence[Any]]) -> list[Message]:
@@ -208,7 +213,7 @@ def _messages(rows: Sequence[Sequence[Any]]) -> list[Message]:
         try:
             parsed.append(_stored_message(text))
         except (ValidationError, ValueError) as exc:
-            raise BadRow(
+            raise bad_row(
                 str(row[0]), f"its stored JSON no longer parses ({_first_line(exc)})"
             ) from exc
     return parsed
@@ -228,16 +233,17 @@ def _whole_wire(row: Sequence[Any]) -> SessionEntry:
     try:
         entry = SessionEntry.model_validate_json(_json_text(row))
     except ValidationError as exc:
-        raise BadRow(entry_id, f"its stored JSON no longer parses ({_first_line(exc)})") from exc
+        raise bad_row(entry_id, f"its stored JSON no longer parses ({_first_line(exc)})") from exc
     if entry.id != entry_id:
-        raise BadRow(entry_id, f"its stored JSON holds id {entry.id!r}")
+        raise bad_row(entry_id, f"its stored JSON holds id {entry.id!r}")
     return entry
 
 
 def entries_from_rows(rows: Iterable[Sequence[Any]], version: int) -> list[SessionEntry]:
     """Entries from rows of ``entry_columns()`` in a store of schema ``version``, in order.
 
-    Raises ``BadRow`` for the first row (in row order among its kind) that does not read.
+    Raises ``CorruptStoreError`` (``bad_row``) for the first row (in row order among its
+    kind) that does not read.
     """
     rows = rows if isinstance(rows, list) else list(rows)
     if version < PAYLOAD_SINCE_VERSION:
@@ -290,7 +296,7 @@ def stored_entry(row: Sequence[Any]) -> tuple[SessionEntry, bool]:
     """
     try:
         return _whole_wire(row), True
-    except BadRow as whole:
+    except CorruptStoreError as whole:
         try:
             return entry_from_wire(wire_from_row(row, PAYLOAD_SINCE_VERSION)), False
         except InvalidEntryError:
@@ -325,7 +331,7 @@ async def rewrite_bodies_as_payloads(conn: Any) -> int:
         for seq, *row in rows:
             try:
                 entry, whole = stored_entry(row)
-            except BadRow as exc:
+            except CorruptStoreError as exc:
                 raise CorruptStoreError(
                     f"{exc}; the migration to schema version {PAYLOAD_SINCE_VERSION} was "
                     "rolled back and the store is unchanged: repair it (prism-om check) first",

@@ -31,7 +31,6 @@ from prism_om.errors import CorruptStoreError
 from prism_om.stores import SessionStore, open_store
 from prism_om.stores._rows import (
     PAYLOAD_SINCE_VERSION,
-    BadRow,
     entries_from_rows,
     payload_json,
     wire_from_row,
@@ -187,7 +186,7 @@ def test_a_bad_row_names_its_entry_and_spares_the_others() -> None:
     }
     for bad_id, body in cases.items():
         rows = [(*row_of(e)[:5], body) if e.id == bad_id else row_of(e) for e in good]
-        with pytest.raises(BadRow) as caught:
+        with pytest.raises(CorruptStoreError) as caught:
             entries_from_rows(rows, SCHEMA_VERSION)
         assert caught.value.entry_id == bad_id
 
@@ -196,7 +195,7 @@ def test_rows_of_an_older_schema_are_validated_from_the_whole_wire() -> None:
     entry = every_shape()[2]
     old_row = row_of(entry, entry.to_json().encode())
     assert entries_from_rows([old_row], PAYLOAD_SINCE_VERSION - 1) == [entry]
-    with pytest.raises(BadRow, match="holds id"):
+    with pytest.raises(CorruptStoreError, match="holds id"):
         entries_from_rows([("other", *old_row[1:])], PAYLOAD_SINCE_VERSION - 1)
 
 

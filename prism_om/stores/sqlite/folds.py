@@ -38,8 +38,7 @@ from ...core.records import (
     ReflectionsRecorded,
     dated_observation,
 )
-from ...errors import CorruptStoreError
-from .._rows import BadRow, entry_columns, stored_entry
+from .._rows import entry_columns, stored_entry
 from .placement import PlacedEntry
 from .sql import COMPACTION_MARKER
 
@@ -172,10 +171,7 @@ async def backfill_supersessions(conn: Any) -> None:
     rows: list[tuple[Any, ...]] = []
     for seq, segment_id, depth, *row in await conn.execute_fetchall(sql, (REFLECTIONS_RECORDED,)):
         # Either row shape: a later step of the same migration rewrites the bodies.
-        try:
-            entry, _ = stored_entry(row)
-        except BadRow as exc:
-            raise CorruptStoreError(str(exc), entry_id=exc.entry_id) from exc
+        entry, _ = stored_entry(row)
         record = parse_memory_record(entry)
         if isinstance(record, ReflectionsRecorded):
             rows.extend(supersession_rows(record, seq, segment_id, depth))

@@ -21,7 +21,7 @@ from ...errors import (
     InvalidInputError,
 )
 from ...tokens import TokenEstimator
-from .._rows import BadRow, entries_from_rows
+from .._rows import bad_row_reason, entries_from_rows
 from .._schema import SUPERSESSIONS_SINCE_VERSION
 from ..base import (
     SessionSummary,
@@ -30,13 +30,13 @@ from ..base import (
 )
 from .connect import DAMAGED_SUFFIX
 from .folds import ledger_from_rows
+from .page import PAGE_SQL
 from .placement import check_leaf_session, id_chunks, memory_head_of, sorted_pieces
 from .sql import (
     BODIES_BY_ID_SQL,
     BRANCH_ENTRIES_SQL,
     BRANCH_PIECES_SQL,
     BRANCH_TOKENS_SQL,
-    CURSOR_ON_BRANCH_SQL,
     DEPTH_ON_BRANCH_SQL,
     ELIGIBLE_ROLES,
     ENTRY_COLUMNS,
@@ -333,21 +333,33 @@ class SqliteReads(StoreLifecycle):
         direction: Literal["forward", "backward"] = "forward",
         leaf_id: str | None = None,
     ) -> tuple[builtins.list[SessionEntry], bool]:
-        """Up to ``limit`` eligible messages after/before ``cursor``: indexed, O(page)."""
+        """Up to ``limit`` eligible messages after/before ``cursor``: indexed, O(page).
+
+        One statement (``page.PAGE_SQL``) reads the leaf, the cursor, the branch pieces
+        and the rows of the cursor's piece; a page that crosses a fork reads the rest
+        piece by piece.
+        """
         check_page_args(limit, direction)
-        position = await self._leaf_position(session_id, leaf_id)
-        rows = []
-        if position is not None:
-            cursor_params = {**position.params(), "entry_id": cursor}
-            rows = await self._fetch(CURSOR_ON_BRANCH_SQL, cursor_params)
-        if position is None or not rows:
+        session_id = self._session(session_id)
+        want = limit + 1  # one more tells whether another page follows
+        params = {"session_id": session_id, "leaf_id": leaf_id, "cursor": cursor, "want": want}
+        key = (direction, "session" if leaf_id is None else "given")
+        rows = await self._fetch(PAGE_SQL[key], params)
+        _, current, owner, depth, kind, role, _ = rows[0]
+        if leaf_id is not None:
+            check_leaf_session(leaf_id, session_id, owner, self.url)
+        elif current is not None and owner is None:
+            raise CorruptStoreError(
+                f"session {session_id!r} in {self.url}: its leaf {current!r} has no row",
+                url=self.url,
+            )
+        if depth is None:
             raise EntryNotFoundError(
                 f"cursor {cursor!r} is not an entry of the current branch",
                 entry_id=cursor,
                 session_id=session_id,
                 url=self.url,
             )
-        depth, kind, role = rows[0]
         if kind != "message" or role not in ELIGIBLE_SOURCE_ROLES:
             raise InvalidInputError(
                 f"cursor {cursor!r} is a {kind} entry, not a user, assistant or tool message",
@@ -355,19 +367,19 @@ class SqliteReads(StoreLifecycle):
                 session_id=session_id,
                 url=self.url,
             )
-        pieces = await self._pieces(position)
-        found: builtins.list[SessionEntry] = []
-        want = limit + 1  # one more tells whether another page follows
+        found = self._parse_rows([row[1:] for row in rows if row[0] == 2])
         forward = direction == "forward"
-        for segment_id, lo, hi in pieces if forward else reversed(pieces):
-            first, last = (max(lo, depth + 1), hi) if forward else (lo, min(hi, depth - 1))
-            if first > last:
-                continue
-            sql = PAGE_FORWARD_SQL if forward else RECENT_MESSAGES_SQL
-            params = (segment_id, first, last, *ELIGIBLE_ROLES, want - len(found))
-            found.extend(self._parse_rows(await self._fetch(sql, params)))
-            if len(found) >= want:
-                break
+        if len(found) < want:
+            # The cursor's piece ran out: the pieces beyond it, in page order.
+            pieces = sorted_pieces(row[1:4] for row in rows if row[0] == 1)
+            for segment_id, lo, hi in pieces if forward else reversed(pieces):
+                if (lo <= depth) if forward else (hi >= depth):
+                    continue
+                sql = PAGE_FORWARD_SQL if forward else RECENT_MESSAGES_SQL
+                more_params = (segment_id, lo, hi, *ELIGIBLE_ROLES, want - len(found))
+                found.extend(self._parse_rows(await self._fetch(sql, more_params)))
+                if len(found) >= want:
+                    break
         more = len(found) > limit
         page = found[:limit]
         if not forward:
@@ -463,9 +475,11 @@ class SqliteReads(StoreLifecycle):
         columns in a store of schema 4, validated from the whole wire in an older one."""
         try:
             return entries_from_rows(rows, self._schema_version)
-        except BadRow as exc:
+        except CorruptStoreError as exc:
             raise CorruptStoreError(
-                f"entry {exc.entry_id!r} in {self.url}: {exc.reason}", url=self.url
+                f"entry {exc.entry_id!r} in {self.url}: {bad_row_reason(exc)}",
+                entry_id=exc.entry_id,
+                url=self.url,
             ) from exc
 
     def _session(self, session_id: str) -> str:
