@@ -63,7 +63,10 @@ async def main() -> None:
     plain.execute("CREATE TABLE m (id INTEGER PRIMARY KEY, sid TEXT, message_data TEXT)")
     plain.executemany(
         "INSERT INTO m (sid, message_data) VALUES (?, ?)",
-        [("s", json.dumps(e.message.to_wire() if e.message else e.data)) for e in dataset.entries],
+        [
+            ("s", e.message.model_dump_json(by_alias=True) if e.message else json.dumps(e.data))
+            for e in dataset.entries
+        ],
     )
     plain.commit()
     rtt = await aiosqlite.connect(os.path.join(work, "rtt.db"))
