@@ -41,9 +41,12 @@ CREATE TABLE IF NOT EXISTS segments (
 
 CREATE INDEX IF NOT EXISTS segments_session ON segments (session_id, segment_id);
 
--- One row per entry, in append order (seq). body is the entry's wire JSON, exactly as
--- every adapter persists it; the other columns are indexed copies of its fields or the
--- entry's place in the tree. tokens is the entry's estimate made at append with
+-- One row per entry, in append order (seq). The entry's envelope is in its columns (id,
+-- session_id, parent_id, kind, timestamp; role and custom_type are copies of fields of its
+-- payload) and body holds the rest as JSON, its payload: a message entry's message object,
+-- a custom entry's data object, a compaction's {"summary", "data"} (schema version 4;
+-- up to version 3 body held the whole wire JSON). The other columns are the entry's
+-- place in the tree. tokens is the entry's estimate made at append with
 -- token_encoding; path_tokens sums the message tokens from the root through this entry,
 -- and is NULL when the path was counted with more than one encoding.
 CREATE TABLE IF NOT EXISTS entries (

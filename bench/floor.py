@@ -1,10 +1,14 @@
 """The floor (plain ``sqlite3`` on the same rows) and one aiosqlite round trip.
 
-The floor table holds what our SQLite adapter must at least write per entry: id,
-session, parent, the wire JSON body and a token count made with the same estimator, in
-WAL mode with ``synchronous=NORMAL`` like the adapter. Its appends include encoding the
-rows (``model_dump_json`` and ``count_entry``), as ours do; its reads include
-``json.loads`` of the bodies (ours build validated ``SessionEntry`` objects instead).
+The floor table holds what our SQLite adapter must at least write per entry, in the
+row shape of schema version 4: the envelope in columns (id, session, parent, kind,
+timestamp), a token count made with the same estimator, and the payload JSON in body (a
+message's message object: ``prism_om.stores._rows.payload_json``), in WAL mode with
+``synchronous=NORMAL`` like the adapter. Its appends include encoding the rows
+(``payload_json`` and ``count_entry``), as ours do; its reads select the columns and
+``json.loads`` the bodies (ours build ``SessionEntry`` objects instead). The branch read
+is also timed on the rows of schema version 3 (the whole wire JSON in body), as
+``floor (sqlite3, v3 rows)``, to show what the row shape changed.
 """
 
 from __future__ import annotations
@@ -18,10 +22,11 @@ from typing import Any
 import aiosqlite
 
 from prism_om.entries import SessionEntry
+from prism_om.stores._rows import payload_json
 from prism_om.tokens import get_estimator
 
 from .data import SESSION_ID, Dataset
-from .model import FLOOR, REFERENCE, Result
+from .model import FLOOR, FLOOR_V3, REFERENCE, Result
 from .timing import Timer, sync, time_calls
 from .workloads import AppendSample
 
@@ -33,18 +38,48 @@ CREATE TABLE IF NOT EXISTS entries (
     id TEXT NOT NULL UNIQUE,
     session_id TEXT NOT NULL,
     parent_id TEXT,
+    kind TEXT NOT NULL,
+    timestamp TEXT NOT NULL,
     tokens INTEGER NOT NULL,
     body TEXT NOT NULL
 )"""
-_INSERT = "INSERT INTO entries (id, session_id, parent_id, tokens, body) VALUES (?, ?, ?, ?, ?)"
+_INSERT = (
+    "INSERT INTO entries (id, session_id, parent_id, kind, timestamp, tokens, body) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+# The columns a read of whole entries selects, as our adapter does.
+_COLUMNS = "id, session_id, parent_id, kind, timestamp, body"
 
 
 def _rows(entries: Sequence[SessionEntry]) -> list[tuple[Any, ...]]:
     est = get_estimator()
     return [
-        (e.id, e.session_id, e.parent_id, est.count_entry(e), e.model_dump_json(by_alias=True))
+        (e.id, e.session_id, e.parent_id, e.kind, e.timestamp, est.count_entry(e), payload_json(e))
         for e in entries
     ]
+
+
+def _v3_branch_floor(dataset: Dataset, workdir: str, timer: Timer) -> Any:
+    """The branch floor on rows of schema version 3: the whole wire JSON in body."""
+    path = os.path.join(workdir, f"floor-v3-{dataset.size}.db")
+    conn = _connect(path)
+    conn.execute("CREATE TABLE IF NOT EXISTS entries (seq INTEGER PRIMARY KEY, body TEXT)")
+    for i in range(0, dataset.size, 10_000):
+        chunk = dataset.entries[i : i + 10_000]
+        conn.executemany("INSERT INTO entries (body) VALUES (?)", [(e.to_json(),) for e in chunk])
+    conn.commit()
+
+    def branch() -> list[Any]:
+        rows = conn.execute("SELECT body FROM entries ORDER BY seq").fetchall()
+        return [json.loads(body) for (body,) in rows]
+
+    async def measure() -> list[float]:
+        try:
+            return await timer.measure(sync(branch))
+        finally:
+            conn.close()
+
+    return measure
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -72,27 +107,31 @@ async def run_floor(
 
     def branch() -> list[Any]:
         rows = conn.execute(
-            "SELECT body FROM entries WHERE session_id = ? ORDER BY seq", (SESSION_ID,)
+            f"SELECT {_COLUMNS} FROM entries WHERE session_id = ? ORDER BY seq", (SESSION_ID,)
         ).fetchall()
-        return [json.loads(body) for (body,) in rows]
+        return [(*row[:5], json.loads(row[5])) for row in rows]
 
     cursor = dataset.middle_message_id()
 
     def page() -> list[Any]:
         rows = conn.execute(
-            "SELECT body FROM entries WHERE session_id = ? AND seq > "
+            f"SELECT {_COLUMNS} FROM entries WHERE session_id = ? AND seq > "
             "(SELECT seq FROM entries WHERE id = ?) ORDER BY seq LIMIT 21",
             (SESSION_ID, cursor),
         ).fetchall()
-        return [json.loads(body) for (body,) in rows]
+        return [(*row[:5], json.loads(row[5])) for row in rows]
 
     _, source_id = dataset.middle_memory_id()
 
     def lookup() -> Any:
-        row = conn.execute("SELECT body FROM entries WHERE id = ?", (source_id,)).fetchone()
-        return json.loads(row[0])
+        row = conn.execute(f"SELECT {_COLUMNS} FROM entries WHERE id = ?", (source_id,)).fetchone()
+        return (*row[:5], json.loads(row[5]))
 
+    v3_branch = _v3_branch_floor(dataset, workdir, timer)
     add("branch", await timer.measure(sync(branch)), note="SELECT + json.loads")
+    results.append(
+        Result("branch", FLOOR_V3, size, await v3_branch(), note="SELECT + json.loads, v3 rows")
+    )
     add("page20", await timer.measure(sync(page)), note="seq range LIMIT 21 + json.loads")
     results.append(Result("page20_raw", FLOOR, size, results[-1].samples, note=results[-1].note))
     add("recall", await timer.measure(sync(lookup)), note="primary-key lookup + json.loads")
@@ -101,11 +140,11 @@ async def run_floor(
     def cold() -> list[Any]:
         c = _connect(path)
         rows = c.execute(
-            "SELECT body FROM entries WHERE session_id = ? ORDER BY seq DESC LIMIT 20",
+            f"SELECT {_COLUMNS} FROM entries WHERE session_id = ? ORDER BY seq DESC LIMIT 20",
             (SESSION_ID,),
         ).fetchall()
         c.close()
-        return [json.loads(body) for (body,) in rows]
+        return [(*row[:5], json.loads(row[5])) for row in rows]
 
     add("cold_start", await timer.measure(sync(cold)), note="connect + last 20 rows")
 

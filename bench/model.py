@@ -13,6 +13,7 @@ __all__ = [
     "PEERS",
     "REFERENCE",
     "FLOOR",
+    "FLOOR_V3",
     "WORKLOADS",
     "Result",
     "Workload",
@@ -58,6 +59,8 @@ WORKLOADS: Final[dict[str, Workload]] = {
 OURS: Final = ("memory", "jsonl", "sqlite", "postgres")
 DEFAULT_ADAPTERS: Final = ("memory", "jsonl", "sqlite")
 FLOOR: Final = "floor (sqlite3)"
+# The branch floor on schema version 3's rows (the whole wire JSON in body), for reference.
+FLOOR_V3: Final = "floor (sqlite3, v3 rows)"
 REFERENCE: Final = "aiosqlite"
 PG_FLOOR: Final = "floor (psycopg)"
 PG_REFERENCE: Final = "psycopg"

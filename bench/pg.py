@@ -2,7 +2,8 @@
 
 The server is a throwaway cluster (``prism_om.testing.postgres_cluster``, the one the
 tests start), or ``PRISM_TEST_POSTGRES_URL`` when set. The floor table holds what our
-adapter must at least write per entry (id, session, parent, token count, wire JSON body)
+adapter must at least write per entry (id, session, parent, kind, timestamp, token count,
+payload JSON body: the row shape of schema version 4)
 with an identity ``seq`` and an index on ``(session_id, seq)``; its appends include
 encoding the rows and its reads ``json.loads`` of the bodies, as in ``floor.py``. Each
 runs in its own schema of the same database, over one open ``AsyncConnection``.
@@ -32,13 +33,17 @@ CREATE TABLE entries (
     id TEXT NOT NULL UNIQUE,
     session_id TEXT NOT NULL,
     parent_id TEXT,
+    kind TEXT NOT NULL,
+    timestamp TEXT NOT NULL,
     tokens INTEGER NOT NULL,
     body TEXT NOT NULL
 );
 CREATE INDEX entries_session_seq ON entries (session_id, seq)"""
 _INSERT = (
-    "INSERT INTO entries (id, session_id, parent_id, tokens, body) VALUES (%s, %s, %s, %s, %s)"
+    "INSERT INTO entries (id, session_id, parent_id, kind, timestamp, tokens, body) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s)"
 )
+_COLUMNS = "id, session_id, parent_id, kind, timestamp, body"
 
 
 @contextmanager
@@ -107,25 +112,26 @@ async def run_pg_floor(
 
         async def fetch(query: str, params: tuple[Any, ...]) -> list[Any]:
             cur = await conn.execute(query, params)
-            return [json.loads(body) for (body,) in await cur.fetchall()]
+            return [(*row[:5], json.loads(row[5])) for row in await cur.fetchall()]
 
         cursor = dataset.middle_message_id()
         _, source_id = dataset.middle_memory_id()
 
         async def branch() -> list[Any]:
             return await fetch(
-                "SELECT body FROM entries WHERE session_id = %s ORDER BY seq", (SESSION_ID,)
+                f"SELECT {_COLUMNS} FROM entries WHERE session_id = %s ORDER BY seq",
+                (SESSION_ID,),
             )
 
         async def page() -> list[Any]:
             return await fetch(
-                "SELECT body FROM entries WHERE session_id = %s AND seq > "
+                f"SELECT {_COLUMNS} FROM entries WHERE session_id = %s AND seq > "
                 "(SELECT seq FROM entries WHERE id = %s) ORDER BY seq LIMIT 21",
                 (SESSION_ID, cursor),
             )
 
         async def lookup() -> list[Any]:
-            return await fetch("SELECT body FROM entries WHERE id = %s", (source_id,))
+            return await fetch(f"SELECT {_COLUMNS} FROM entries WHERE id = %s", (source_id,))
 
         add("branch", await timer.measure(branch), note="SELECT + json.loads")
         add("page20", await timer.measure(page), note="indexed seq range LIMIT 21 + json.loads")

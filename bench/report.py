@@ -11,7 +11,17 @@ from dataclasses import dataclass
 from importlib import metadata
 
 from .jsonl_floor import JSONL_FLOOR
-from .model import FLOOR, OURS, PEERS, PG_FLOOR, PG_REFERENCE, REFERENCE, WORKLOADS, Result
+from .model import (
+    FLOOR,
+    FLOOR_V3,
+    OURS,
+    PEERS,
+    PG_FLOOR,
+    PG_REFERENCE,
+    REFERENCE,
+    WORKLOADS,
+    Result,
+)
 
 __all__ = [
     "RunInfo",
@@ -68,7 +78,7 @@ def _index(results: Iterable[Result]) -> dict[tuple[str, str, int], Result]:
 
 
 def _systems(results: Sequence[Result], workload: str) -> list[str]:
-    order = [*OURS, FLOOR, PG_FLOOR, JSONL_FLOOR, *PEERS, REFERENCE, PG_REFERENCE]
+    order = [*OURS, FLOOR, FLOOR_V3, PG_FLOOR, JSONL_FLOOR, *PEERS, REFERENCE, PG_REFERENCE]
     present = {r.system for r in results if r.workload == workload}
     return [s for s in order if s in present]
 

@@ -228,6 +228,8 @@ def _scan_session(path: str, sid: str) -> tuple[list[SessionEntry], int, int]:
     """
     from ..entries import entry_from_wire
     from ..errors import InvalidEntryError
+    from ..stores._rows import entry_columns, wire_from_row
+    from ..stores._schema import SCHEMA_VERSION
 
     conn = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True)
     entries: list[SessionEntry] = []
@@ -235,18 +237,24 @@ def _scan_session(path: str, sid: str) -> tuple[list[SessionEntry], int, int]:
     dropped = gaps = steps = 0
     last, in_gap = 0, False
     try:
+        # Schema 4 keeps the envelope in columns and the payload in body (stores/_rows.py).
+        try:
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        except sqlite3.DatabaseError:
+            version = SCHEMA_VERSION
         while steps < _MAX_SCAN_STEPS:
             try:
                 rows = conn.execute(
-                    "SELECT seq, session_id, body FROM entries WHERE seq > ? ORDER BY seq",
+                    f"SELECT seq, {entry_columns()} FROM entries WHERE seq > ? ORDER BY seq",
                     (last,),
                 )
-                for seq, row_session, body in rows:
+                for seq, *row in rows:
                     last, in_gap = seq, False
-                    if row_session != sid:
+                    if row[1] != sid:
                         continue
                     try:
-                        entry = entry_from_wire(body, where=f"row {seq}")
+                        wire = wire_from_row(row, version)
+                        entry = entry_from_wire(wire, where=f"row {seq}")
                     except InvalidEntryError:
                         dropped += 1
                         continue

@@ -85,13 +85,15 @@ cursor_at AS (
     WHERE e.id = %(cursor)s AND e.segment_id = bp.segment_id
       AND e.depth BETWEEN bp.lo AND bp.hi
 )
-SELECT l.leaf_id, l.owner, c.depth, c.kind, c.role, r.id, r.body
+SELECT l.leaf_id, l.owner, c.depth, c.kind, c.role,
+       r.id, r.session_id, r.parent_id, r.kind, r.timestamp, r.body
 FROM leaf l
 LEFT JOIN cursor_at c ON true
 LEFT JOIN LATERAL (
-    SELECT p.depth, p.id, p.body
+    SELECT p.depth, p.id, p.session_id, p.parent_id, p.kind, p.timestamp, p.body
     FROM branch_path bp CROSS JOIN LATERAL (
-        SELECT e.depth, e.id, e.body FROM entries e
+        SELECT e.depth, e.id, e.session_id, e.parent_id, e.kind, e.timestamp, e.body
+        FROM entries e
         WHERE e.segment_id = bp.segment_id AND {{range}}
           AND e.kind = 'message' AND e.role IN ({_ROLES})
         ORDER BY e.depth {{order}} LIMIT %(want)s
@@ -111,9 +113,11 @@ PAGE_SQL: dict[tuple[str, str], str] = {
     for leaf in _LEAF
 }
 
-# Rows (kind, depth, ordinal, memory_id, entry_id, recorded_at, body): kind 0-2 as in the
-# SQLite adapter's MEMORY_SUBSET_SQL, 3 a cited source entry (memory_id is its id), and
-# 4 a given leaf (memory_id: the leaf's session, entry_id: the leaf). {match} is
+# Rows (kind, depth, ordinal, memory_id, entry_id, recorded_at, body, parent_id,
+# entry_kind): kind 0-2 as in the SQLite adapter's MEMORY_SUBSET_SQL (the last two NULL),
+# 3 a cited source entry (memory_id, entry_id, recorded_at, body, parent_id, entry_kind
+# are its id, session, timestamp, stored body, parent and kind), and 4 a given leaf
+# (memory_id: the leaf's session, entry_id: the leaf). {match} is
 # ``= %(id)s`` for one id (cheaper to bind and plan) or ``= ANY(%(ids)s)``.
 _SUBSET = f""",
 found AS (
@@ -122,19 +126,21 @@ found AS (
     WHERE o.memory_id {{match}} AND o.segment_id BETWEEN bp.segment_id AND bp.segment_id
       AND o.depth BETWEEN bp.lo AND bp.hi
 )
-{{header}}SELECT 0, f.depth, f.ordinal, f.memory_id, f.entry_id, f.recorded_at, f.body FROM found f
+{{header}}SELECT 0, f.depth, f.ordinal, f.memory_id, f.entry_id, f.recorded_at, f.body,
+       NULL, NULL
+FROM found f
 UNION ALL
-SELECT 1, r.depth, r.ordinal, r.memory_id, r.entry_id, r.recorded_at, r.body
+SELECT 1, r.depth, r.ordinal, r.memory_id, r.entry_id, r.recorded_at, r.body, NULL, NULL
 FROM om_reflections r CROSS JOIN branch_path bp
 WHERE r.memory_id {{match}} AND r.segment_id BETWEEN bp.segment_id AND bp.segment_id
   AND r.depth BETWEEN bp.lo AND bp.hi
 UNION ALL
-SELECT 2, d.depth, d.ordinal, d.memory_id, NULL, NULL, NULL
+SELECT 2, d.depth, d.ordinal, d.memory_id, NULL, NULL, NULL, NULL, NULL
 FROM om_drops d CROSS JOIN branch_path bp
 WHERE d.memory_id {{match}} AND d.segment_id BETWEEN bp.segment_id AND bp.segment_id
   AND d.depth BETWEEN bp.lo AND bp.hi
 {{supersessions}}UNION ALL
-SELECT 3, NULL, NULL, e.id, NULL, NULL, e.body
+SELECT 3, NULL, NULL, e.id, e.session_id, e.timestamp, e.body, e.parent_id, e.kind
 FROM found f CROSS JOIN LATERAL (
     SELECT s.source_entry_id FROM om_observation_sources s
     WHERE s.entry_seq = f.entry_seq AND s.ordinal = f.ordinal
@@ -145,13 +151,14 @@ _MATCH = {"one": "= %(id)s", "many": "= ANY(%(ids)s)"}
 # Only a given leaf needs its row back, to be checked against the session.
 _HEADER = {
     "session": "",
-    "given": "SELECT 4, NULL::bigint, NULL::bigint, l.owner, l.leaf_id, NULL, NULL FROM leaf l\n"
+    "given": "SELECT 4, NULL::bigint, NULL::bigint, l.owner, l.leaf_id, NULL, NULL, NULL, NULL"
+    " FROM leaf l\n"
     "UNION ALL\n",
 }
 # Kind 5: a supersession of one of the ids (entry_id: the superseding reflection), read
 # only from a store whose schema has om_supersessions (python-design.md, "Supersession").
 _SUPERSESSIONS = """UNION ALL
-SELECT 5, s.depth, s.ordinal, s.memory_id, s.superseded_by, NULL, NULL
+SELECT 5, s.depth, s.ordinal, s.memory_id, s.superseded_by, NULL, NULL, NULL, NULL
 FROM om_supersessions s CROSS JOIN branch_path bp
 WHERE s.memory_id {match} AND s.segment_id BETWEEN bp.segment_id AND bp.segment_id
   AND s.depth BETWEEN bp.lo AND bp.hi
@@ -168,18 +175,19 @@ MEMORY_SUBSET_SQL: dict[tuple[str, str, bool], str] = {
     for leaf in _LEAF
     for with_supersessions in (True, False)
 }
-BODIES_BY_IDS_SQL = "SELECT id, body FROM entries WHERE id = ANY(%s)"
-BODY_BY_ID_SQL = "SELECT id, body FROM entries WHERE id = %s"
+_ENTRY_COLUMNS = "id, session_id, parent_id, kind, timestamp, body"
+BODIES_BY_IDS_SQL = f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE id = ANY(%s)"
+BODY_BY_ID_SQL = f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE id = %s"
 
 
 class PostgresReads(SqliteReads):
     """``SqliteReads`` with a page, a recall's rows and lookups by id in one statement."""
 
-    # Source entries (id -> stored body) read by the latest memory_subset, for the
+    # Source entries (id -> stored entry row) read by the latest memory_subset, for the
     # get_many a recall makes next. Entries never change once written (no update or
-    # delete exists), so a body read here is the body get_many would read; a get_many of
+    # delete exists), so a row read here is the row get_many would read; a get_many of
     # other ids reads them from the server.
-    _sources_read: dict[str, str]
+    _sources_read: dict[str, tuple[Any, ...]]
 
     def _pool_reader(self) -> PoolReader:
         reader = self._open_reader()
@@ -206,17 +214,19 @@ class PostgresReads(SqliteReads):
         found: dict[str, SessionEntry] = {}
         read = self._sources_read
         rest = []
+        rows = []
         for entry_id in wanted:
-            body = read.get(entry_id)
-            if body is None:
+            row = read.get(entry_id)
+            if row is None:
                 rest.append(entry_id)
             else:
-                found[entry_id] = self._parse(entry_id, body)
+                rows.append(row)
         if rest:
             # One id binds as text, cheaper than an array.
             sql, param = (BODY_BY_ID_SQL, rest[0]) if len(rest) == 1 else (BODIES_BY_IDS_SQL, rest)
-            for entry_id, body in await self._fetch_native(sql, (param,)):
-                found[entry_id] = self._parse(entry_id, body)
+            rows.extend(await self._fetch_native(sql, (param,)))
+        for entry in self._parse_rows(rows):
+            found[entry.id] = entry
         return found
 
     async def memory_subset(
@@ -235,8 +245,8 @@ class PostgresReads(SqliteReads):
         )
         rows = await self._fetch_native(MEMORY_SUBSET_SQL[key], params)
         observations, reflections, drops, supersessions = [], [], [], []
-        sources: dict[str, str] = {}
-        for kind, depth, ordinal, memory_id, entry_id, recorded_at, body in rows:
+        sources: dict[str, tuple[Any, ...]] = {}
+        for kind, depth, ordinal, memory_id, entry_id, recorded_at, body, *source in rows:
             if kind == 0:
                 observations.append((depth, ordinal, memory_id, entry_id, recorded_at, body))
             elif kind == 1:
@@ -244,7 +254,8 @@ class PostgresReads(SqliteReads):
             elif kind == 2:
                 drops.append((depth, ordinal, memory_id))
             elif kind == 3:
-                sources[memory_id] = body
+                parent_id, entry_kind = source
+                sources[memory_id] = (memory_id, entry_id, parent_id, entry_kind, recorded_at, body)
             elif kind == 5:
                 # entry_id's column holds the superseding reflection here.
                 supersessions.append((depth, ordinal, memory_id, entry_id))
@@ -297,7 +308,7 @@ class PostgresReads(SqliteReads):
                 session_id=session_id,
                 url=self.url,
             )
-        found = [self._parse(row[5], row[6]) for row in rows if row[5] is not None]
+        found = self._parse_rows([row[5:] for row in rows if row[5] is not None])
         more = len(found) > limit
         page = found[:limit]
         if direction != "forward":

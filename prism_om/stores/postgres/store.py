@@ -25,6 +25,7 @@ from ...errors import (
     StoreNotFoundError,
 )
 from ...tokens import TokenEstimator, get_estimator
+from .._rows import rewrite_bodies_as_payloads
 from .._schema import SCHEMA_VERSION
 from .._shield import finish_then_cancel
 from .._summary import latest_timestamp
@@ -134,9 +135,22 @@ async def _v4_live_pool(conn: PgConnection) -> None:
     await backfill_live_pool(conn)
 
 
+async def _v4_row_shape(conn: PgConnection) -> None:
+    """Version 3 to 4: entry bodies hold the payload only, the envelope stays in its
+    columns (``stores/_rows.py``)."""
+    await rewrite_bodies_as_payloads(conn)
+
+
+async def _v4(conn: PgConnection) -> None:
+    """Version 3 to 4: both changes of that version, in the one transaction. The bodies
+    are rewritten first; the live pool is built from the fold tables alone."""
+    await _v4_row_shape(conn)
+    await _v4_live_pool(conn)
+
+
 MIGRATIONS: dict[int, Callable[[PgConnection], Awaitable[None]]] = {
     2: _add_supersessions,
-    3: _v4_live_pool,
+    3: _v4,
 }
 
 
@@ -563,7 +577,13 @@ async def _prepare_schema(
         async with raw.transaction():
             await raw.execute(SCHEMA_LOCK_SQL)
             for step in range(version, SCHEMA_VERSION):
-                await MIGRATIONS[step](conn)
+                try:
+                    await MIGRATIONS[step](conn)
+                except CorruptStoreError as exc:
+                    # A step knows the connection, not the server: name it here.
+                    raise CorruptStoreError(f"{url}: {exc}", url=url).add_context(
+                        entry_id=exc.entry_id
+                    ) from exc
             await raw.execute(
                 "UPDATE prism_meta SET value = %s WHERE name = 'schema_version'",
                 (str(SCHEMA_VERSION),),

@@ -20,6 +20,7 @@ from ...errors import (
     StoreError,
     StoreNotFoundError,
 )
+from .._rows import rewrite_bodies_as_payloads
 from .._schema import APPLICATION_ID, SCHEMA_VERSION, Schema
 from .folds import backfill_supersessions
 from .live_pool import backfill_live_pool
@@ -387,13 +388,26 @@ async def _v4_live_pool(conn: aiosqlite.Connection) -> None:
     await backfill_live_pool(conn)
 
 
+async def _v4_row_shape(conn: aiosqlite.Connection) -> None:
+    """Version 3 to 4: entry bodies hold the payload only, the envelope stays in its
+    columns (``stores/_rows.py``)."""
+    await rewrite_bodies_as_payloads(conn)
+
+
+async def _v4(conn: aiosqlite.Connection) -> None:
+    """Version 3 to 4: both changes of that version, in the one transaction. The bodies
+    are rewritten first; the live pool is built from the fold tables alone."""
+    await _v4_row_shape(conn)
+    await _v4_live_pool(conn)
+
+
 # Migration steps, keyed by the version they start from. Each runs inside the one
 # transaction of _migrate, after every CREATE ... IF NOT EXISTS of schema.sql has made the
 # new tables and indexes; it fills them from the entries.
 MIGRATIONS: dict[int, Callable[[aiosqlite.Connection], Awaitable[None]]] = {
     1: _backfill_session_summary,
     2: _backfill_supersessions,
-    3: _v4_live_pool,
+    3: _v4,
 }
 
 
@@ -408,7 +422,13 @@ async def _migrate(url: str, conn: aiosqlite.Connection, schema: Schema) -> None
             for statement in schema.statements:
                 await conn.execute(statement)
             for step in range(version, SCHEMA_VERSION):
-                await MIGRATIONS[step](conn)
+                try:
+                    await MIGRATIONS[step](conn)
+                except CorruptStoreError as exc:
+                    # A step knows the connection, not the file: name it here.
+                    raise CorruptStoreError(f"{url}: {exc}", url=url).add_context(
+                        entry_id=exc.entry_id
+                    ) from exc
             await conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         await conn.execute("COMMIT")
     except BaseException:

@@ -38,7 +38,7 @@ from ...core.records import (
     ReflectionsRecorded,
     dated_observation,
 )
-from ...entries import SessionEntry
+from .._rows import entry_columns, stored_entry
 from .live_pool import follow_appends
 from .placement import PlacedEntry
 from .sql import COMPACTION_MARKER
@@ -166,12 +166,14 @@ async def backfill_supersessions(conn: Any) -> None:
     schema version that added it). ``conn`` is the migrating connection: aiosqlite's, or
     the PostgreSQL adapter's, which speaks the same SQL through the transpiler."""
     sql = (
-        "SELECT seq, segment_id, depth, CAST(body AS BLOB) FROM entries "
+        f"SELECT seq, segment_id, depth, {entry_columns()} FROM entries "
         "WHERE custom_type = ? ORDER BY seq"
     )
     rows: list[tuple[Any, ...]] = []
-    for seq, segment_id, depth, body in await conn.execute_fetchall(sql, (REFLECTIONS_RECORDED,)):
-        record = parse_memory_record(SessionEntry.model_validate_json(body))
+    for seq, segment_id, depth, *row in await conn.execute_fetchall(sql, (REFLECTIONS_RECORDED,)):
+        # Either row shape: a later step of the same migration rewrites the bodies.
+        entry, _ = stored_entry(row)
+        record = parse_memory_record(entry)
         if isinstance(record, ReflectionsRecorded):
             rows.extend(supersession_rows(record, seq, segment_id, depth))
     if rows:

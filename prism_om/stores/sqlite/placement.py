@@ -27,6 +27,7 @@ from ...errors import (
     UnknownParentError,
 )
 from ...tokens import TokenEstimator
+from .._rows import payload_json
 from .sql import (
     BRANCH_PIECES_SQL,
     ENTRIES_BY_ID_SQL,
@@ -42,8 +43,8 @@ from .sql import (
     fetch_rows,
 )
 
-# Turns a stored (id, body) back into its entry, raising CorruptStoreError.
-ParseBody = Callable[[str, object], SessionEntry]
+# Turns a stored entry row (sql.ENTRY_COLUMNS) back into its entry, raising CorruptStoreError.
+ParseBody = Callable[[Sequence[Any]], SessionEntry]
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,9 +142,10 @@ class Placer:
 
 
 def encode_batch(batch: Sequence[SessionEntry], estimator: TokenEstimator) -> list[tuple[str, int]]:
-    """Each entry's wire JSON and token count, computed once at append."""
+    """Each entry's stored body (its payload, ``stores/_rows.py``) and token count,
+    computed once at append."""
     with collector_paused():
-        return [(e.model_dump_json(by_alias=True), estimator.count_entry(e)) for e in batch]
+        return [(payload_json(e), estimator.count_entry(e)) for e in batch]
 
 
 def outside_parent_ids(batch: Sequence[SessionEntry]) -> builtins.list[str]:
@@ -330,9 +332,9 @@ async def _path_evidence(
     pieces = sorted_pieces(await fetch_rows(conn, BRANCH_PIECES_SQL, position.params()))
     for chunk in id_chunks(sorted(needs.source_entry_ids | needs.covered_entry_ids)):
         sql = ENTRIES_BY_ID_SQL.format(marks=", ".join("?" * len(chunk)))
-        for entry_id, segment_id, depth, body in await fetch_rows(conn, sql, chunk):
+        for segment_id, depth, *row in await fetch_rows(conn, sql, chunk):
             if _on_pieces(pieces, segment_id, depth):
-                evidence.append(parse(entry_id, body))
+                evidence.append(parse(row))
     # The memory ids are looked up in the fold tables, by id, not by a branch scan; a
     # recording entry that lies on the path is evidence.
     recorders: set[int] = set()
@@ -352,6 +354,6 @@ async def _path_evidence(
                 recorders.add(seq)
     for chunk in id_chunks([str(seq) for seq in sorted(recorders)]):
         sql = ENTRIES_BY_SEQ_SQL.format(marks=", ".join("?" * len(chunk)))
-        for entry_id, body in await fetch_rows(conn, sql, [int(seq) for seq in chunk]):
-            evidence.append(parse(entry_id, body))
+        for row in await fetch_rows(conn, sql, [int(seq) for seq in chunk]):
+            evidence.append(parse(row))
     return evidence

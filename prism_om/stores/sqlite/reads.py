@@ -5,11 +5,10 @@ from __future__ import annotations
 import builtins
 import contextlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 import aiosqlite
-from pydantic import ValidationError
 
 from ..._gc import collector_paused
 from ...core.ledger import ObservationalMemoryLedger
@@ -22,6 +21,7 @@ from ...errors import (
     InvalidInputError,
 )
 from ...tokens import TokenEstimator
+from .._rows import bad_row_reason, entries_from_rows
 from .._schema import LIVE_POOL_SINCE_VERSION, SUPERSESSIONS_SINCE_VERSION
 from ..base import (
     SessionSummary,
@@ -31,15 +31,16 @@ from ..base import (
 from .connect import DAMAGED_SUFFIX
 from .folds import ledger_from_rows
 from .live_pool import POOL_SQL
+from .page import PAGE_SQL
 from .placement import check_leaf_session, id_chunks, memory_head_of, sorted_pieces
 from .sql import (
     BODIES_BY_ID_SQL,
     BRANCH_ENTRIES_SQL,
     BRANCH_PIECES_SQL,
     BRANCH_TOKENS_SQL,
-    CURSOR_ON_BRANCH_SQL,
     DEPTH_ON_BRANCH_SQL,
     ELIGIBLE_ROLES,
+    ENTRY_COLUMNS,
     LAST_COMPACTION_SQL,
     LEAF_BY_ID_SQL,
     LEAF_BY_SESSION_SQL,
@@ -86,27 +87,25 @@ class SqliteReads(StoreLifecycle):
         return await memory_head_of(position, self._fetch)
 
     async def get(self, entry_id: str) -> SessionEntry | None:
-        rows = await self._fetch(
-            "SELECT id, CAST(body AS BLOB) FROM entries WHERE id = ?", (entry_id,)
-        )
-        return self._parse(rows[0][0], rows[0][1]) if rows else None
+        rows = await self._fetch(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?", (entry_id,))
+        return self._parse(rows[0]) if rows else None
 
     async def get_many(self, entry_ids: Iterable[str]) -> dict[str, SessionEntry]:
         """The entries with these ids that exist, in one query per 500 ids."""
         found: dict[str, SessionEntry] = {}
         for chunk in id_chunks(sorted(set(entry_ids))):
             sql = BODIES_BY_ID_SQL.format(marks=", ".join("?" * len(chunk)))
-            for entry_id, body in await self._fetch(sql, chunk):
-                found[entry_id] = self._parse(entry_id, body)
+            for entry in self._parse_rows(await self._fetch(sql, chunk)):
+                found[entry.id] = entry
         return found
 
     async def list(self, session_id: str) -> builtins.list[SessionEntry]:
         rows = await self._fetch(
-            "SELECT id, CAST(body AS BLOB) FROM entries WHERE session_id = ? ORDER BY seq",
+            f"SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id = ? ORDER BY seq",
             (self._session(session_id),),
         )
         with collector_paused():
-            return [self._parse(entry_id, body) for entry_id, body in rows]
+            return self._parse_rows(rows)
 
     async def entries(
         self, session_id: str, leaf_id: str | None = None
@@ -179,11 +178,11 @@ class SqliteReads(StoreLifecycle):
             return position.path_tokens
         rows = await self._fetch(BRANCH_TOKENS_SQL, {**position.params(), "encoding": encoding})
         total = 0
-        for entry_id, tokens, row_encoding, body in rows:
+        for tokens, row_encoding, *row in rows:
             if row_encoding == encoding:
                 total += int(tokens)
             else:
-                total += self._estimator.count_entry(self._parse(entry_id, body))
+                total += self._estimator.count_entry(self._parse(row))
         return total
 
     async def entries_after(
@@ -220,8 +219,7 @@ class SqliteReads(StoreLifecycle):
         found: builtins.list[SessionEntry] = []
         for segment_id, lo, hi in reversed(await self._pieces(position)):
             params = (segment_id, lo, hi, *ELIGIBLE_ROLES, count - len(found))
-            rows = await self._fetch(RECENT_MESSAGES_SQL, params)
-            found.extend(self._parse(entry_id, body) for entry_id, body in rows)
+            found.extend(self._parse_rows(await self._fetch(RECENT_MESSAGES_SQL, params)))
             if len(found) >= count:
                 break
         found.reverse()
@@ -277,7 +275,7 @@ class SqliteReads(StoreLifecycle):
         if position is None:
             return fold_work_scope_map([])
         rows = await self._fetch(SCOPE_RECORDS_SQL, position.params())
-        return fold_work_scope_map(self._parse(entry_id, body) for _, entry_id, body in rows)
+        return fold_work_scope_map(self._parse_rows([row[1:] for row in rows]))
 
     async def memory_subset(
         self, session_id: str, memory_ids: Iterable[str], leaf_id: str | None = None
@@ -342,21 +340,33 @@ class SqliteReads(StoreLifecycle):
         direction: Literal["forward", "backward"] = "forward",
         leaf_id: str | None = None,
     ) -> tuple[builtins.list[SessionEntry], bool]:
-        """Up to ``limit`` eligible messages after/before ``cursor``: indexed, O(page)."""
+        """Up to ``limit`` eligible messages after/before ``cursor``: indexed, O(page).
+
+        One statement (``page.PAGE_SQL``) reads the leaf, the cursor, the branch pieces
+        and the rows of the cursor's piece; a page that crosses a fork reads the rest
+        piece by piece.
+        """
         check_page_args(limit, direction)
-        position = await self._leaf_position(session_id, leaf_id)
-        rows = []
-        if position is not None:
-            cursor_params = {**position.params(), "entry_id": cursor}
-            rows = await self._fetch(CURSOR_ON_BRANCH_SQL, cursor_params)
-        if position is None or not rows:
+        session_id = self._session(session_id)
+        want = limit + 1  # one more tells whether another page follows
+        params = {"session_id": session_id, "leaf_id": leaf_id, "cursor": cursor, "want": want}
+        key = (direction, "session" if leaf_id is None else "given")
+        rows = await self._fetch(PAGE_SQL[key], params)
+        _, current, owner, depth, kind, role, _ = rows[0]
+        if leaf_id is not None:
+            check_leaf_session(leaf_id, session_id, owner, self.url)
+        elif current is not None and owner is None:
+            raise CorruptStoreError(
+                f"session {session_id!r} in {self.url}: its leaf {current!r} has no row",
+                url=self.url,
+            )
+        if depth is None:
             raise EntryNotFoundError(
                 f"cursor {cursor!r} is not an entry of the current branch",
                 entry_id=cursor,
                 session_id=session_id,
                 url=self.url,
             )
-        depth, kind, role = rows[0]
         if kind != "message" or role not in ELIGIBLE_SOURCE_ROLES:
             raise InvalidInputError(
                 f"cursor {cursor!r} is a {kind} entry, not a user, assistant or tool message",
@@ -364,19 +374,19 @@ class SqliteReads(StoreLifecycle):
                 session_id=session_id,
                 url=self.url,
             )
-        pieces = await self._pieces(position)
-        found: builtins.list[SessionEntry] = []
-        want = limit + 1  # one more tells whether another page follows
+        found = self._parse_rows([row[1:] for row in rows if row[0] == 2])
         forward = direction == "forward"
-        for segment_id, lo, hi in pieces if forward else reversed(pieces):
-            first, last = (max(lo, depth + 1), hi) if forward else (lo, min(hi, depth - 1))
-            if first > last:
-                continue
-            sql = PAGE_FORWARD_SQL if forward else RECENT_MESSAGES_SQL
-            params = (segment_id, first, last, *ELIGIBLE_ROLES, want - len(found))
-            found.extend(self._parse(i, b) for i, b in await self._fetch(sql, params))
-            if len(found) >= want:
-                break
+        if len(found) < want:
+            # The cursor's piece ran out: the pieces beyond it, in page order.
+            pieces = sorted_pieces(row[1:4] for row in rows if row[0] == 1)
+            for segment_id, lo, hi in pieces if forward else reversed(pieces):
+                if (lo <= depth) if forward else (hi >= depth):
+                    continue
+                sql = PAGE_FORWARD_SQL if forward else RECENT_MESSAGES_SQL
+                more_params = (segment_id, lo, hi, *ELIGIBLE_ROLES, want - len(found))
+                found.extend(self._parse_rows(await self._fetch(sql, more_params)))
+                if len(found) >= want:
+                    break
         more = len(found) > limit
         page = found[:limit]
         if not forward:
@@ -440,8 +450,9 @@ class SqliteReads(StoreLifecycle):
         rows = await self._fetch(BRANCH_ENTRIES_SQL, position.params(first, last))
         slots: builtins.list[SessionEntry | None] = [None] * (last - first + 1)
         with collector_paused():
-            for depth, entry_id, body in rows:
-                slots[depth - first] = self._parse(entry_id, body)
+            entries = self._parse_rows([row[1:] for row in rows])
+            for (depth, *_), entry in zip(rows, entries, strict=True):
+                slots[depth - first] = entry
         if any(slot is None for slot in slots):
             missing = first + slots.index(None)
             raise CorruptStoreError(
@@ -460,24 +471,23 @@ class SqliteReads(StoreLifecycle):
             raise
         return builtins.list(rows)
 
-    def _parse(self, entry_id: str, body: object) -> SessionEntry:
-        """Validate a stored body back into its entry, or raise ``CorruptStoreError``."""
+    def _parse(self, row: Sequence[Any]) -> SessionEntry:
+        """One stored entry row (``ENTRY_COLUMNS``) back into its entry, or raise
+        ``CorruptStoreError``."""
+        (entry,) = self._parse_rows([row])
+        return entry
+
+    def _parse_rows(self, rows: Sequence[Sequence[Any]]) -> builtins.list[SessionEntry]:
+        """Stored entry rows back into their entries (``stores/_rows.py``): built from the
+        columns in a store of schema 4, validated from the whole wire in an older one."""
         try:
-            if not isinstance(body, bytes | str):
-                raise TypeError(f"the body is {type(body).__name__}, not JSON text")
-            entry = SessionEntry.model_validate_json(body)
-        except (ValidationError, TypeError) as exc:
+            return entries_from_rows(rows, self._schema_version)
+        except CorruptStoreError as exc:
             raise CorruptStoreError(
-                f"entry {entry_id!r} in {self.url}: its stored JSON no longer parses "
-                f"({first_line(exc)})",
+                f"entry {exc.entry_id!r} in {self.url}: {bad_row_reason(exc)}",
+                entry_id=exc.entry_id,
                 url=self.url,
             ) from exc
-        if entry.id != entry_id:
-            raise CorruptStoreError(
-                f"entry {entry_id!r} in {self.url}: its stored JSON holds id {entry.id!r}",
-                url=self.url,
-            )
-        return entry
 
     def _session(self, session_id: str) -> str:
         """Check the store is open, then that ``session_id`` is a valid name."""

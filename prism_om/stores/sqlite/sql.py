@@ -10,6 +10,7 @@ import aiosqlite
 
 from ...core.records import FOLDED_TYPE
 from ...core.sources import ELIGIBLE_SOURCE_ROLES
+from .._rows import entry_columns
 
 Params = Sequence[Any] | Mapping[str, Any]
 # The om_markers record type of a compaction that carries no om.folded memory.
@@ -75,19 +76,19 @@ def ledger_queries() -> dict[str, str]:
 
 
 def scope_records_query() -> str:
-    """Bodies of the branch's om.scope.* entries, in branch order."""
-    return (
-        branch_rows_sql(
-            "s.depth, (SELECT e.id FROM entries e WHERE e.seq = s.entry_seq),"
-            " (SELECT CAST(e.body AS BLOB) FROM entries e WHERE e.seq = s.entry_seq)",
-            "om_scope_records",
-            "s",
-        )
-        + " ORDER BY s.depth"
+    """The branch's om.scope.* entries (depth, then an entry row), in branch order."""
+    # One primary-key lookup per column and record: scope records are few, and the
+    # subqueries keep PostgreSQL's plan an index lookup per row.
+    columns = ", ".join(
+        f"(SELECT {column} FROM entries e WHERE e.seq = s.entry_seq)"
+        for column in entry_columns("e").split(", ")
     )
+    return branch_rows_sql(f"s.depth, {columns}", "om_scope_records", "s") + " ORDER BY s.depth"
 
 
-BRANCH_ENTRIES_SQL = branch_rows_sql("e.depth, e.id, CAST(e.body AS BLOB)", "entries", "e")
+# Rows of whole entries select ENTRY_COLUMNS (stores/_rows.py: the envelope, then body).
+ENTRY_COLUMNS = entry_columns()
+BRANCH_ENTRIES_SQL = branch_rows_sql(f"e.depth, {entry_columns('e')}", "entries", "e")
 BRANCH_PIECES_SQL = f"{BRANCH_PATH_CTE}\nSELECT segment_id, lo, hi FROM branch_path"
 # Segments belong to one session, so a row on the pieces is of the leaf's session.
 DEPTH_ON_BRANCH_SQL = f"""{BRANCH_PATH_CTE}
@@ -100,20 +101,20 @@ CURSOR_ON_BRANCH_SQL = DEPTH_ON_BRANCH_SQL.replace(
 ELIGIBLE_ROLES = tuple(sorted(ELIGIBLE_SOURCE_ROLES))
 # Newest first within one piece, straight off the (segment_id, depth) index.
 RECENT_MESSAGES_SQL = f"""
-SELECT id, CAST(body AS BLOB) FROM entries
+SELECT {ENTRY_COLUMNS} FROM entries
 WHERE segment_id = ? AND depth BETWEEN ? AND ?
   AND kind = 'message' AND role IN ({", ".join("?" * len(ELIGIBLE_ROLES))})
 ORDER BY depth DESC LIMIT ?"""
 # Where a memory id was recorded, any branch: the caller keeps the rows on its path.
 MEMORY_BY_ID_SQL = "SELECT entry_seq, segment_id, depth FROM {table} WHERE memory_id IN ({marks})"
-BODIES_BY_ID_SQL = "SELECT id, CAST(body AS BLOB) FROM entries WHERE id IN ({marks})"
-ENTRIES_BY_SEQ_SQL = "SELECT id, CAST(body AS BLOB) FROM entries WHERE seq IN ({marks})"
-ENTRIES_BY_ID_SQL = """
-SELECT id, segment_id, depth, CAST(body AS BLOB) FROM entries WHERE id IN ({marks})"""
+BODIES_BY_ID_SQL = f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id IN ({{marks}})"
+ENTRIES_BY_SEQ_SQL = f"SELECT {ENTRY_COLUMNS} FROM entries WHERE seq IN ({{marks}})"
+ENTRIES_BY_ID_SQL = f"""
+SELECT segment_id, depth, {ENTRY_COLUMNS} FROM entries WHERE id IN ({{marks}})"""
 POSITION_SQL = """
 SELECT segment_id, depth, path_tokens, token_encoding FROM entries WHERE id = ?"""
 BRANCH_TOKENS_SQL = branch_rows_sql(
-    "e.id, e.tokens, e.token_encoding,"
+    "e.tokens, e.token_encoding, e.id, e.session_id, e.parent_id, e.kind, e.timestamp,"
     " CASE WHEN e.token_encoding = :encoding THEN NULL ELSE CAST(e.body AS BLOB) END",
     "entries",
     "e",
@@ -252,7 +253,7 @@ MEMORY_HEAD_SQL = f"""
 SELECT entry_id FROM om_markers WHERE segment_id = ? AND depth BETWEEN ? AND ?
   AND record_type <> '{COMPACTION_MARKER}' ORDER BY depth DESC LIMIT 1"""
 PAGE_FORWARD_SQL = f"""
-SELECT id, CAST(body AS BLOB) FROM entries
+SELECT {ENTRY_COLUMNS} FROM entries
 WHERE segment_id = ? AND depth BETWEEN ? AND ?
   AND kind = 'message' AND role IN ({", ".join("?" * len(ELIGIBLE_ROLES))})
 ORDER BY depth LIMIT ?"""
