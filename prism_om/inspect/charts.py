@@ -1,0 +1,126 @@
+"""Charts of a branch, drawn on the server as SVG geometry (numbers only, no text).
+
+One read of the branch gives three series: transcript tokens (message entries, summed
+as they come), the active observation pool's tokens after each memory record, and the
+observations each observer pass recorded and each drop removed. Long series are thinned
+to at most ``MAX_POINTS`` points, so the fragment stays small on any branch length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from ..core.parse import parse_memory_record
+from ..core.records import FoldedMemory, ObservationsDropped, ObservationsRecorded
+from ..entries import SessionEntry
+from ..tokens import TokenEstimator, get_estimator
+
+__all__ = ["CHART_HEIGHT", "CHART_WIDTH", "MAX_BARS", "MAX_POINTS", "branch_charts"]
+
+CHART_WIDTH: Final = 640
+CHART_HEIGHT: Final = 160
+MAX_POINTS: Final = 240
+MAX_BARS: Final = 60
+_PAD: Final = 4
+
+
+def branch_charts(
+    branch: Sequence[SessionEntry], estimator: TokenEstimator | None = None
+) -> dict[str, Any]:
+    """Series and their SVG geometry for one branch (root first)."""
+    est = estimator or get_estimator()
+    transcript: list[tuple[int, int]] = []
+    pool: list[tuple[int, int]] = []
+    passes: list[tuple[int, int, int]] = []  # position, recorded, dropped
+    total = 0
+    active: dict[str, int] = {}
+    for position, entry in enumerate(branch):
+        if entry.kind == "message":
+            total += est.count_entry(entry)
+            transcript.append((position, total))
+            continue
+        record = parse_memory_record(entry)
+        if record is None:
+            continue
+        recorded = dropped = 0
+        if isinstance(record, ObservationsRecorded):
+            for o in record.observations:
+                if o.id not in active:
+                    active[o.id] = est.count(o.text)
+                    recorded += 1
+            passes.append((position, recorded, 0))
+        elif isinstance(record, ObservationsDropped | FoldedMemory):
+            ids = (
+                record.observation_ids
+                if isinstance(record, ObservationsDropped)
+                else record.dropped_observation_ids
+            )
+            for memory_id in ids:
+                if active.pop(memory_id, None) is not None:
+                    dropped += 1
+            passes.append((position, 0, dropped))
+        else:
+            continue
+        pool.append((position, sum(active.values())))
+    span = max(1, len(branch) - 1)
+    return {
+        "width": CHART_WIDTH,
+        "height": CHART_HEIGHT,
+        "transcript": _line(transcript, span),
+        "pool": _line(pool, span),
+        "passes": _bars(passes[-MAX_BARS:]),
+        "passesTotal": len(passes),
+        "entries": len(branch),
+    }
+
+
+def _thin(points: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    if len(points) <= MAX_POINTS:
+        return points
+    step = len(points) / MAX_POINTS
+    kept = [points[int(i * step)] for i in range(MAX_POINTS)]
+    kept[-1] = points[-1]
+    return kept
+
+
+def _line(points: list[tuple[int, int]], span: int) -> dict[str, Any]:
+    """A polyline over the branch positions, scaled to the chart."""
+    shown = _thin(points)
+    top = max((v for _, v in shown), default=0)
+    scale = (CHART_HEIGHT - 2 * _PAD) / top if top else 0.0
+    coords = " ".join(
+        f"{_PAD + p / span * (CHART_WIDTH - 2 * _PAD):.1f},{CHART_HEIGHT - _PAD - v * scale:.1f}"
+        for p, v in shown
+    )
+    return {
+        "points": coords,
+        "max": top,
+        "last": points[-1][1] if points else 0,
+        "count": len(points),
+    }
+
+
+def _bars(passes: list[tuple[int, int, int]]) -> dict[str, Any]:
+    """One bar pair per pass: recorded up from the middle line, dropped down from it."""
+    top = max((max(r, d) for _, r, d in passes), default=0)
+    half = CHART_HEIGHT / 2 - _PAD
+    width = (CHART_WIDTH - 2 * _PAD) / max(1, len(passes))
+    bars = []
+    for index, (position, recorded, dropped) in enumerate(passes):
+        x = _PAD + index * width
+        up = recorded / top * half if top else 0.0
+        down = dropped / top * half if top else 0.0
+        bars.append(
+            {
+                "x": round(x + width * 0.1, 1),
+                "width": round(max(1.0, width * 0.8), 1),
+                "up": round(up, 1),
+                "upY": round(CHART_HEIGHT / 2 - up, 1),
+                "down": round(down, 1),
+                "position": position,
+                "recorded": recorded,
+                "dropped": dropped,
+            }
+        )
+    return {"bars": bars, "max": top, "middle": CHART_HEIGHT / 2}

@@ -1,0 +1,59 @@
+"""A small store for the inspect page's tests: two sessions, memory, a fork, hostile text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from prism_om.session import Session
+from prism_om.stores import SessionStore
+from prism_om.workers import OfflineMemoryProvider, create_observational_memory_runtime
+
+SECRET = "sk-live-Zq9<x>\"&'/ab"
+XSS = "<script>alert('pwned')</script>"
+ATTRIBUTE_BREAK = '" onmouseover="alert(1)" x="\' ><img src=x onerror=alert(2)>'
+
+USER_TURNS = [
+    "My name is Ada and I work on the billing service in Rust.",
+    f"Remember my API key is {SECRET} but never repeat it.",
+    f"I pasted this snippet: {XSS} and a title {ATTRIBUTE_BREAK}",
+    "We decided to ship the invoice export on Friday 2026-12-04.",
+    "My favourite editor is Helix and I prefer tabs over spaces.",
+    "The staging database lives on db-staging-2 and migrations run nightly.",
+]
+
+
+@dataclass
+class Filled:
+    session_id: str
+    fork_leaf: str
+    main_leaf: str
+    fork_text: str
+
+
+async def fill_store(store: SessionStore, session_id: str = "demo") -> Filled:
+    session = Session(store, session_id)
+    first_reply = ""
+    for index, text in enumerate(USER_TURNS):
+        await session.append_message("user", text)
+        reply = await session.append_message("assistant", f"Noted point {index + 1}: {text}")
+        if index == 1:
+            first_reply = reply.id
+    worker = {"provider": OfflineMemoryProvider(), "model": "offline"}
+    runtime = create_observational_memory_runtime(
+        session=session,
+        append_entry=session.append,
+        observation=worker,
+        reflection=worker,
+        dropper={"policy": "lowest-relevance"},
+    )
+    await runtime.flush(force=True)
+    main_leaf = await store.leaf(session_id)
+    assert main_leaf is not None
+    # A fork after the second exchange: the other branch of the conversation.
+    await session.checkout(first_reply)
+    fork_text = "On second thought, let us talk about the fork branch instead."
+    fork = await session.append_message("user", fork_text)
+    await session.checkout(main_leaf)
+    other = Session(store, "other-session")
+    await other.append_message("user", "A second, unrelated session.")
+    return Filled(session_id, fork.id, main_leaf, fork_text)
