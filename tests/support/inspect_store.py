@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from prism_om.observational_memory.revocation import create_deletion_propagator
 from prism_om.session import Session
 from prism_om.stores import SessionStore
 from prism_om.workers import OfflineMemoryProvider, create_observational_memory_runtime
@@ -20,6 +21,45 @@ USER_TURNS = [
     "My favourite editor is Helix and I prefer tabs over spaces.",
     "The staging database lives on db-staging-2 and migrations run nightly.",
 ]
+
+
+REVOKED_MESSAGE = "Temporary note: the on-call phone number is 555-0100."
+REVOKED_OBSERVATION = "abcdef012345"
+SUPERSEDING_REFLECTION = "feedc0ffee01"
+
+
+async def _every_state(store: SessionStore, session: Session) -> None:
+    """One observation dropped, the reflection superseded, one observed message revoked."""
+    ledger = await store.ledger(session.id)
+    observations = [r.observation for r in ledger.observations]
+    await session.append_custom(
+        {"type": "om.observations.dropped", "observationIds": [observations[-1].id]}
+    )
+    old = ledger.reflections[0].reflection
+    await session.append_custom(
+        {
+            "type": "om.reflections.recorded",
+            "reflections": [
+                {
+                    "id": SUPERSEDING_REFLECTION,
+                    "text": "Ada builds the billing service in Rust and ships the export Friday.",
+                    "observationIds": [observations[0].id, observations[1].id],
+                    "priority": "high",
+                    "supersedesReflectionIds": [old.id],
+                }
+            ],
+        }
+    )
+    note = await session.append_message("user", REVOKED_MESSAGE)
+    await session.append_custom(
+        {
+            "type": "om.observations.recorded",
+            "observations": [
+                {"id": REVOKED_OBSERVATION, "text": REVOKED_MESSAGE, "sourceEntryIds": [note.id]}
+            ],
+        }
+    )
+    await create_deletion_propagator(store).propagate("users", [note.id], reason="revoked")
 
 
 @dataclass
@@ -47,6 +87,7 @@ async def fill_store(store: SessionStore, session_id: str = "demo") -> Filled:
         dropper={"policy": "lowest-relevance"},
     )
     await runtime.flush(force=True)
+    await _every_state(store, session)
     main_leaf = await store.leaf(session_id)
     assert main_leaf is not None
     # A fork after the second exchange: the other branch of the conversation.
