@@ -88,7 +88,9 @@ def create_inspect_app(
     redacted from every response; ``tombstone_scopes`` limits revocation to those scopes
     (default: all); ``recent_messages`` is the agent's ``context.recentMessages``.
     """
-    red = redactor(secrets)
+    # Text from the store is redacted in every form the page could show it in, before
+    # it is clipped; the guard redacts each whole response once more.
+    red = page_redactor(secrets)
     inspector = Inspector(store, red, list(tombstone_scopes or ()) or None, recent_messages)
     env = Environment(
         loader=FileSystemLoader(_HERE / "templates"),
@@ -122,7 +124,7 @@ def create_inspect_app(
     app.state.render = render
     # Exception: caught by Starlette's outermost middleware, which then re-raises it;
     # our guard turns whatever escapes into a 500 page without details.
-    return _Guard(app, port=port, host=host, redactor=page_redactor(red), render=render)
+    return _Guard(app, port=port, host=host, redactor=red, render=render)
 
 
 def _error(render: Any, status: int, heading: str, reason: str) -> HTMLResponse:

@@ -24,7 +24,7 @@ async def test_sessions_page_lists_every_session_with_counts(inspected: Inspecte
     assert row is not None
     numbers = re.findall(r'<td class="num">(\d+)</td>', row.group(1))
     entries, messages, leaves, pool = (int(n) for n in numbers)
-    assert leaves == 2 and messages == 14 and entries > messages and pool > 0
+    assert leaves == 2 and messages == 16 and entries > messages and pool > 0
     filtered = await inspected.client.get("/", params={"q": "OTHER"})
     assert 'data-session="other-session"' in filtered.text
     assert 'data-session="demo"' not in filtered.text
@@ -103,9 +103,7 @@ async def test_recall_fragment_shows_exact_sources(inspected: Inspected) -> None
         assert f"<code>{entry_id}</code>" in fragment
     assert "billing service in Rust" in fragment and len(sources) == len(first.source_entry_ids)
     # A reflection shows its supporting observations.
-    reflection = (
-        await client.get("/s/demo/recall", params={"id": SUPERSEDING_REFLECTION})
-    ).text
+    reflection = (await client.get("/s/demo/recall", params={"id": SUPERSEDING_REFLECTION})).text
     assert "Supporting observations (2)" in reflection
     # A revoked observation is withheld: its id, never its text.
     revoked = (await client.get("/s/demo/recall", params={"id": REVOKED_OBSERVATION})).text

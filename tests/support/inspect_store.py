@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from prism_om.observational_memory.revocation import create_deletion_propagator
 from prism_om.session import Session
@@ -17,6 +19,7 @@ USER_TURNS = [
     "My name is Ada and I work on the billing service in Rust.",
     f"Remember my API key is {SECRET} but never repeat it.",
     f"I pasted this snippet: {XSS} and a title {ATTRIBUTE_BREAK}",
+    f"The key again, encoded: {quote(SECRET, safe='')} and escaped: {html.escape(SECRET)}",
     "We decided to ship the invoice export on Friday 2026-12-04.",
     "My favourite editor is Helix and I prefer tabs over spaces.",
     "The staging database lives on db-staging-2 and migrations run nightly.",
