@@ -47,8 +47,8 @@ The hierarchy::
 A ``*`` marks a class defined beside the code that raises it, not here:
 ``ProviderError`` and ``ScriptExhaustedError`` in ``prism_om.providers`` (the message is
 redacted with the memory redaction, a layer above this module), ``ToolInputError`` in
-``prism_om.workers``, ``CliUsageError`` and ``WorkerRunFailed`` in ``prism_om.cli``, ``InspectParamError`` in
-``prism_om.inspect.params``.
+``prism_om.workers``, ``CliUsageError`` and ``WorkerRunFailed`` in ``prism_om.cli``,
+``InspectParamError`` in ``prism_om.inspect.params``.
 ``prism_om`` exports every class a library user catches, ``ProviderError`` included.
 
 Each error carries what it is about as attributes (None when unknown where it was
