@@ -2,7 +2,10 @@
 
 One read of the branch gives three series: transcript tokens (message entries, summed
 as they come), the active observation pool's tokens after each memory record, and the
-observations each observer pass recorded and each drop removed. Long series are thinned
+observations each observer pass recorded and each drop removed. Tokenising every message
+of a long branch would take seconds, so the transcript line follows the messages'
+characters, scaled to end at the branch's exact token count (``branch_tokens``, which the
+store keeps); the pool, a few hundred observations, is counted exactly. Long series are thinned
 to at most ``MAX_POINTS`` points, so the fragment stays small on any branch length.
 """
 
@@ -13,7 +16,7 @@ from typing import Any, Final
 
 from ..core.parse import parse_memory_record
 from ..core.records import FoldedMemory, ObservationsDropped, ObservationsRecorded
-from ..entries import SessionEntry
+from ..entries import SessionEntry, entry_text
 from ..tokens import TokenEstimator, get_estimator
 
 __all__ = ["CHART_HEIGHT", "CHART_WIDTH", "MAX_BARS", "MAX_POINTS", "branch_charts"]
@@ -26,19 +29,22 @@ _PAD: Final = 4
 
 
 def branch_charts(
-    branch: Sequence[SessionEntry], estimator: TokenEstimator | None = None
+    branch: Sequence[SessionEntry],
+    transcript_tokens: int,
+    estimator: TokenEstimator | None = None,
 ) -> dict[str, Any]:
-    """Series and their SVG geometry for one branch (root first)."""
+    """Series and their SVG geometry for one branch (root first) whose messages hold
+    ``transcript_tokens`` tokens."""
     est = estimator or get_estimator()
-    transcript: list[tuple[int, int]] = []
+    characters: list[tuple[int, int]] = []
     pool: list[tuple[int, int]] = []
     passes: list[tuple[int, int, int]] = []  # position, recorded, dropped
     total = 0
     active: dict[str, int] = {}
     for position, entry in enumerate(branch):
         if entry.kind == "message":
-            total += est.count_entry(entry)
-            transcript.append((position, total))
+            total += len(entry_text(entry))
+            characters.append((position, total))
             continue
         record = parse_memory_record(entry)
         if record is None:
@@ -63,6 +69,8 @@ def branch_charts(
         else:
             continue
         pool.append((position, sum(active.values())))
+    ratio = transcript_tokens / total if total else 0.0
+    transcript = [(p, round(c * ratio)) for p, c in characters]
     span = max(1, len(branch) - 1)
     return {
         "width": CHART_WIDTH,

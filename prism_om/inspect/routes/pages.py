@@ -115,7 +115,8 @@ async def charts_fragment(request: Request) -> Response:
     inspector = _inspector(request)
     _, leaf, _ = await inspector.chosen_leaf(sid, leaf_param)
     branch = await inspector.store.entries(sid, leaf)
-    charts = branch_charts(branch, get_estimator())
+    tokens = await inspector.store.branch_tokens(sid, leaf)
+    charts = branch_charts(branch, tokens, get_estimator())
     return _render(request, "_charts.html", c=charts)
 
 
