@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from ..core.parse import parse_memory_record
-from ..core.records import FoldedMemory, ObservationsDropped, ObservationsRecorded
+from ..core.records import FOLDED_TYPE, OBSERVATIONS_DROPPED, OBSERVATIONS_RECORDED
 from ..entries import SessionEntry, entry_text
 from ..tokens import TokenEstimator, get_estimator
 
@@ -41,34 +40,43 @@ def branch_charts(
     passes: list[tuple[int, int, int]] = []  # position, recorded, dropped
     total = 0
     active: dict[str, int] = {}
+    seen: set[str] = set()  # the fold's rule: an id recorded once, the first record wins
+    pool_tokens = 0
     for position, entry in enumerate(branch):
         if entry.kind == "message":
             total += len(entry_text(entry))
             characters.append((position, total))
             continue
-        record = parse_memory_record(entry)
-        if record is None:
-            continue
-        recorded = dropped = 0
-        if isinstance(record, ObservationsRecorded):
-            for o in record.observations:
-                if o.id not in active:
-                    active[o.id] = est.count(o.text)
+        # Read as stored: the store validated each record when it was appended, and
+        # parsing every record again would cost more than the whole chart.
+        data = entry.data or {}
+        marker = entry.custom_type
+        if marker == OBSERVATIONS_RECORDED:
+            recorded = 0
+            for item in data.get("observations") or ():
+                memory_id = str(item.get("id"))
+                if memory_id not in seen:
+                    seen.add(memory_id)
+                    active[memory_id] = est.count(str(item.get("text", "")))
+                    pool_tokens += active[memory_id]
                     recorded += 1
             passes.append((position, recorded, 0))
-        elif isinstance(record, ObservationsDropped | FoldedMemory):
+        elif marker == OBSERVATIONS_DROPPED or _folded(entry):
             ids = (
-                record.observation_ids
-                if isinstance(record, ObservationsDropped)
-                else record.dropped_observation_ids
+                data.get("observationIds")
+                if marker == OBSERVATIONS_DROPPED
+                else data["memory"].get("droppedObservationIds")
             )
-            for memory_id in ids:
-                if active.pop(memory_id, None) is not None:
+            dropped = 0
+            for memory_id in ids or ():
+                tokens = active.pop(memory_id, None)
+                if tokens is not None:
+                    pool_tokens -= tokens
                     dropped += 1
             passes.append((position, 0, dropped))
         else:
             continue
-        pool.append((position, sum(active.values())))
+        pool.append((position, pool_tokens))
     ratio = transcript_tokens / total if total else 0.0
     transcript = [(p, round(c * ratio)) for p, c in characters]
     span = max(1, len(branch) - 1)
@@ -81,6 +89,11 @@ def branch_charts(
         "passesTotal": len(passes),
         "entries": len(branch),
     }
+
+
+def _folded(entry: SessionEntry) -> bool:
+    memory = (entry.data or {}).get("memory") if entry.kind == "compaction" else None
+    return isinstance(memory, dict) and memory.get("type") == FOLDED_TYPE
 
 
 def _thin(points: list[tuple[int, int]]) -> list[tuple[int, int]]:
