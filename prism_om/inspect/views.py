@@ -39,7 +39,7 @@ LEAVES_SHOWN: Final = 50
 TEXT_MAX_CHARS: Final = 2000
 BLOCK_MAX_CHARS: Final = 60_000
 # How far up a fork's parents the tree looks for where it leaves the chosen branch.
-_FORK_WALK_MAX: Final = 2000
+_FORK_WALK_MAX: Final = 500
 _IDS_SHOWN: Final = 20
 
 
