@@ -41,6 +41,7 @@ BLOCK_MAX_CHARS: Final = 60_000
 # How far up a fork's parents the tree looks for where it leaves the chosen branch.
 _FORK_WALK_MAX: Final = 500
 _IDS_SHOWN: Final = 20
+SCOPES_SHOWN: Final = 200
 
 
 def clip(text: str, limit: int = TEXT_MAX_CHARS) -> str:
@@ -437,12 +438,13 @@ def _outline(scope_map: WorkScopeMap) -> list[dict[str, Any]]:
                 "closed": scope.closed,
                 "current": scope.id == scope_map.current,
                 "binds": len(scope.binds),
-                "principals": list(scope.principals),
-                "revoked": list(scope.revoked_principals),
+                "principals": list(scope.principals[:_IDS_SHOWN]),
+                "revoked": list(scope.revoked_principals[:_IDS_SHOWN]),
             }
         )
         for child in scope_map.children(scope_id):
-            visit(child)
+            if len(rows) < SCOPES_SHOWN:
+                visit(child)
 
     visit(scope_map.root.id)
     return rows
