@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from ..core.ledger import ObservationalMemoryLedger
 from ..core.projection import active_memory
+from ..core.records import OBSERVATIONS_DROPPED, OBSERVATIONS_RECORDED, REFLECTIONS_RECORDED
 from ..core.redaction import Redactor, redacted_entry_text
 from ..core.relevance import observation_pool_tokens
 from ..core.scope_map import WorkScopeMap
@@ -222,15 +223,15 @@ class Inspector:
         }
         data = entry.data or {}
         marker = entry.custom_type or ""
-        if marker == "om.observations.recorded":
+        if marker == OBSERVATIONS_RECORDED:
             ids = [o.get("id") for o in data.get("observations") or () if isinstance(o, dict)]
             item["text"] = f"observer pass: {len(ids)} observation(s) recorded"
             item["ids"] = [str(i) for i in ids[:_IDS_SHOWN]]
-        elif marker == "om.reflections.recorded":
+        elif marker == REFLECTIONS_RECORDED:
             ids = [r.get("id") for r in data.get("reflections") or () if isinstance(r, dict)]
             item["text"] = f"reflector pass: {len(ids)} reflection(s) recorded"
             item["ids"] = [str(i) for i in ids[:_IDS_SHOWN]]
-        elif marker == "om.observations.dropped":
+        elif marker == OBSERVATIONS_DROPPED:
             ids = list(data.get("observationIds") or ())
             item["text"] = f"{len(ids)} observation(s) dropped"
             item["ids"] = [str(i) for i in ids[:_IDS_SHOWN]]
@@ -381,7 +382,7 @@ def _css(entry: SessionEntry) -> str:
     if entry.kind == "compaction":
         return "compaction"
     marker = entry.custom_type or ""
-    if marker == "om.observations.dropped":
+    if marker == OBSERVATIONS_DROPPED:
         return "record drop"
     return "record" if marker.startswith("om.") else "custom"
 
