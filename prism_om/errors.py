@@ -17,7 +17,8 @@ The hierarchy::
     │   │   └── ImportTimeError      a record's time field that is no time (``field``)
     │   ├── SessionExistsError       an import into a session that already has entries
     │   ├── ToolInputError*          a worker tool call its input does not support
-    │   └── CliUsageError*           a command line the CLI refuses (exit code 2)
+    │   ├── CliUsageError*           a command line the CLI refuses (exit code 2)
+    │   └── InspectParamError*       a query parameter the inspect page refuses (HTTP 400)
     ├── StoreRuleError               an append or move the tree does not allow
     │   ├── DuplicateEntryError      the entry id already exists in the store
     │   ├── UnknownParentError       the parent id is in no session of the store
@@ -46,7 +47,8 @@ The hierarchy::
 A ``*`` marks a class defined beside the code that raises it, not here:
 ``ProviderError`` and ``ScriptExhaustedError`` in ``prism_om.providers`` (the message is
 redacted with the memory redaction, a layer above this module), ``ToolInputError`` in
-``prism_om.workers``, ``CliUsageError`` and ``WorkerRunFailed`` in ``prism_om.cli``.
+``prism_om.workers``, ``CliUsageError`` and ``WorkerRunFailed`` in ``prism_om.cli``,
+``InspectParamError`` in ``prism_om.inspect.params``.
 ``prism_om`` exports every class a library user catches, ``ProviderError`` included.
 
 Each error carries what it is about as attributes (None when unknown where it was

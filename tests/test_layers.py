@@ -17,7 +17,7 @@ LAYERS = [
     {"workers"},
     {"attach", "host", "extension", "funnel", "importers", "testing", "eval"},
     {"integrations"},
-    {"cli", "mcp"},
+    {"cli", "mcp", "inspect"},
     {"__init__"},
 ]
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}

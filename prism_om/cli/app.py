@@ -84,6 +84,8 @@ def _handler(name: str) -> Handler:
             from .mcp import cmd_mcp as chosen
         elif name == "eval":
             from .evaluate import cmd_eval as chosen
+        elif name == "inspect":
+            from .inspect import cmd_inspect as chosen
         else:
             from . import reading
 
@@ -336,6 +338,18 @@ def build_parser() -> argparse.ArgumentParser:
             "mcp",
             "serve the store's memory to MCP clients (stdio; --http PORT for HTTP on "
             "127.0.0.1); read-only unless --allow-write",
+            store,
+            redact,
+        )
+    )
+
+    from .inspect import add_inspect_arguments
+
+    add_inspect_arguments(
+        add(
+            "inspect",
+            "serve a local read-only page of the store's sessions, memory, sources and "
+            "branches (127.0.0.1; needs prism-om[inspect])",
             store,
             redact,
         )

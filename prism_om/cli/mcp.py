@@ -51,11 +51,13 @@ def add_mcp_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def http_security(port: int) -> TransportSecuritySettings:
-    """The SDK's DNS-rebinding check, allowing only this server's own address."""
+def http_security(port: int, host: str = HTTP_HOST) -> TransportSecuritySettings:
+    """The SDK's DNS-rebinding check, allowing only this server's own address
+    (``host``, default 127.0.0.1, or ``localhost``, on ``port``)."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    hosts = [f"{HTTP_HOST}:{port}", f"localhost:{port}"]
+    named = f"[{host}]" if ":" in host else host  # an IPv6 address takes brackets
+    hosts = list(dict.fromkeys([f"{named}:{port}", f"localhost:{port}"]))
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=hosts,

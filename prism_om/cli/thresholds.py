@@ -19,9 +19,10 @@ __all__ = ["memory_thresholds", "threshold_lines"]
 
 
 async def memory_thresholds(
-    store: SessionStore, session_id: str, invalid: frozenset[str]
+    store: SessionStore, session_id: str, invalid: frozenset[str], *, leaf_id: str | None = None
 ) -> dict[str, Any]:
-    """``{"transcript": {...token counts}, "thresholds": {...settings}}`` for one session."""
+    """``{"transcript": {...token counts}, "thresholds": {...settings}}`` for one session's
+    branch (default: the current leaf's)."""
     from ..core.relevance import observation_pool_tokens
     from ..observational_memory.coverage import observations_uncovered_by_reflection_from_entries
     from ..observational_memory.settings import (
@@ -33,13 +34,13 @@ async def memory_thresholds(
     from ..workers.observer import pending_message_tokens
 
     estimator = get_estimator()
-    live = await store.live_ledger(session_id)
-    unscanned = await store.entries_after(session_id, live.observation_covers_up_to_id)
+    live = await store.live_ledger(session_id, leaf_id)
+    unscanned = await store.entries_after(session_id, live.observation_covers_up_to_id, leaf_id)
     unobserved = pending_message_tokens((e for e in unscanned if e.id not in invalid), estimator)
     unreflected = observations_uncovered_by_reflection_from_entries(live, invalidated_ids=invalid)
     return {
         "transcript": {
-            "branchTokens": await store.branch_tokens(session_id),
+            "branchTokens": await store.branch_tokens(session_id, leaf_id),
             "unobservedMessageTokens": unobserved,
             "unreflectedObservationTokens": observation_pool_tokens(unreflected, estimator),
         },

@@ -17,7 +17,16 @@ if TYPE_CHECKING:
 
 __all__ = ["TOMBSTONE_COMMANDS", "add_tombstone_scope", "cli_invalidated_ids"]
 
-TOMBSTONE_COMMANDS: Final = ("status", "view", "recall", "page", "compact", "observe", "mcp")
+TOMBSTONE_COMMANDS: Final = (
+    "status",
+    "view",
+    "recall",
+    "page",
+    "compact",
+    "observe",
+    "mcp",
+    "inspect",
+)
 
 
 def add_tombstone_scope(parser: argparse.ArgumentParser) -> None:

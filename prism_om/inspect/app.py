@@ -1,0 +1,219 @@
+"""The inspect page as an ASGI app: routes, templates, and the guard around every response.
+
+The guard, outermost, answers before any route runs: a method other than ``GET`` is 405;
+a ``Host`` or ``Origin`` other than this server's own address is refused with the MCP
+server's own check (``prism_om.cli.mcp.http_security`` and the SDK's transport-security
+validation), so a page that rebinds its domain name to 127.0.0.1 cannot read the memory
+through the user's browser. Then every text response (pages, fragments, errors) passes the
+secrets redaction once more as a whole, in each form the page could show a secret in:
+as written, HTML-escaped, URL-encoded, and JSON-escaped (``Redactor`` adds those), on top
+of the redaction the views already apply to each text before they clip it.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import quote, quote_plus
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Mount
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..core.redaction import Redactor, redactor
+from ..errors import InvalidInputError, SessionNotFoundError, StoreRuleError
+from ..stores import SessionStore
+from .routes import ROUTES
+from .views import Inspector
+
+__all__ = ["DEFAULT_PORT", "create_inspect_app", "page_redactor"]
+
+DEFAULT_PORT: Final = 8787
+_HERE = Path(__file__).parent
+_SECURITY_HEADERS: Final = {
+    # Only our own assets: no inline script, no remote anything, no framing.
+    "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
+    "img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "cache-control": "no-store",
+}
+
+
+def page_redactor(secrets: Iterable[str] | Redactor | None) -> Redactor:
+    """A redactor matching each secret as written, HTML-escaped and URL-encoded."""
+    base = redactor(secrets)
+    forms: set[str] = set()
+    for secret in base.secrets:
+        forms.update(
+            {
+                secret,
+                html.escape(secret),
+                html.escape(secret, quote=False),
+                str(_markup_escape(secret)),
+                quote(secret, safe=""),
+                quote(secret),
+                quote_plus(secret),
+            }
+        )
+    return Redactor(forms, marker=base.marker)
+
+
+def _markup_escape(text: str) -> str:
+    from markupsafe import escape
+
+    return str(escape(text))
+
+
+def create_inspect_app(
+    store: SessionStore,
+    *,
+    port: int = DEFAULT_PORT,
+    host: str = "127.0.0.1",
+    secrets: Iterable[str] | Redactor | None = None,
+    tombstone_scopes: Iterable[str] | None = None,
+    recent_messages: int = 8,
+) -> ASGIApp:
+    """The read-only inspect page over ``store`` (which the caller opens and closes).
+
+    ``port`` and ``host`` are where it is served: only requests naming that address (or
+    ``localhost`` on that port) in ``Host``/``Origin`` are answered. ``secrets`` are
+    redacted from every response; ``tombstone_scopes`` limits revocation to those scopes
+    (default: all); ``recent_messages`` is the agent's ``context.recentMessages``.
+    """
+    # Text from the store is redacted in every form the page could show it in, before
+    # it is clipped; the guard redacts each whole response once more.
+    red = page_redactor(secrets)
+    inspector = Inspector(store, red, list(tombstone_scopes or ()) or None, recent_messages)
+    env = Environment(
+        loader=FileSystemLoader(_HERE / "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        undefined=StrictUndefined,
+    )
+
+    def render(template: str, **context: Any) -> str:
+        return env.get_template(template).render(store_url=store.url, **context)
+
+    async def refused(request: Request, exc: Exception) -> Response:
+        if isinstance(exc, SessionNotFoundError):
+            return _error(render, 404, "Not found", str(exc))
+        if isinstance(exc, InvalidInputError | StoreRuleError):
+            return _error(render, 400, "Bad request", str(exc))
+        return _error(render, 500, "Server error", f"unexpected {type(exc).__name__}")
+
+    app = Starlette(
+        routes=[
+            *ROUTES,
+            Mount("/static", app=StaticFiles(directory=_HERE / "static"), name="static"),
+        ],
+        exception_handlers={
+            InvalidInputError: refused,
+            StoreRuleError: refused,
+            404: _not_found(render),
+            405: _not_allowed(render),
+        },
+    )
+    app.state.inspector = inspector
+    app.state.render = render
+    # Exception: caught by Starlette's outermost middleware, which then re-raises it;
+    # our guard turns whatever escapes into a 500 page without details.
+    return _Guard(app, port=port, host=host, redactor=red, render=render)
+
+
+def _error(render: Any, status: int, heading: str, reason: str) -> HTMLResponse:
+    page = render("error.html", title=heading, status=status, heading=heading, reason=reason)
+    return HTMLResponse(page, status_code=status)
+
+
+def _not_found(render: Any) -> Any:
+    async def handle(request: Request, exc: Exception) -> Response:
+        return _error(render, 404, "Not found", f"no page at {request.url.path}")
+
+    return handle
+
+
+def _not_allowed(render: Any) -> Any:
+    async def handle(request: Request, exc: Exception) -> Response:
+        response = _error(render, 405, "Method not allowed", "this page is read-only: GET only")
+        response.headers["allow"] = "GET"
+        return response
+
+    return handle
+
+
+class _Guard:
+    """Method, Host and Origin checks before the app; redaction and headers after it."""
+
+    def __init__(
+        self, app: ASGIApp, *, port: int, host: str, redactor: Redactor, render: Any
+    ) -> None:
+        from mcp.server.transport_security import TransportSecurityMiddleware
+
+        from ..cli.mcp import http_security
+
+        self.app = app
+        self.redactor = redactor
+        self.render = render
+        self.security = TransportSecurityMiddleware(http_security(port, host))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope, receive)
+        refused = await self.security.validate_request(request)
+        if refused is None and request.method != "GET":
+            refused = _error(self.render, 405, "Method not allowed", "read-only: GET only")
+            refused.headers["allow"] = "GET"
+        outgoing = self._redacting(send)
+        if refused is not None:
+            await refused(scope, receive, outgoing)
+            return
+        try:
+            await self.app(scope, receive, outgoing)
+        except Exception as exc:
+            if getattr(outgoing, "started", False):
+                raise
+            page = _error(self.render, 500, "Server error", f"unexpected {type(exc).__name__}")
+            await page(scope, receive, outgoing)
+
+    def _redacting(self, send: Send) -> Any:
+        """``send`` with each text body redacted whole (bodies are small: pages are capped)."""
+        red = self.redactor
+        state: dict[str, Any] = {"start": None, "chunks": []}
+
+        async def outgoing(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                state["start"] = message
+                return
+            if message["type"] != "http.response.body":
+                await send(message)
+                return
+            state["chunks"].append(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            start = state["start"]
+            body = b"".join(state["chunks"])
+            headers = [
+                (k, v)
+                for k, v in start.get("headers", [])
+                if k.lower() not in (b"content-length", *(h.encode() for h in _SECURITY_HEADERS))
+            ]
+            content_type = dict(headers).get(b"content-type", b"").decode("latin-1")
+            if red and content_type.startswith(("text/", "image/svg")):
+                body = red.text(body.decode("utf-8", "replace")).encode("utf-8")
+            headers += [(k.encode(), v.encode()) for k, v in _SECURITY_HEADERS.items()]
+            headers.append((b"content-length", str(len(body)).encode()))
+            outgoing.started = True  # type: ignore[attr-defined]
+            await send({**start, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+
+        outgoing.started = False  # type: ignore[attr-defined]
+        return outgoing
