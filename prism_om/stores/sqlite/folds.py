@@ -24,7 +24,7 @@ from ...core.ledger import (
     RecordedReflection,
     Supersession,
 )
-from ...core.parse import parse_memory_record
+from ...core.parse import MemoryRecord, parse_memory_record
 from ...core.records import (
     FOLDED_TYPE,
     OBSERVATIONS_DROPPED,
@@ -82,12 +82,15 @@ def undated_sources(placed: Sequence[PlacedEntry]) -> set[str]:
 
 
 def fold_rows(
-    placed: Sequence[PlacedEntry], source_times: Mapping[str, str] | None = None
+    placed: Sequence[PlacedEntry],
+    source_times: Mapping[str, str] | None = None,
+    records: Mapping[str, MemoryRecord] | None = None,
 ) -> FoldRows:
     """The fold-table rows of a placed batch (``PlacedEntry`` items); cheap for messages.
 
     ``source_times`` holds the timestamps of ``undated_sources(placed)``: an observation
-    row is stored already dated, exactly as the pure fold dates it.
+    row is stored already dated, exactly as the pure fold dates it. ``records`` holds the
+    memory records validation already parsed, by entry id (``first_memory_failure``).
     """
     times = dict(source_times or {})
     rows = FoldRows()
@@ -99,7 +102,11 @@ def fold_rows(
         if marker is not None and marker.startswith("om.scope."):
             rows.scope_records.append((item.seq, marker, item.segment_id, item.depth))
             continue
-        record = parse_memory_record(entry)
+        record = (
+            records[entry.id]
+            if records is not None and entry.id in records
+            else parse_memory_record(entry)
+        )
         where = (item.segment_id, item.depth)
         if record is None:
             if entry.kind == "compaction":
@@ -244,18 +251,28 @@ def ledger_from_rows(
     )
 
 
-async def write_memory_folds(conn: aiosqlite.Connection, placed: Sequence[PlacedEntry]) -> None:
-    """Keep the memory fold tables in step with the entries, inside the append."""
+async def write_memory_folds(
+    conn: aiosqlite.Connection,
+    placed: Sequence[PlacedEntry],
+    records: Mapping[str, MemoryRecord] | None = None,
+    batch: Sequence[SessionEntry] | None = None,
+) -> None:
+    """Keep the memory fold tables in step with the entries, inside the append.
+
+    ``placed`` may leave the batch's messages out (they write no fold rows) when
+    ``batch`` is the whole appended batch; ``records`` as for ``fold_rows``.
+    """
     times: dict[str, str] = {}
     wanted = undated_sources(placed)
     if wanted:
         # Observations written without observedAt (the TypeScript shape) are dated by
         # their newest source, which validation has already found on the branch.
-        times = {p.entry.id: p.entry.timestamp for p in placed if p.entry.id in wanted}
+        appended = batch if batch is not None else [p.entry for p in placed]
+        times = {e.id: e.timestamp for e in appended if e.id in wanted}
         rest = sorted(wanted - times.keys())
         if rest:
             marks = ", ".join("?" * len(rest))
             sql = f"SELECT id, timestamp FROM entries WHERE id IN ({marks})"
             async with conn.execute(sql, rest) as cursor:
                 times.update({row[0]: row[1] for row in await cursor.fetchall()})
-    await write_fold_rows(conn, fold_rows(placed, times))
+    await write_fold_rows(conn, fold_rows(placed, times, records))

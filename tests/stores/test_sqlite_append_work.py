@@ -1,0 +1,166 @@
+"""The work one SQLite append does, counted: statements, timestamp parses, record parses.
+
+Each count is a property of the code, not of the machine (no clock is read): the
+statements SQLite runs for an append (through its trace callback), how many timestamps
+the session summary parses, how many times an ``om.*`` record is parsed.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.data import SESSION_ID, build_dataset, continuation
+from prism_om.core import parse as parse_module
+from prism_om.core import validation as validation_module
+from prism_om.core.records import OBSERVATIONS_RECORDED
+from prism_om.core.timestamps import utc_timestamp
+from prism_om.entries import custom_entry
+from prism_om.stores import _summary
+from prism_om.stores._summary import latest_timestamp
+from prism_om.stores.sqlite import SqliteStore
+from prism_om.stores.sqlite import folds as folds_module
+from prism_om.stores.sqlite import placement as placement_module
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> Any:
+    data = build_dataset(300)
+    async with await SqliteStore.open(tmp_path / "s.db") as opened:
+        await opened.append_many(data.entries)
+        yield opened, data
+
+
+async def statements_of(store: SqliteStore, call: Any) -> list[str]:
+    """The statements the writer runs for ``call()`` (a write), in order."""
+    seen: list[str] = []
+    raw = store._writer._conn
+    assert raw is not None
+    # The trace callback runs on the writer's thread, where the statements run.
+    await store._writer._execute(raw.set_trace_callback, lambda sql: seen.append(sql))
+    try:
+        await call()
+    finally:
+        await store._writer._execute(raw.set_trace_callback, None)
+    heads = [" ".join(sql.split()[:3]) for sql in seen]
+    # executemany is one statement, traced once per row (with its values): count it once.
+    return [head for n, head in enumerate(heads) if n == 0 or head != heads[n - 1]]
+
+
+async def test_an_append_of_messages_runs_six_statements(store: Any) -> None:
+    s, data = store
+    more = continuation(data, 101, "x")
+    batch = await statements_of(s, lambda: s.append_many(more[:100]))
+    one = await statements_of(s, lambda: s.append(more[100]))
+    for statements in (batch, one):
+        # BEGIN, the state and the parents (one statement), the leaf, the summary, the
+        # rows, COMMIT: the state and parents reads were two statements before.
+        assert len(statements) == 6, statements
+        assert statements[0] == "BEGIN IMMEDIATE"
+        assert statements[-1] == "COMMIT"
+        assert sum(s.startswith("INSERT INTO entries") for s in statements) == 1
+
+
+async def test_the_summary_parses_one_timestamp_per_batch(
+    store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s, data = store
+    calls: list[object] = []
+
+    def counting(value: object) -> str | None:
+        calls.append(value)
+        return utc_timestamp(value)
+
+    monkeypatch.setattr(_summary, "utc_timestamp", counting)
+    more = continuation(data, 100, "x")
+    await s.append_many(more)
+    # Only the latest is parsed, where every one of the 100 was before.
+    assert calls == [more[-1].timestamp]
+    (summary,) = await s.session_summaries()
+    assert summary.last_activity == utc_timestamp(more[-1].timestamp)
+
+
+def test_latest_timestamp_answers_as_the_max_of_every_parse() -> None:
+    rng = random.Random(16)
+    pieces = {
+        "year": ["2026", "0001", "9999", "1999"],
+        "month": ["01", "02", "12", "13"],
+        "day": ["01", "28", "29", "30", "31"],
+        "hour": ["00", "23", "24"],
+        "fraction": ["", ".123", ".5", ".000", ".999999"],
+        "zone": ["Z", "+02:00", "-05:30", "", "+00:00"],
+    }
+
+    def stamp() -> object:
+        p = {k: rng.choice(v) for k, v in pieces.items()}
+        text = f"{p['year']}-{p['month']}-{p['day']}T{p['hour']}:59:{rng.choice(['00', '60'])}"
+        return rng.choice([text + p["fraction"] + p["zone"], None, 5, "", "not a time"])
+
+    for _ in range(3000):
+        values = [stamp() for _ in range(rng.randint(0, 8))]
+        expected = max(filter(None, map(utc_timestamp, values)), default=None)
+        assert latest_timestamp(values) == expected, values
+
+
+def observation_record(data: Any, entry_id: str, parent_id: str) -> Any:
+    source = data.entries[-2]
+    return custom_entry(
+        SESSION_ID,
+        {
+            "type": OBSERVATIONS_RECORDED,
+            "observations": [
+                {
+                    "id": "0000000000ab",
+                    "text": "observed once",
+                    "sourceEntryIds": [source.id],
+                    "priority": "low",
+                }
+            ],
+            "coversUpToId": source.id,
+        },
+        parent_id=parent_id,
+        entry_id=entry_id,
+        timestamp=source.timestamp,
+    )
+
+
+async def test_a_memory_record_is_parsed_once_per_append(
+    store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s, data = store
+    parsed: list[str] = []
+    real = parse_module.parse_memory_record
+
+    def counting(entry: Any) -> Any:
+        parsed.append(entry.id)
+        return real(entry)
+
+    for module in (placement_module, folds_module, validation_module):
+        monkeypatch.setattr(module, "parse_memory_record", counting, raising=False)
+    record = observation_record(data, "rec", data.last_id)
+    await s.append(record)
+    # Validation parses it; the fold rows reuse that parse (they parsed it again before).
+    assert parsed == ["rec"]
+    ledger = await s.ledger(SESSION_ID)
+    (newest,) = [o for o in ledger.observations if o.observation.id == "0000000000ab"]
+    # Recorded without observedAt: dated by its source, found in the store.
+    assert newest.observation.observed_at == data.entries[-2].timestamp
+
+
+async def test_a_record_dated_by_a_source_in_its_own_batch(store: Any) -> None:
+    s, data = store
+    (message,) = continuation(data, 1, "x")
+    source = message.model_copy(update={"timestamp": "2026-06-01T12:00:00.000Z"})
+    record = observation_record(data, "rec", source.id)
+    payload = dict(record.data)
+    payload["observations"] = [{**payload["observations"][0], "sourceEntryIds": [source.id]}]
+    payload["coversUpToId"] = source.id
+    record = record.model_copy(update={"data": payload, "timestamp": source.timestamp})
+    await s.append_many([source, record])
+    ledger = await s.ledger(SESSION_ID)
+    (newest,) = [o for o in ledger.observations if o.observation.id == "0000000000ab"]
+    # The message that dates it is placed with the batch, not read from the store.
+    assert newest.observation.observed_at == source.timestamp
