@@ -1,8 +1,8 @@
-"""The work one SQLite append does, counted: statements, timestamp parses, record parses.
+"""The work one SQLite append does, counted: statements and timestamp parses.
 
 Each count is a property of the code, not of the machine (no clock is read): the
 statements SQLite runs for an append (through its trace callback), how many timestamps
-the session summary parses, how many times an ``om.*`` record is parsed.
+the session summary parses (the record parse: test_record_parsed_once.py).
 """
 
 from __future__ import annotations
@@ -13,17 +13,11 @@ from typing import Any
 
 import pytest
 
-from bench.data import SESSION_ID, build_dataset, continuation
-from prism_om.core import parse as parse_module
-from prism_om.core import validation as validation_module
-from prism_om.core.records import OBSERVATIONS_RECORDED
+from bench.data import build_dataset, continuation
 from prism_om.core.timestamps import utc_timestamp
-from prism_om.entries import custom_entry
 from prism_om.stores import _summary
 from prism_om.stores._summary import latest_timestamp
 from prism_om.stores.sqlite import SqliteStore
-from prism_om.stores.sqlite import folds as folds_module
-from prism_om.stores.sqlite import placement as placement_module
 
 
 @pytest.fixture
@@ -103,64 +97,3 @@ def test_latest_timestamp_answers_as_the_max_of_every_parse() -> None:
         values = [stamp() for _ in range(rng.randint(0, 8))]
         expected = max(filter(None, map(utc_timestamp, values)), default=None)
         assert latest_timestamp(values) == expected, values
-
-
-def observation_record(data: Any, entry_id: str, parent_id: str) -> Any:
-    source = data.entries[-2]
-    return custom_entry(
-        SESSION_ID,
-        {
-            "type": OBSERVATIONS_RECORDED,
-            "observations": [
-                {
-                    "id": "0000000000ab",
-                    "text": "observed once",
-                    "sourceEntryIds": [source.id],
-                    "priority": "low",
-                }
-            ],
-            "coversUpToId": source.id,
-        },
-        parent_id=parent_id,
-        entry_id=entry_id,
-        timestamp=source.timestamp,
-    )
-
-
-async def test_a_memory_record_is_parsed_once_per_append(
-    store: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    s, data = store
-    parsed: list[str] = []
-    real = parse_module.parse_memory_record
-
-    def counting(entry: Any) -> Any:
-        parsed.append(entry.id)
-        return real(entry)
-
-    for module in (placement_module, folds_module, validation_module):
-        monkeypatch.setattr(module, "parse_memory_record", counting, raising=False)
-    record = observation_record(data, "rec", data.last_id)
-    await s.append(record)
-    # Validation parses it; the fold rows reuse that parse (they parsed it again before).
-    assert parsed == ["rec"]
-    ledger = await s.ledger(SESSION_ID)
-    (newest,) = [o for o in ledger.observations if o.observation.id == "0000000000ab"]
-    # Recorded without observedAt: dated by its source, found in the store.
-    assert newest.observation.observed_at == data.entries[-2].timestamp
-
-
-async def test_a_record_dated_by_a_source_in_its_own_batch(store: Any) -> None:
-    s, data = store
-    (message,) = continuation(data, 1, "x")
-    source = message.model_copy(update={"timestamp": "2026-06-01T12:00:00.000Z"})
-    record = observation_record(data, "rec", source.id)
-    payload = dict(record.data)
-    payload["observations"] = [{**payload["observations"][0], "sourceEntryIds": [source.id]}]
-    payload["coversUpToId"] = source.id
-    record = record.model_copy(update={"data": payload, "timestamp": source.timestamp})
-    await s.append_many([source, record])
-    ledger = await s.ledger(SESSION_ID)
-    (newest,) = [o for o in ledger.observations if o.observation.id == "0000000000ab"]
-    # The message that dates it is placed with the batch, not read from the store.
-    assert newest.observation.observed_at == source.timestamp
