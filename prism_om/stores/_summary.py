@@ -25,21 +25,26 @@ def latest_timestamp(values: Iterable[object]) -> str | None:
     time), rather than every one.
     """
     latest: str | None = None
-    shaped: list[tuple[str, str]] = []
+    millis: list[str] = []
+    seconds: list[str] = []
     for value in values:
         if isinstance(value, str) and _UTC_SHAPE.fullmatch(value):
-            shaped.append((value if len(value) == 24 else f"{value[:-1]}.000Z", value))
+            (millis if len(value) == 24 else seconds).append(value)
             continue
         converted = utc_timestamp(value)
         if converted is not None and (latest is None or converted > latest):
             latest = converted
-    shaped.sort(reverse=True)
-    for fixed, value in shaped:
-        if latest is not None and fixed <= latest:
-            break
-        # None for a shape that names no time (February 30th); else exactly ``fixed``.
-        if utc_timestamp(value) is not None:
-            return fixed
+    # Within one shape, text order is time order.
+    for shaped, widen in ((millis, False), (seconds, True)):
+        shaped.sort(reverse=True)
+        for value in shaped:
+            fixed = f"{value[:-1]}.000Z" if widen else value
+            if latest is not None and fixed <= latest:
+                break
+            # None for a shape that names no time (February 30th); else exactly ``fixed``.
+            if utc_timestamp(value) is not None:
+                latest = fixed
+                break
     return latest
 
 

@@ -18,6 +18,7 @@ from prism_om.core.timestamps import utc_timestamp
 from prism_om.stores import _summary
 from prism_om.stores._summary import latest_timestamp
 from prism_om.stores.sqlite import SqliteStore
+from prism_om.stores.sqlite import placement as placement_module
 
 
 @pytest.fixture
@@ -97,3 +98,26 @@ def test_latest_timestamp_answers_as_the_max_of_every_parse() -> None:
         values = [stamp() for _ in range(rng.randint(0, 8))]
         expected = max(filter(None, map(utc_timestamp, values)), default=None)
         assert latest_timestamp(values) == expected, values
+
+
+async def test_a_batch_of_messages_skips_the_memory_record_walk(
+    store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s, data = store
+    calls: list[object] = []
+
+    def counting(real: Any) -> Any:
+        def count(*args: Any) -> Any:
+            calls.append(args[0])
+            return real(*args)
+
+        return count
+
+    # Whichever the append calls per entry (record_needs now, memory_record_needs before).
+    for name in ("record_needs", "memory_record_needs"):
+        real = getattr(placement_module, name, None)
+        if real is not None:
+            monkeypatch.setattr(placement_module, name, counting(real))
+    await s.append_many(continuation(data, 100, "x"))
+    # No message carries a record: the walk asked each of the 100 for one before.
+    assert calls == []

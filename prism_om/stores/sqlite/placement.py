@@ -325,8 +325,12 @@ async def first_memory_failure(
     Each record parsed here is kept in ``records`` (by entry id), so that writing the
     fold rows afterwards does not parse it again.
     """
+    checked = batch[:limit]
+    if all(entry.kind == "message" for entry in checked):
+        # Messages carry no record, and the walk below keeps them only for later records.
+        return None
     earlier: dict[str, SessionEntry] = {}
-    for index, entry in enumerate(batch[:limit]):
+    for index, entry in enumerate(checked):
         try:
             record = None if entry.kind == "message" else parse_memory_record(entry)
             if record is not None and records is not None:
