@@ -13,12 +13,15 @@ from typing import Any
 
 import pytest
 
-from bench.data import build_dataset, continuation
+from bench.data import SESSION_ID, build_dataset, continuation
 from prism_om.core.timestamps import utc_timestamp
+from prism_om.entries import message_entry
 from prism_om.stores import _summary
 from prism_om.stores._summary import latest_timestamp
 from prism_om.stores.sqlite import SqliteStore
 from prism_om.stores.sqlite import placement as placement_module
+
+TS = "2026-06-01T00:00:00.000Z"
 
 
 @pytest.fixture
@@ -121,3 +124,25 @@ async def test_a_batch_of_messages_skips_the_memory_record_walk(
     await s.append_many(continuation(data, 100, "x"))
     # No message carries a record: the walk asked each of the 100 for one before.
     assert calls == []
+
+
+async def test_a_batch_with_more_outside_parents_than_one_lookup_holds(tmp_path: Path) -> None:
+    data = build_dataset(1200)
+    async with await SqliteStore.open(tmp_path / "wide.db") as s:
+        await s.append_many(data.entries)
+        # 600 forks, each under another stored message: past the 500 ids one read names.
+        parents = [e for e in data.entries if e.kind == "message"][:600]
+        forks = [
+            message_entry(
+                SESSION_ID, "user", f"fork {n}", parent_id=p.id, entry_id=f"f{n}", timestamp=TS
+            )
+            for n, p in enumerate(parents)
+        ]
+        statements = await statements_of(s, lambda: s.append_many(forks))
+        # The state, the first 500 parents, then the other 100: one read more, no more.
+        assert sum(st.startswith("SELECT") for st in statements) == 2
+        # Either side of the 500th, where the second read takes over.
+        for n in (0, 499, 500, 599):
+            fork, parent = forks[n], parents[n]
+            got = await s.entries(SESSION_ID, fork.id)
+            assert [e.id for e in got[-2:]] == [parent.id, fork.id]
