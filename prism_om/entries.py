@@ -113,10 +113,30 @@ def find_lone_surrogate(value: object, path: str = "") -> str | None:
 
 def _entry_surrogate(entry: SessionEntry) -> str | None:
     # Field by field rather than through model_fields: this runs on every append.
+    message = entry.message
+    if (
+        message is not None
+        and entry.data is None
+        and isinstance(message.content, str)
+        and not message.tool_calls
+        # Most messages are ASCII: one test of all their text, and no surrogate can hide.
+        and "".join(
+            (
+                entry.id or "",
+                entry.session_id or "",
+                entry.parent_id or "",
+                entry.timestamp or "",
+                entry.summary or "",
+                message.content,
+                message.tool_call_id or "",
+                message.name or "",
+            )
+        ).isascii()
+    ):
+        return None
     for name in ("id", "session_id", "parent_id", "timestamp", "summary"):
         if _bad(getattr(entry, name)):
             return name
-    message = entry.message
     if message is not None:
         if isinstance(message.content, str):
             if _bad(message.content):

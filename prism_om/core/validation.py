@@ -51,7 +51,7 @@ from .limits import (
     MAX_SOURCES_PER_OBSERVATION,
     MAX_SUPERSEDED_PER_REFLECTION,
 )
-from .parse import parse_memory_record
+from .parse import MemoryRecord, parse_memory_record
 from .records import (
     FOLDED_TYPE,
     OBSERVATIONS_DROPPED,
@@ -69,6 +69,7 @@ __all__ = [
     "branch_facts_from_entries",
     "check_memory_record_caps",
     "memory_record_needs",
+    "record_needs",
     "validate_memory_record",
     "validate_memory_record_on_branch",
 ]
@@ -147,7 +148,11 @@ class BranchFacts:
 
 def memory_record_needs(entry: SessionEntry) -> MemoryRecordNeeds | None:
     """Check a record's own shape and list what the branch must confirm (None: no record)."""
-    record = parse_memory_record(entry)
+    return record_needs(parse_memory_record(entry))
+
+
+def record_needs(record: MemoryRecord | None) -> MemoryRecordNeeds | None:
+    """``memory_record_needs`` of a record already parsed by ``parse_memory_record``."""
     if record is None:
         return None
     if isinstance(record, ObservationsRecorded):

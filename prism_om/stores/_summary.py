@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from ..core.timestamps import utc_timestamp
@@ -11,9 +12,40 @@ from .base import SessionSummary
 __all__ = ["latest_timestamp", "summarize_entries", "utc_timestamp"]
 
 
+# Text already in UTC with a fixed width (now_timestamp's shape, or whole seconds): its
+# fixed-width form is known without parsing, and text order is time order.
+_UTC_SHAPE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{3})?Z")
+
+
 def latest_timestamp(values: Iterable[object]) -> str | None:
-    """The latest of ``values`` as a UTC timestamp (None when none parses)."""
-    return max(filter(None, map(utc_timestamp, values)), default=None)
+    """The latest of ``values`` as a UTC timestamp (None when none parses).
+
+    Exactly ``max(utc_timestamp(v) ...)``, but an append batch's timestamps are mostly of
+    the UTC shapes above: of those only the latest is parsed (to check it names a real
+    time), rather than every one.
+    """
+    latest: str | None = None
+    millis: list[str] = []
+    seconds: list[str] = []
+    for value in values:
+        if isinstance(value, str) and _UTC_SHAPE.fullmatch(value):
+            (millis if len(value) == 24 else seconds).append(value)
+            continue
+        converted = utc_timestamp(value)
+        if converted is not None and (latest is None or converted > latest):
+            latest = converted
+    # Within one shape, text order is time order.
+    for shaped, widen in ((millis, False), (seconds, True)):
+        shaped.sort(reverse=True)
+        for value in shaped:
+            fixed = f"{value[:-1]}.000Z" if widen else value
+            if latest is not None and fixed <= latest:
+                break
+            # None for a shape that names no time (February 30th); else exactly ``fixed``.
+            if utc_timestamp(value) is not None:
+                latest = fixed
+                break
+    return latest
 
 
 def summarize_entries(

@@ -16,6 +16,7 @@ from psycopg import sql as pgsql
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from ..._gc import collector_paused
+from ...core.parse import MemoryRecord
 from ...entries import SessionEntry, now_timestamp
 from ...errors import (
     CorruptStoreError,
@@ -418,7 +419,11 @@ class PostgresStore(PostgresReads):
         parents = await lookup_parents(cast(Any, conn), outside_parent_ids(batch))
         failure = first_rule_failure(batch, root_id, parents, self.url)
         limit = len(batch) if failure is None else failure[0]
-        failure = await first_memory_failure(cast(Any, conn), batch, limit, self._parse) or failure
+        records: dict[str, MemoryRecord] = {}
+        failure = (
+            await first_memory_failure(cast(Any, conn), batch, limit, self._parse, records)
+            or failure
+        )
         if failure is not None:
             index, error = failure
             raise await first_duplicate(cast(Any, conn), batch[: index + 1], self.url) or error
@@ -482,7 +487,7 @@ class PostgresStore(PostgresReads):
                 PlacedEntry(entry, row[ROW_SEQ], row[ROW_SEGMENT], row[ROW_DEPTH], row[ROW_TOKENS])
                 for entry, row in zip(batch, rows, strict=True)
             ]
-        await write_memory_folds(cast(Any, conn), placed)
+        await write_memory_folds(cast(Any, conn), placed, records)
         self._append_fault_point(batch)
 
     def _open_writer(self) -> Any:

@@ -24,7 +24,7 @@ from ...core.ledger import (
     RecordedReflection,
     Supersession,
 )
-from ...core.parse import parse_memory_record
+from ...core.parse import MemoryRecord, parse_memory_record
 from ...core.records import (
     FOLDED_TYPE,
     OBSERVATIONS_DROPPED,
@@ -38,6 +38,7 @@ from ...core.records import (
     ReflectionsRecorded,
     dated_observation,
 )
+from ...entries import SessionEntry
 from .._rows import entry_columns, stored_entry
 from .live_pool import follow_appends
 from .placement import PlacedEntry
@@ -83,12 +84,15 @@ def undated_sources(placed: Sequence[PlacedEntry]) -> set[str]:
 
 
 def fold_rows(
-    placed: Sequence[PlacedEntry], source_times: Mapping[str, str] | None = None
+    placed: Sequence[PlacedEntry],
+    source_times: Mapping[str, str] | None = None,
+    records: Mapping[str, MemoryRecord] | None = None,
 ) -> FoldRows:
     """The fold-table rows of a placed batch (``PlacedEntry`` items); cheap for messages.
 
     ``source_times`` holds the timestamps of ``undated_sources(placed)``: an observation
-    row is stored already dated, exactly as the pure fold dates it.
+    row is stored already dated, exactly as the pure fold dates it. ``records`` holds the
+    memory records validation already parsed, by entry id (``first_memory_failure``).
     """
     times = dict(source_times or {})
     rows = FoldRows()
@@ -100,7 +104,11 @@ def fold_rows(
         if marker is not None and marker.startswith("om.scope."):
             rows.scope_records.append((item.seq, marker, item.segment_id, item.depth))
             continue
-        record = parse_memory_record(entry)
+        record = (
+            records[entry.id]
+            if records is not None and entry.id in records
+            else parse_memory_record(entry)
+        )
         where = (item.segment_id, item.depth)
         if record is None:
             if entry.kind == "compaction":
@@ -247,20 +255,30 @@ def ledger_from_rows(
     )
 
 
-async def write_memory_folds(conn: aiosqlite.Connection, placed: Sequence[PlacedEntry]) -> None:
-    """Keep the memory fold tables in step with the entries, inside the append."""
+async def write_memory_folds(
+    conn: aiosqlite.Connection,
+    placed: Sequence[PlacedEntry],
+    records: Mapping[str, MemoryRecord] | None = None,
+    batch: Sequence[SessionEntry] | None = None,
+) -> None:
+    """Keep the memory fold tables in step with the entries, inside the append.
+
+    ``placed`` may leave the batch's messages out (they write no fold rows) when
+    ``batch`` is the whole appended batch; ``records`` as for ``fold_rows``.
+    """
     times: dict[str, str] = {}
     wanted = undated_sources(placed)
     if wanted:
         # Observations written without observedAt (the TypeScript shape) are dated by
         # their newest source, which validation has already found on the branch.
-        times = {p.entry.id: p.entry.timestamp for p in placed if p.entry.id in wanted}
+        appended = batch if batch is not None else [p.entry for p in placed]
+        times = {e.id: e.timestamp for e in appended if e.id in wanted}
         rest = sorted(wanted - times.keys())
         if rest:
             marks = ", ".join("?" * len(rest))
             sql = f"SELECT id, timestamp FROM entries WHERE id IN ({marks})"
             async with conn.execute(sql, rest) as cursor:
                 times.update({row[0]: row[1] for row in await cursor.fetchall()})
-    rows = fold_rows(placed, times)
+    rows = fold_rows(placed, times, records)
     await write_fold_rows(conn, rows)
     await follow_appends(conn, placed, rows)

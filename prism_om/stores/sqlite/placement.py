@@ -10,10 +10,11 @@ from typing import Any, NamedTuple
 import aiosqlite
 
 from ..._gc import collector_paused
+from ...core.parse import MemoryRecord, parse_memory_record
 from ...core.validation import (
     MemoryRecordNeeds,
     branch_facts_from_entries,
-    memory_record_needs,
+    record_needs,
     validate_memory_record,
 )
 from ...entries import SessionEntry
@@ -37,6 +38,8 @@ from .sql import (
     MEMORY_HEAD_SQL,
     PARENTS_SQL,
     POSITION_SQL,
+    STATE_AND_PARENTS_SQL,
+    STATE_SQL,
     LeafPosition,
     Params,
     fetch_first_row,
@@ -174,6 +177,27 @@ async def lookup_parents(
     return found
 
 
+async def state_and_parents(
+    conn: aiosqlite.Connection, session_id: str, ids: Sequence[str]
+) -> tuple[tuple[Any, ...], dict[str, _StoredParent]]:
+    """``STATE_SQL``'s row for ``session_id`` and ``lookup_parents(ids)``: one statement
+    for a batch with up to ``LOOKUP_CHUNK`` outside parents (every usual append)."""
+    first = builtins.list(ids[:LOOKUP_CHUNK])
+    if not first:
+        return tuple(await fetch_first_row(conn, STATE_SQL, (session_id,))), {}
+    sql = STATE_AND_PARENTS_SQL.format(marks=", ".join("?" * len(first)))
+    state: tuple[Any, ...] = ()
+    found: dict[str, _StoredParent] = {}
+    for tag, *row in await conn.execute_fetchall(sql, (session_id, *first)):
+        if tag == 0:
+            state = tuple(row[:4])
+        else:
+            entry_id, owner, segment, depth, path, encoding, has_child = row
+            found[entry_id] = _StoredParent(owner, depth, segment, bool(has_child), path, encoding)
+    found.update(await lookup_parents(conn, ids[LOOKUP_CHUNK:]))
+    return state, found
+
+
 def first_rule_failure(
     batch: Sequence[SessionEntry],
     root_id: str | None,
@@ -292,13 +316,28 @@ async def _position_on(conn: aiosqlite.Connection, entry_id: str) -> LeafPositio
 
 
 async def first_memory_failure(
-    conn: aiosqlite.Connection, batch: Sequence[SessionEntry], limit: int, parse: ParseBody
+    conn: aiosqlite.Connection,
+    batch: Sequence[SessionEntry],
+    limit: int,
+    parse: ParseBody,
+    records: dict[str, MemoryRecord] | None = None,
 ) -> tuple[int, StoreRuleError] | None:
-    """The first ``om.*`` record of ``batch[:limit]`` that its branch does not support."""
+    """The first ``om.*`` record of ``batch[:limit]`` that its branch does not support.
+
+    Each record parsed here is kept in ``records`` (by entry id), so that writing the
+    fold rows afterwards does not parse it again.
+    """
+    checked = batch[:limit]
+    if all(entry.kind == "message" for entry in checked):
+        # Messages carry no record, and the walk below keeps them only for later records.
+        return None
     earlier: dict[str, SessionEntry] = {}
-    for index, entry in enumerate(batch[:limit]):
+    for index, entry in enumerate(checked):
         try:
-            needs = memory_record_needs(entry)
+            record = None if entry.kind == "message" else parse_memory_record(entry)
+            if record is not None and records is not None:
+                records[entry.id] = record
+            needs = record_needs(record)
             if needs is not None:
                 evidence = await _path_evidence(conn, entry.parent_id, earlier, needs, parse)
                 facts = branch_facts_from_entries(evidence, needs)

@@ -144,6 +144,11 @@ SELECT p.id, p.session_id, p.segment_id, p.depth, p.path_tokens, p.token_encodin
        EXISTS (SELECT 1 FROM entries c WHERE c.segment_id = p.segment_id
                                          AND c.depth = p.depth + 1)
 FROM entries p WHERE p.id IN ({marks})"""
+# STATE_SQL's row (tagged 0, padded) and PARENTS_SQL's rows (tagged 1) in one statement:
+# the append reads both before placing a batch, and each statement costs a step.
+STATE_AND_PARENTS_SQL = (
+    f"SELECT 0, *, NULL, NULL, NULL FROM ({STATE_SQL})\nUNION ALL\nSELECT 1, * FROM ({PARENTS_SQL})"
+)
 INSERT_ENTRY_SQL = """
 INSERT INTO entries (seq, id, session_id, parent_id, kind, role, custom_type, timestamp,
                      depth, segment_id, tokens, token_encoding, path_tokens, body)

@@ -14,6 +14,7 @@ from typing import TypeVar, cast
 import aiosqlite
 
 from ..._gc import collector_paused
+from ...core.parse import MemoryRecord
 from ...entries import SessionEntry, now_timestamp
 from ...errors import (
     CorruptStoreError,
@@ -53,9 +54,9 @@ from .placement import (
     first_duplicate,
     first_memory_failure,
     first_rule_failure,
-    lookup_parents,
     memory_head_of,
     outside_parent_ids,
+    state_and_parents,
 )
 from .sql import (
     ADD_TO_SUMMARY_SQL,
@@ -68,7 +69,6 @@ from .sql import (
     ROW_SEQ,
     ROW_TOKENS,
     SESSION_ENTRY_COUNT_SQL,
-    STATE_SQL,
     LeafPosition,
     fetch_first_row,
     fetch_rows,
@@ -402,14 +402,14 @@ class SqliteStore(OneHopReads):
         encoded: Sequence[tuple[str, int]],
     ) -> None:
         session_id = batch[0].session_id
-        state = await fetch_first_row(conn, STATE_SQL, (session_id,))
+        state, parents = await state_and_parents(conn, session_id, outside_parent_ids(batch))
         root_id, last_session_seq, last_seq, last_segment = state
-        parents = await lookup_parents(conn, outside_parent_ids(batch))
         failure = first_rule_failure(batch, root_id, parents, self.url)
         # Entries before a rule failure are checked as memory records, as the reference
         # index does entry by entry; a record at the failing entry itself comes second.
         limit = len(batch) if failure is None else failure[0]
-        failure = await first_memory_failure(conn, batch, limit, self._parse) or failure
+        records: dict[str, MemoryRecord] = {}
+        failure = await first_memory_failure(conn, batch, limit, self._parse, records) or failure
         if failure is not None:
             index, error = failure
             error.add_context(url=self.url)
@@ -452,12 +452,15 @@ class SqliteStore(OneHopReads):
             if duplicate is None:
                 raise
             raise duplicate from None
+        # Messages write no fold rows: only the other entries are placed for the folds.
         with collector_paused():
             placed = [
                 PlacedEntry(entry, row[ROW_SEQ], row[ROW_SEGMENT], row[ROW_DEPTH], row[ROW_TOKENS])
                 for entry, row in zip(batch, rows, strict=True)
+                if entry.kind != "message"
             ]
-        await write_memory_folds(conn, placed)
+        if placed:
+            await write_memory_folds(conn, placed, records, batch)
         # Last inside the transaction: a fault that raises rolls every row back.
         self._append_fault_point(batch)
 
