@@ -247,7 +247,9 @@ def entries_from_rows(rows: Iterable[Sequence[Any]], version: int) -> list[Sessi
     """
     rows = rows if isinstance(rows, list) else list(rows)
     if version < PAYLOAD_SINCE_VERSION:
-        return [_whole_wire(row) for row in rows]
+        # A reader opened before another process migrated the file still believes it is
+        # version 3, and may meet rows already rewritten as payloads: read either shape.
+        return [stored_entry(row)[0] for row in rows]
     messages = [row for row in rows if row[3] == "message"]
     parsed = iter(_messages(messages) if messages else ())
     return [
