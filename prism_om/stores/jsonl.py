@@ -109,7 +109,7 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ParamSpec, TypeVar
 
 from .._gc import collector_paused
@@ -126,6 +126,15 @@ from ..errors import (
     StoreNotFoundError,
     StoreRuleError,
 )
+from ._jsonl_index import (
+    UntrustedIndex,
+    apply_index,
+    index_body,
+    index_name,
+    kind_of,
+    read_index,
+)
+from ._lazy_entries import LazyEntries
 from ._shield import finish_then_cancel
 from ._tree import TreeIndex, comparable_time
 from ._tree_reads import TreeIndexReads
@@ -159,6 +168,10 @@ _PENDING_AT = 32
 
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 _APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+# A session file gets an index sidecar (see ``_jsonl_index``) once this many of its lines
+# are not in one, and then again whenever the unindexed lines reach an eighth of the
+# indexed ones: rewriting it costs amortised O(1) per appended line.
+INDEX_MIN_LINES = 1000
 _LOCK_POLL_FIRST = 0.0005
 _LOCK_POLL_MAX = 0.005
 
@@ -180,6 +193,11 @@ class _FileState:
     open_line: bool = False  # the loaded bytes end in a complete entry without its newline
     has_sidecar: bool = False  # the sidecar on disk is usable and matches ``loaded``
     summarised: bool = False  # ...and holds the summary (else a write backfills it)
+    # Per entry line loaded, in file order: its parent and ``kind_of`` letter, what an
+    # index sidecar records; ``indexed`` lines of them are in the one on disk.
+    parents: list[str | None] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
+    indexed: int = 0
 
 
 @dataclass(frozen=True)
@@ -361,6 +379,7 @@ class JsonlStore(TreeIndexReads):
         self._lock_timeout = lock_timeout
         self._read_only = read_only
         self._index = TreeIndex(self.url)
+        self._index.entries = LazyEntries(self._parse_kept)
         # Loaded sessions only: a session enters on first use (see "Lazy loading").
         self._files: dict[str, _FileState] = {}
         # Sessions that failed to load: (what their files looked like, the error). The
@@ -1011,7 +1030,25 @@ class JsonlStore(TreeIndexReads):
         with self._locked(exclusive=False):
             self._refresh()
             self._load_all()
+            for sid in builtins.list(self._files):
+                self._parse_all(sid)
             return [self._check_session(sid) for sid in self._checked_ids()]
+
+    def _parse_all(self, sid: str) -> None:
+        """Parse every line an index sidecar let a load keep raw; damage is recorded."""
+        tree = self._index.trees.get(sid)
+        entries = self._index.entries
+        if tree is None or not isinstance(entries, LazyEntries):
+            return
+        try:
+            with collector_paused():
+                for entry_id in tree.order:
+                    if entries.is_raw(entry_id):
+                        entries[entry_id]  # parses it and keeps the entry
+        except CorruptStoreError as exc:
+            self._index.drop_session(sid)
+            self._files.pop(sid, None)
+            self._damaged[sid] = (self._signature(sid), exc)
 
     def _checked_ids(self) -> builtins.list[str]:
         on_disk = self._on_disk()
@@ -1146,6 +1183,8 @@ class JsonlStore(TreeIndexReads):
             # Whole lines vanished with the missing bytes: only the sidecar can count them.
             lost_entries = recorded - kept if recorded is not None else None
         self._truncate(data_name, state.loaded)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(index_name(sid), dir_fd=self._dir_fd)  # described the uncut file
         if kept:
             tree = self._index.trees[sid]
             if old is not None and old.leaf in tree.order:
@@ -1168,7 +1207,51 @@ class JsonlStore(TreeIndexReads):
     def _load_chunk(self, sid: str, state: _FileState, chunk: bytes, *, trusted: bool) -> None:
         """Apply the complete lines of ``chunk`` (the file from ``state.loaded`` on)."""
         with collector_paused():
+            if state.loaded == 0 and state.lines == 0:
+                chunk = chunk[self._load_indexed(sid, state, chunk) :]
             self._load_lines(sid, state, chunk, trusted=trusted)
+
+    def _load_indexed(self, sid: str, state: _FileState, data: bytes) -> int:
+        """Load the prefix of ``data`` a trusted index sidecar describes; its length."""
+        try:
+            raw = self._read_file(index_name(sid), 0)
+        except StoreError:
+            return 0  # a link or an unreadable file: not ours to trust
+        found = read_index(raw, sid, data) if raw else None
+        if found is None:
+            return 0
+        lines = found.lines
+
+        def parse(at: int) -> SessionEntry:
+            try:
+                return entry_from_wire(lines[at], where="entry")
+            except InvalidEntryError as exc:
+                raise UntrustedIndex(str(exc)) from exc
+
+        try:
+            apply_index(self._index, sid, found, parse)
+        except UntrustedIndex:
+            return 0  # nothing was applied: the lines are read one by one instead
+        state.loaded = found.length
+        state.lines = state.indexed = len(found.ids)
+        state.parents = found.parents
+        state.kinds = list(found.kinds)
+        return found.length
+
+    def _parse_kept(self, entry_id: str, line: bytes) -> SessionEntry:
+        """An entry an index sidecar let a load keep unparsed (``LazyEntries``)."""
+        try:
+            entry = entry_from_wire(line, where="entry")
+            if entry.id == entry_id:
+                return entry
+            problem = f"holds entry {entry.id!r} where its index sidecar has {entry_id!r}"
+        except InvalidEntryError as exc:
+            problem = str(exc)
+        for sid, tree in self._index.trees.items():
+            if entry_id in tree.order:
+                number = tree.order.index(entry_id) + 1
+                raise self._corrupt_line(sid, number, f"{problem} (run 'prism-om check')")
+        raise CorruptStoreError(f"entry {entry_id!r}: {problem}", url=self.url)
 
     def _load_lines(self, sid: str, state: _FileState, chunk: bytes, *, trusted: bool) -> None:
         pos = 0
@@ -1217,6 +1300,8 @@ class JsonlStore(TreeIndexReads):
                 except StoreRuleError as exc:
                     raise self._corrupt_line(sid, state.lines + 1, str(exc)) from exc
                 state.lines += 1
+                state.parents.append(entry.parent_id)
+                state.kinds.append(kind_of(entry))
             else:
                 self._load_line(sid, state, line)  # a blank line, or this line's error
             state.loaded += len(line) + 1
@@ -1236,6 +1321,8 @@ class JsonlStore(TreeIndexReads):
                 self._index.add(entry)
             except StoreRuleError as exc:
                 raise self._corrupt_line(sid, number, str(exc)) from exc
+            state.parents.append(entry.parent_id)
+            state.kinds.append(kind_of(entry))
         state.lines = number
 
     def _corrupt_line(self, sid: str, number: int, problem: str) -> CorruptStoreError:
@@ -1291,8 +1378,55 @@ class JsonlStore(TreeIndexReads):
             self._index.apply(batch)
             state.loaded = committed
             state.lines += len(batch)
+            state.parents.extend(e.parent_id for e in batch)
+            state.kinds.extend(kind_of(e) for e in batch)
             self._seen = self._change_key()
+            self._maybe_write_index(sid, state)
         return builtins.list(batch)
+
+    def _maybe_write_index(self, sid: str, state: _FileState) -> None:
+        """Rewrite the session's index sidecar when enough lines are missing from it.
+
+        Only a file of entry lines alone (no blank line, no unterminated entry), all of
+        them committed, is indexed. The index is a cache: written without fsync, and any
+        failure leaves the old one (or none), which a reopen checks before use.
+        """
+        tree = self._index.trees.get(sid)
+        count = state.lines
+        if (
+            count - state.indexed < max(INDEX_MIN_LINES, state.indexed // 8)
+            or tree is None
+            or not state.has_sidecar
+            or state.open_line
+            or not count == len(state.kinds) == len(tree.order)
+        ):
+            return
+        data_name, _ = _file_names(sid)
+        name = index_name(sid)
+        with contextlib.suppress(OSError, StoreError):
+            prefix = self._read_file(data_name, 0, state.loaded)
+            if len(prefix) != state.loaded:
+                return
+            body = index_body(
+                sid, prefix, tree.order, state.parents, "".join(state.kinds), tree.last_activity
+            )
+            temp = f"{name}.tmp"
+            fd = os.open(
+                temp,
+                os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o644,
+                dir_fd=self._dir_fd,
+            )
+            try:
+                _write_all(fd, body)
+            finally:
+                os.close(fd)
+            self._index_fault_point(sid)
+            os.replace(temp, name, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
+            state.indexed = count
+
+    def _index_fault_point(self, sid: str) -> None:
+        """A seam for tests: called between writing an index sidecar and renaming it."""
 
     def _set_leaf_sync(self, sid: str, entry_id: str) -> None:
         with self._locked(exclusive=True):
@@ -1362,7 +1496,8 @@ class JsonlStore(TreeIndexReads):
                 # Data first: a sidecar without its data is how the debris rule knows a
                 # delete was interrupted (an append never leaves that).
                 os.unlink(data_name, dir_fd=self._dir_fd)
-            for name in (sidecar_name, f".{sidecar_name}.tmp"):
+            index = index_name(sid)
+            for name in (sidecar_name, f".{sidecar_name}.tmp", index, f"{index}.tmp"):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(name, dir_fd=self._dir_fd)
             if self._fsync:
@@ -1404,7 +1539,7 @@ class JsonlStore(TreeIndexReads):
         lock, bytes past a commit belong to no live writer.
         """
         for name in os.listdir(self._dir_fd):
-            if name.startswith(".") and name.endswith(SIDECAR_SUFFIX + ".tmp"):
+            if name.startswith(".") and name.endswith((SIDECAR_SUFFIX + ".tmp", ".index.tmp")):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(name, dir_fd=self._dir_fd)
         for sid in builtins.list(self._files):
