@@ -173,6 +173,14 @@ _APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CL
 # indexed ones: rewriting it costs amortised O(1) per appended line.
 INDEX_MIN_LINES = 1000
 _LOCK_POLL_FIRST = 0.0005
+
+
+def _index_due(lines: int, indexed: int) -> bool:
+    """Whether a session file of ``lines`` lines, ``indexed`` of them in its index
+    sidecar, should get a new one (see ``INDEX_MIN_LINES``)."""
+    return lines - indexed >= max(INDEX_MIN_LINES, indexed // 8)
+
+
 _LOCK_POLL_MAX = 0.005
 
 
@@ -1394,7 +1402,7 @@ class JsonlStore(TreeIndexReads):
         tree = self._index.trees.get(sid)
         count = state.lines
         if (
-            count - state.indexed < max(INDEX_MIN_LINES, state.indexed // 8)
+            not _index_due(count, state.indexed)
             or tree is None
             or not state.has_sidecar
             or state.open_line
