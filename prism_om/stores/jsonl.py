@@ -126,6 +126,7 @@ from ..errors import (
     StoreNotFoundError,
     StoreRuleError,
 )
+from ._jsonl_ids import IDS_NAME, FileKey, ForeignIds, ids_body, read_ids
 from ._jsonl_index import (
     UntrustedIndex,
     apply_index,
@@ -173,6 +174,12 @@ _APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CL
 # indexed ones: rewriting it costs amortised O(1) per appended line.
 INDEX_MIN_LINES = 1000
 _LOCK_POLL_FIRST = 0.0005
+
+
+def _ids_due(loaded: int) -> bool:
+    """Whether ``.ids`` should be rewritten after a write had to load ``loaded`` entries
+    of sessions it did not vouch for (a small store loads in no time without it)."""
+    return loaded >= INDEX_MIN_LINES
 
 
 def _index_due(lines: int, indexed: int) -> bool:
@@ -402,6 +409,10 @@ class JsonlStore(TreeIndexReads):
         self._manifest_offset = 0
         # (change counter, directory mtime) as of the last refresh; None forces a scan.
         self._seen: tuple[int, int] | None = None
+        # Ids of the sessions not loaded, from ``.ids`` (see ``_jsonl_ids``), checked
+        # against their files as of the change key ``_ids_seen``.
+        self._foreign = ForeignIds()
+        self._ids_seen: object = None
         # Coroutines queue here rather than in the thread pool...
         self._lock = asyncio.Lock()
         # ...and worker threads here: a cancelled await leaves its thread running, and the
@@ -811,6 +822,7 @@ class JsonlStore(TreeIndexReads):
             del self._damaged[sid]  # the files changed (a repair?): try again
         elif sid in self._files and not refresh:
             return
+        self._foreign.drop(sid)  # loaded from now on, so kept current by _refresh
         try:
             self._refresh_session(sid)
         except (StoreBusyError, StoreClosedError):
@@ -854,6 +866,7 @@ class JsonlStore(TreeIndexReads):
 
     def _forget_session(self, sid: str) -> None:
         """Drop all this process holds of a session another process deleted."""
+        self._foreign.drop(sid)
         if sid in self._files or sid in self._damaged or sid in self._index.trees:
             self._index.drop_session(sid)
             self._files.pop(sid, None)
@@ -1363,6 +1376,7 @@ class JsonlStore(TreeIndexReads):
                     batch = chain_at_leaf(batch, leaf)
                     lines[0] = batch[0].to_json().encode() + b"\n"
             payload = b"".join(lines)
+            self._load_owners(batch)
             self._index.check(batch)
             self._bump_counter(pending=sid)
             try:
@@ -1388,7 +1402,7 @@ class JsonlStore(TreeIndexReads):
             state.lines += len(batch)
             state.parents.extend(e.parent_id for e in batch)
             state.kinds.extend(kind_of(e) for e in batch)
-            self._seen = self._change_key()
+            self._after_own_change()
             self._maybe_write_index(sid, state)
         return builtins.list(batch)
 
@@ -1456,7 +1470,7 @@ class JsonlStore(TreeIndexReads):
                 self._clear_pending()
             state.has_sidecar = state.summarised = True
             tree.leaf = entry_id
-            self._seen = self._change_key()
+            self._after_own_change()
 
     def _delete_sync(self, sid: str) -> int:
         data_name, _ = _file_names(sid)
@@ -1478,7 +1492,7 @@ class JsonlStore(TreeIndexReads):
             finally:
                 self._clear_pending()
             self._forget_session(sid)
-            self._seen = self._change_key()
+            self._after_own_change()
             return count
 
     def _count_lines(self, data_name: str) -> int:
@@ -1523,12 +1537,12 @@ class JsonlStore(TreeIndexReads):
             os.close(fd)
 
     def _refresh_for_write(self, sid: str) -> None:
-        """Clear debris, load every readable session (ids are store-wide), check ``sid``."""
+        """Clear debris, know every id of the store (they are store-wide), check ``sid``."""
         self._remove_debris()
         self._refresh()
-        if not self._all_loaded:  # once: from then on _refresh loads new sessions
-            self._load_all()
-        if sid in self._files or sid in self._damaged:
+        if not self._all_loaded:
+            self._know_all_ids()
+        if sid in self._files or sid in self._damaged or sid in self._foreign.files:
             # Hand edits do not bump the counter; look at the file about to be written
             # anyway, so complete lines added by hand to a file without a sidecar are
             # loaded rather than cut away as an interrupted append. A damaged session
@@ -1539,6 +1553,99 @@ class JsonlStore(TreeIndexReads):
             self._swept = True
         self._backfill_sidecars()
 
+    def _know_all_ids(self) -> None:
+        """Make every session's ids known: loaded, vouched for by ``.ids``, or loaded now.
+
+        Rechecked only when another process changed something since the last time; a
+        session ``.ids`` cannot vouch for is loaded, and then ``.ids`` is rewritten so
+        the next process need not load it.
+        """
+        if self._seen is not None and self._seen == self._ids_seen:
+            return
+        self._read_manifest()
+        on_disk = self._on_disk()
+        records: dict[str, tuple[FileKey, builtins.list[str]]] | None = None
+        loaded = 0  # entries of sessions loaded for want of a record
+        for sid in on_disk:
+            if sid in self._files or sid in self._damaged:
+                continue
+            key = self._file_key(sid)
+            known = self._foreign.files.get(sid)
+            if key is not None and known is not None and known[0] == key:
+                continue
+            if records is None:
+                try:
+                    records = read_ids(self._read_file(IDS_NAME, 0))
+                except StoreError:
+                    records = {}
+            record = records.get(sid)
+            if key is not None and record is not None and record[0] == key:
+                self._foreign.add(sid, key, record[1])
+            else:
+                self._load_quietly(sid)
+                tree = self._index.trees.get(sid)
+                loaded += len(tree.order) if tree is not None else 0
+        for sid in set(self._foreign.files).difference(on_disk):
+            self._foreign.drop(sid)
+        if _ids_due(loaded):
+            self._write_ids(on_disk)
+        self._ids_seen = self._seen
+
+    def _file_key(self, sid: str) -> FileKey | None:
+        data_name, _ = _file_names(sid)
+        try:
+            info = os.stat(data_name, dir_fd=self._dir_fd, follow_symlinks=False)
+        except OSError:
+            return None
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        return info.st_ino, info.st_size, info.st_mtime_ns
+
+    def _write_ids(self, on_disk: Iterable[str]) -> None:
+        """Replace ``.ids`` with a record of every session whose ids are known."""
+        sessions: dict[str, tuple[FileKey, Sequence[str]]] = {}
+        for sid in on_disk:
+            known = self._foreign.files.get(sid)
+            state, tree = self._files.get(sid), self._index.trees.get(sid)
+            if known is not None:
+                sessions[sid] = known
+            elif state is not None and tree is not None and not state.open_line:
+                key = self._file_key(sid)
+                if key is not None and key[1] == state.loaded and sid not in self._damaged:
+                    sessions[sid] = (key, tree.order)
+        temp = IDS_NAME + ".tmp"
+        with contextlib.suppress(OSError):  # a cache: the next process rebuilds it
+            fd = os.open(
+                temp,
+                os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o644,
+                dir_fd=self._dir_fd,
+            )
+            try:
+                _write_all(fd, ids_body(sessions))
+            finally:
+                os.close(fd)
+            os.replace(temp, IDS_NAME, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
+
+    def _load_owners(self, batch: Sequence[SessionEntry]) -> None:
+        """Load each unloaded session holding an id the batch uses or names as a parent,
+        so the rule check raises exactly what it raises with every session loaded."""
+        owner = self._foreign.owner
+        if not owner:
+            return
+        for entry in batch:
+            for ref in (entry.id, entry.parent_id):
+                sid = owner.get(ref) if ref is not None else None
+                if sid is not None:
+                    self._load_quietly(sid)
+
+    def _after_own_change(self) -> None:
+        """Note this process's own write: what it knew of other sessions still holds."""
+        current = self._ids_seen == self._seen
+        self._seen = self._change_key()
+        if current:
+            self._ids_seen = self._seen
+
     def _sweep_debris(self) -> None:
         """Once per process: cut every session's bytes beyond its committed length.
 
@@ -1547,7 +1654,8 @@ class JsonlStore(TreeIndexReads):
         lock, bytes past a commit belong to no live writer.
         """
         for name in os.listdir(self._dir_fd):
-            if name.startswith(".") and name.endswith((SIDECAR_SUFFIX + ".tmp", ".index.tmp")):
+            ours = (SIDECAR_SUFFIX + ".tmp", ".index.tmp")
+            if (name.startswith(".") and name.endswith(ours)) or name == IDS_NAME + ".tmp":
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(name, dir_fd=self._dir_fd)
         for sid in builtins.list(self._files):
