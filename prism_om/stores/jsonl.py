@@ -12,6 +12,9 @@ File layout, all inside one directory::
     .<session_id>.leaf.json.tmp   the next sidecar, written in full, then renamed over it
     .sessions                session ids in order of creation, one per line; a
                              line ``-<id>`` records a ``delete_session`` of that id
+    .<session_id>.index      cache: the ids, parents and kinds of the file's first lines
+                             and a digest of their bytes (see ``_jsonl_index``)
+    .ids                     cache: each session file's ids (see ``_jsonl_ids``)
     .lock                    the ``flock`` target; holds a change counter, and the session
                              a writer is changing while it does (see "Debris")
 
@@ -62,13 +65,25 @@ as a whole):
 Damage is per session: a damaged file, a symbolic link or a foreign file in the
 directory fails the operations that name its session (and is reported by ``check``);
 every other session stays readable and writable. Entry ids are unique across the store,
-so a write (and ``get`` of an id no loaded session holds) loads every readable session;
+so a write must know every session's ids: from the sessions it has loaded, from ``.ids``
+for each file whose inode, size and mtime still match its record, and by loading any
+other session (``get`` of an id no loaded session holds loads every readable session);
 ids inside a damaged session cannot be checked until it is repaired.
 
+The caches. ``.<session_id>.index`` lets a load place the message lines of the prefix
+it describes without parsing them (they are parsed when read: ``LazyEntries``), and
+``.ids`` lets a write skip loading sessions. Both are written by writers only (the
+index once a file has ``INDEX_MIN_LINES`` lines it does not cover, and again as it
+grows by an eighth; ``.ids`` after a write had to load that many lines for want of a
+record), without fsync, by temporary file and rename; both are trusted only while they
+match the files (see their modules), so a stale, truncated, damaged or foreign cache is
+ignored and rebuilt. They hold no message text, ``check`` still parses every line, and
+deleting them loses nothing.
+
 Lazy loading. Opening reads nothing but the directory; a read loads only the session it
-names, and ``sessions``/``session_summaries`` read sidecars (loading only sessions whose
-sidecar has no summary). A process loads each session once and then only its new
-committed bytes.
+names (through its index sidecar when one matches), and ``sessions``/``session_summaries``
+read sidecars (loading only sessions whose sidecar has no summary). A process loads each
+session once and then only its new committed bytes.
 
 Concurrency. Writers take an exclusive ``flock`` on ``.lock`` and hold it across
 refresh, check, data write and sidecar replace; readers of a writable store take a
@@ -1492,6 +1507,9 @@ class JsonlStore(TreeIndexReads):
             finally:
                 self._clear_pending()
             self._forget_session(sid)
+            with contextlib.suppress(FileNotFoundError):
+                # It names the erased session's ids: dropped, rebuilt by a later write.
+                os.unlink(IDS_NAME, dir_fd=self._dir_fd)
             self._after_own_change()
             return count
 

@@ -173,3 +173,13 @@ async def test_sessions_another_process_creates_or_deletes_meanwhile_are_seen(
             await store.append(_msg("mine", "late-0", "mine-0"))
         await store.append(_msg("mine", "s3-0", "mine-0"))  # its ids went with it
         assert [e.id for e in await store.entries("mine")] == ["mine-0", "s3-0"]
+
+
+async def test_delete_session_drops_the_ids_file(tmp_path: Path, work: Work) -> None:
+    await _build(tmp_path)
+    async with await JsonlStore.open(tmp_path, fsync=False) as store:
+        await store.delete_session("s4")
+    assert not (tmp_path / IDS_NAME).exists()
+    async with await JsonlStore.open(tmp_path, fsync=False) as store:
+        await store.append(_msg("again", "s4-1", None))  # the erased ids are free
+    assert b"s4-" not in (tmp_path / IDS_NAME).read_bytes().replace(b'"s4-1"', b"")
