@@ -1148,6 +1148,8 @@ class JsonlStore(TreeIndexReads):
             self._remove_debris()
             self._refresh()
             self._load_all()
+            for sid in builtins.list(self._files):
+                self._parse_all(sid)
             self._refuse_backup_overwrite(backup)
             results = []
             for sid in self._checked_ids():

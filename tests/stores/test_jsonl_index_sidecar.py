@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 
 from prism_om.entries import SessionEntry, entry_from_wire, message_entry
+from prism_om.errors import CorruptStoreError
 from prism_om.stores import jsonl
-from prism_om.stores._jsonl_index import index_name
+from prism_om.stores._jsonl_index import index_body, index_name
 from prism_om.stores.jsonl import JsonlStore
 from prism_om.testing.memory_conformance import load_builder
 from prism_om.testing.om_factories import random_builder
@@ -360,3 +361,37 @@ async def test_delete_and_repair_remove_the_index(tmp_path: Path, always_index: 
         assert result.problem is not None
     assert not _index(tmp_path).exists()
     assert (await _snapshot(tmp_path))["count"] > 0
+
+
+async def _forge(directory: Path, rename_last_to: str) -> str:
+    """Write an index with intact digests whose last row names another id."""
+    data = (directory / f"{SID}.jsonl").read_bytes()
+    entries = [json.loads(line) for line in data.splitlines()]
+    last = entries[-1]["id"]
+    assert all(e.get("parentId") != last for e in entries)  # a leaf: the tree still holds
+    ids = [e["id"] for e in entries[:-1]] + [rename_last_to]
+    parents = [e.get("parentId") for e in entries]
+    kinds = "".join("e" if e["kind"] == "message" else "x" for e in entries)
+    _index(directory).write_bytes(index_body(SID, data, ids, parents, kinds, None))
+    return last
+
+
+async def test_an_index_that_lies_about_a_kept_line_is_caught_when_it_is_read(
+    tmp_path: Path,
+) -> None:
+    async with await JsonlStore.open(tmp_path, fsync=False) as store:
+        parent = None
+        for i in range(30):
+            entry = message_entry(SID, "user", f"m{i}", parent_id=parent, entry_id=f"m{i}")
+            await store.append(entry)
+            parent = entry.id
+    real = await _forge(tmp_path, "forged")
+    async with await JsonlStore.open(tmp_path, fsync=False) as store:
+        with pytest.raises(CorruptStoreError, match=r"om\.jsonl line 30: holds entry 'm29'"):
+            await store.entries(SID)
+        (found,) = await store.check()
+        assert found.problem is not None and "'forged'" in found.problem
+        (repaired,) = await store.repair(tmp_path.parent / "backup")
+        assert repaired.lost_bytes == 0 and repaired.entries == 30
+        assert (await store.entries(SID))[-1].id == real
+    assert not _index(tmp_path).exists()
