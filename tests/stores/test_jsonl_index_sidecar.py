@@ -357,7 +357,7 @@ async def test_delete_and_repair_remove_the_index(tmp_path: Path, always_index: 
     data = tmp_path / f"{SID}.jsonl"
     data.write_bytes(data.read_bytes()[:-5])  # committed bytes lost: damage
     async with await JsonlStore.open(tmp_path, fsync=False) as store:
-        (result,) = await store.repair(tmp_path.parent / "backup")
+        (result,) = await store.repair(tmp_path.parent / f"{tmp_path.name}-backup")
         assert result.problem is not None
     assert not _index(tmp_path).exists()
     assert (await _snapshot(tmp_path))["count"] > 0
@@ -391,7 +391,7 @@ async def test_an_index_that_lies_about_a_kept_line_is_caught_when_it_is_read(
             await store.entries(SID)
         (found,) = await store.check()
         assert found.problem is not None and "'forged'" in found.problem
-        (repaired,) = await store.repair(tmp_path.parent / "backup")
+        (repaired,) = await store.repair(tmp_path.parent / f"{tmp_path.name}-backup")
         assert repaired.lost_bytes == 0 and repaired.entries == 30
         assert (await store.entries(SID))[-1].id == real
     assert not _index(tmp_path).exists()
