@@ -35,7 +35,6 @@ from ._tree import TreeIndex
 __all__ = [
     "INDEX_VERSION",
     "LineIndex",
-    "UntrustedIndex",
     "apply_index",
     "index_body",
     "index_name",
@@ -45,10 +44,6 @@ __all__ = [
 
 INDEX_VERSION = 1
 _KINDS = frozenset("emx")
-
-
-class UntrustedIndex(Exception):
-    """The index does not describe the file: load the file without it."""
 
 
 @dataclass(frozen=True)
@@ -145,33 +140,39 @@ def _forms_tree(ids: list[str], parents: list[str | None], kinds: object) -> boo
 
 
 def apply_index(
-    index: TreeIndex, session_id: str, found: LineIndex, parse: Callable[[int], SessionEntry]
-) -> None:
+    index: TreeIndex,
+    session_id: str,
+    found: LineIndex,
+    parse: Callable[[int], SessionEntry | None],
+) -> bool:
     """Add the prefix's entries to ``index``: messages unparsed, the rest parsed.
 
-    Raises ``UntrustedIndex`` before touching ``index`` when a parsed line disagrees with
-    its row or an id is already in the store (the caller then reads the file in full).
+    ``parse(line number - 1)`` is None for a line that is no entry. Returns False, with
+    ``index`` untouched, when a parsed line disagrees with its row or an id is already in
+    the store: the caller then reads the file in full.
     """
     entries = index.entries
     if not isinstance(entries, LazyEntries) or session_id in index.trees:
-        raise UntrustedIndex("the index needs a fresh session in a LazyEntries index")
+        return False
     ids, parents, kinds = found.ids, found.parents, found.kinds
     if not entries.keys().isdisjoint(ids):
-        raise UntrustedIndex("an id of the index is already in the store")
+        return False
     parsed: dict[int, SessionEntry] = {}
     at = 0  # the root, then every "x" line
     while at >= 0:
         entry = parse(at)
         if (
-            entry.id != ids[at]
+            entry is None
+            or entry.id != ids[at]
             or entry.parent_id != parents[at]
             or entry.session_id != session_id
             or kind_of(entry) != kinds[at]
         ):
-            raise UntrustedIndex(f"line {at + 1} is not the entry its row describes")
+            return False
         parsed[at] = entry
         at = kinds.find("x", at + 1)
     _place(index, session_id, found, parsed)
+    return True
 
 
 def _place(

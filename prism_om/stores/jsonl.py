@@ -143,7 +143,6 @@ from ..errors import (
 )
 from ._jsonl_ids import IDS_NAME, FileKey, ForeignIds, ids_body, read_ids
 from ._jsonl_index import (
-    UntrustedIndex,
     apply_index,
     index_body,
     index_name,
@@ -1260,15 +1259,13 @@ class JsonlStore(TreeIndexReads):
             return 0
         lines = found.lines
 
-        def parse(at: int) -> SessionEntry:
+        def parse(at: int) -> SessionEntry | None:
             try:
                 return entry_from_wire(lines[at], where="entry")
-            except InvalidEntryError as exc:
-                raise UntrustedIndex(str(exc)) from exc
+            except InvalidEntryError:
+                return None
 
-        try:
-            apply_index(self._index, sid, found, parse)
-        except UntrustedIndex:
+        if not apply_index(self._index, sid, found, parse):
             return 0  # nothing was applied: the lines are read one by one instead
         state.loaded = found.length
         state.lines = state.indexed = len(found.ids)

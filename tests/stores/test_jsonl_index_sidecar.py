@@ -395,3 +395,22 @@ async def test_an_index_that_lies_about_a_kept_line_is_caught_when_it_is_read(
         assert repaired.lost_bytes == 0 and repaired.entries == 30
         assert (await store.entries(SID))[-1].id == real
     assert not _index(tmp_path).exists()
+
+
+async def test_an_index_whose_parsed_rows_disagree_is_not_used(
+    tmp_path: Path, parses: Parses
+) -> None:
+    async with await JsonlStore.open(tmp_path, fsync=False) as store:
+        parent = None
+        for i in range(30):
+            entry = message_entry(SID, "user", f"m{i}", parent_id=parent, entry_id=f"m{i}")
+            await store.append(entry)
+            parent = entry.id
+    data = (tmp_path / f"{SID}.jsonl").read_bytes()
+    ids = [f"m{i}" for i in range(30)]
+    parents = [None, *ids[:-1]]
+    # Digests intact, but the root's row says "x" where the line is a message.
+    _index(tmp_path).write_bytes(index_body(SID, data, ids, parents, "x" + "e" * 29, None))
+    parses.count = 0
+    assert await _snapshot(tmp_path) == await _without_index(tmp_path)
+    assert parses.count >= 60  # both loads parsed every line
