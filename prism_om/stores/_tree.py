@@ -52,6 +52,7 @@ from ..errors import (
     SessionMismatchError,
     UnknownParentError,
 )
+from ._lazy_entries import pop_entry
 from .base import SessionSummary
 
 __all__ = ["PathMembership", "TreeIndex"]
@@ -251,7 +252,7 @@ class TreeIndex:
         if tree is None:
             return
         for entry_id in tree.order:
-            entry = self.entries.pop(entry_id)
+            entry = pop_entry(self.entries, entry_id)
             self.children.pop(entry_id, None)
             self.depth.pop(entry_id, None)
             # Its segments stay numbered (the lists are append-only) but nothing names them.
@@ -260,6 +261,8 @@ class TreeIndex:
                 self.segment_ids[segment] = []
                 self.segment_messages[segment] = []
             self.memory_heads.pop(entry_id, None)
+            if entry is None:
+                continue  # a message line never parsed: no memory id names it
             for memory_id, kind in recorded_memory_ids(entry):
                 found = self.recorders.get(memory_id, [])
                 if (entry_id, kind) in found:

@@ -12,6 +12,9 @@ File layout, all inside one directory::
     .<session_id>.leaf.json.tmp   the next sidecar, written in full, then renamed over it
     .sessions                session ids in order of creation, one per line; a
                              line ``-<id>`` records a ``delete_session`` of that id
+    .<session_id>.index      cache: the ids, parents and kinds of the file's first lines
+                             and a digest of their bytes (see ``_jsonl_index``)
+    .ids                     cache: each session file's ids (see ``_jsonl_ids``)
     .lock                    the ``flock`` target; holds a change counter, and the session
                              a writer is changing while it does (see "Debris")
 
@@ -62,13 +65,25 @@ as a whole):
 Damage is per session: a damaged file, a symbolic link or a foreign file in the
 directory fails the operations that name its session (and is reported by ``check``);
 every other session stays readable and writable. Entry ids are unique across the store,
-so a write (and ``get`` of an id no loaded session holds) loads every readable session;
+so a write must know every session's ids: from the sessions it has loaded, from ``.ids``
+for each file whose inode, size and mtime still match its record, and by loading any
+other session (``get`` of an id no loaded session holds loads every readable session);
 ids inside a damaged session cannot be checked until it is repaired.
 
+The caches. ``.<session_id>.index`` lets a load place the message lines of the prefix
+it describes without parsing them (they are parsed when read: ``LazyEntries``), and
+``.ids`` lets a write skip loading sessions. Both are written by writers only (the
+index once a file has ``INDEX_MIN_LINES`` lines it does not cover, and again as it
+grows by an eighth; ``.ids`` after a write had to load that many lines for want of a
+record), without fsync, by temporary file and rename; both are trusted only while they
+match the files (see their modules), so a stale, truncated, damaged or foreign cache is
+ignored and rebuilt. They hold no message text, ``check`` still parses every line, and
+deleting them loses nothing.
+
 Lazy loading. Opening reads nothing but the directory; a read loads only the session it
-names, and ``sessions``/``session_summaries`` read sidecars (loading only sessions whose
-sidecar has no summary). A process loads each session once and then only its new
-committed bytes.
+names (through its index sidecar when one matches), and ``sessions``/``session_summaries``
+read sidecars (loading only sessions whose sidecar has no summary). A process loads each
+session once and then only its new committed bytes.
 
 Concurrency. Writers take an exclusive ``flock`` on ``.lock`` and hold it across
 refresh, check, data write and sidecar replace; readers of a writable store take a
@@ -109,7 +124,7 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ParamSpec, TypeVar
 
 from .._gc import collector_paused
@@ -126,6 +141,15 @@ from ..errors import (
     StoreNotFoundError,
     StoreRuleError,
 )
+from ._jsonl_ids import IDS_NAME, FileKey, ForeignIds, ids_body, read_ids
+from ._jsonl_index import (
+    apply_index,
+    index_body,
+    index_name,
+    kind_of,
+    read_index,
+)
+from ._lazy_entries import LazyEntries
 from ._shield import finish_then_cancel
 from ._tree import TreeIndex, comparable_time
 from ._tree_reads import TreeIndexReads
@@ -159,7 +183,25 @@ _PENDING_AT = 32
 
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 _APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+# A session file gets an index sidecar (see ``_jsonl_index``) once this many of its lines
+# are not in one, and then again whenever the unindexed lines reach an eighth of the
+# indexed ones: rewriting it costs amortised O(1) per appended line.
+INDEX_MIN_LINES = 1000
 _LOCK_POLL_FIRST = 0.0005
+
+
+def _ids_due(loaded: int) -> bool:
+    """Whether ``.ids`` should be rewritten after a write had to load ``loaded`` entries
+    of sessions it did not vouch for (a small store loads in no time without it)."""
+    return loaded >= INDEX_MIN_LINES
+
+
+def _index_due(lines: int, indexed: int) -> bool:
+    """Whether a session file of ``lines`` lines, ``indexed`` of them in its index
+    sidecar, should get a new one (see ``INDEX_MIN_LINES``)."""
+    return lines - indexed >= max(INDEX_MIN_LINES, indexed // 8)
+
+
 _LOCK_POLL_MAX = 0.005
 
 
@@ -180,6 +222,11 @@ class _FileState:
     open_line: bool = False  # the loaded bytes end in a complete entry without its newline
     has_sidecar: bool = False  # the sidecar on disk is usable and matches ``loaded``
     summarised: bool = False  # ...and holds the summary (else a write backfills it)
+    # Per entry line loaded, in file order: its parent and ``kind_of`` letter, what an
+    # index sidecar records; ``indexed`` lines of them are in the one on disk.
+    parents: list[str | None] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
+    indexed: int = 0
 
 
 @dataclass(frozen=True)
@@ -361,6 +408,7 @@ class JsonlStore(TreeIndexReads):
         self._lock_timeout = lock_timeout
         self._read_only = read_only
         self._index = TreeIndex(self.url)
+        self._index.entries = LazyEntries(self._parse_kept)
         # Loaded sessions only: a session enters on first use (see "Lazy loading").
         self._files: dict[str, _FileState] = {}
         # Sessions that failed to load: (what their files looked like, the error). The
@@ -375,6 +423,10 @@ class JsonlStore(TreeIndexReads):
         self._manifest_offset = 0
         # (change counter, directory mtime) as of the last refresh; None forces a scan.
         self._seen: tuple[int, int] | None = None
+        # Ids of the sessions not loaded, from ``.ids`` (see ``_jsonl_ids``), checked
+        # against their files as of the change key ``_ids_seen``.
+        self._foreign = ForeignIds()
+        self._ids_seen: object = None
         # Coroutines queue here rather than in the thread pool...
         self._lock = asyncio.Lock()
         # ...and worker threads here: a cancelled await leaves its thread running, and the
@@ -784,6 +836,7 @@ class JsonlStore(TreeIndexReads):
             del self._damaged[sid]  # the files changed (a repair?): try again
         elif sid in self._files and not refresh:
             return
+        self._foreign.drop(sid)  # loaded from now on, so kept current by _refresh
         try:
             self._refresh_session(sid)
         except (StoreBusyError, StoreClosedError):
@@ -827,6 +880,7 @@ class JsonlStore(TreeIndexReads):
 
     def _forget_session(self, sid: str) -> None:
         """Drop all this process holds of a session another process deleted."""
+        self._foreign.drop(sid)
         if sid in self._files or sid in self._damaged or sid in self._index.trees:
             self._index.drop_session(sid)
             self._files.pop(sid, None)
@@ -1011,7 +1065,25 @@ class JsonlStore(TreeIndexReads):
         with self._locked(exclusive=False):
             self._refresh()
             self._load_all()
+            for sid in builtins.list(self._files):
+                self._parse_all(sid)
             return [self._check_session(sid) for sid in self._checked_ids()]
+
+    def _parse_all(self, sid: str) -> None:
+        """Parse every line an index sidecar let a load keep raw; damage is recorded."""
+        tree = self._index.trees.get(sid)
+        entries = self._index.entries
+        if tree is None or not isinstance(entries, LazyEntries):
+            return
+        try:
+            with collector_paused():
+                for entry_id in tree.order:
+                    if entries.is_raw(entry_id):
+                        entries[entry_id]  # parses it and keeps the entry
+        except CorruptStoreError as exc:
+            self._index.drop_session(sid)
+            self._files.pop(sid, None)
+            self._damaged[sid] = (self._signature(sid), exc)
 
     def _checked_ids(self) -> builtins.list[str]:
         on_disk = self._on_disk()
@@ -1075,6 +1147,8 @@ class JsonlStore(TreeIndexReads):
             self._remove_debris()
             self._refresh()
             self._load_all()
+            for sid in builtins.list(self._files):
+                self._parse_all(sid)
             self._refuse_backup_overwrite(backup)
             results = []
             for sid in self._checked_ids():
@@ -1146,6 +1220,8 @@ class JsonlStore(TreeIndexReads):
             # Whole lines vanished with the missing bytes: only the sidecar can count them.
             lost_entries = recorded - kept if recorded is not None else None
         self._truncate(data_name, state.loaded)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(index_name(sid), dir_fd=self._dir_fd)  # described the uncut file
         if kept:
             tree = self._index.trees[sid]
             if old is not None and old.leaf in tree.order:
@@ -1168,7 +1244,49 @@ class JsonlStore(TreeIndexReads):
     def _load_chunk(self, sid: str, state: _FileState, chunk: bytes, *, trusted: bool) -> None:
         """Apply the complete lines of ``chunk`` (the file from ``state.loaded`` on)."""
         with collector_paused():
+            if state.loaded == 0 and state.lines == 0:
+                chunk = chunk[self._load_indexed(sid, state, chunk) :]
             self._load_lines(sid, state, chunk, trusted=trusted)
+
+    def _load_indexed(self, sid: str, state: _FileState, data: bytes) -> int:
+        """Load the prefix of ``data`` a trusted index sidecar describes; its length."""
+        try:
+            raw = self._read_file(index_name(sid), 0)
+        except StoreError:
+            return 0  # a link or an unreadable file: not ours to trust
+        found = read_index(raw, sid, data) if raw else None
+        if found is None:
+            return 0
+        lines = found.lines
+
+        def parse(at: int) -> SessionEntry | None:
+            try:
+                return entry_from_wire(lines[at], where="entry")
+            except InvalidEntryError:
+                return None
+
+        if not apply_index(self._index, sid, found, parse):
+            return 0  # nothing was applied: the lines are read one by one instead
+        state.loaded = found.length
+        state.lines = state.indexed = len(found.ids)
+        state.parents = found.parents
+        state.kinds = list(found.kinds)
+        return found.length
+
+    def _parse_kept(self, entry_id: str, line: bytes) -> SessionEntry:
+        """An entry an index sidecar let a load keep unparsed (``LazyEntries``)."""
+        try:
+            entry = entry_from_wire(line, where="entry")
+            if entry.id == entry_id:
+                return entry
+            problem = f"holds entry {entry.id!r} where its index sidecar has {entry_id!r}"
+        except InvalidEntryError as exc:
+            problem = str(exc)
+        for sid, tree in self._index.trees.items():
+            if entry_id in tree.order:
+                number = tree.order.index(entry_id) + 1
+                raise self._corrupt_line(sid, number, f"{problem} (run 'prism-om check')")
+        raise CorruptStoreError(f"entry {entry_id!r}: {problem}", url=self.url)
 
     def _load_lines(self, sid: str, state: _FileState, chunk: bytes, *, trusted: bool) -> None:
         pos = 0
@@ -1217,6 +1335,8 @@ class JsonlStore(TreeIndexReads):
                 except StoreRuleError as exc:
                     raise self._corrupt_line(sid, state.lines + 1, str(exc)) from exc
                 state.lines += 1
+                state.parents.append(entry.parent_id)
+                state.kinds.append(kind_of(entry))
             else:
                 self._load_line(sid, state, line)  # a blank line, or this line's error
             state.loaded += len(line) + 1
@@ -1236,6 +1356,8 @@ class JsonlStore(TreeIndexReads):
                 self._index.add(entry)
             except StoreRuleError as exc:
                 raise self._corrupt_line(sid, number, str(exc)) from exc
+            state.parents.append(entry.parent_id)
+            state.kinds.append(kind_of(entry))
         state.lines = number
 
     def _corrupt_line(self, sid: str, number: int, problem: str) -> CorruptStoreError:
@@ -1268,6 +1390,7 @@ class JsonlStore(TreeIndexReads):
                     batch = chain_at_leaf(batch, leaf)
                     lines[0] = batch[0].to_json().encode() + b"\n"
             payload = b"".join(lines)
+            self._load_owners(batch)
             self._index.check(batch)
             self._bump_counter(pending=sid)
             try:
@@ -1291,8 +1414,55 @@ class JsonlStore(TreeIndexReads):
             self._index.apply(batch)
             state.loaded = committed
             state.lines += len(batch)
-            self._seen = self._change_key()
+            state.parents.extend(e.parent_id for e in batch)
+            state.kinds.extend(kind_of(e) for e in batch)
+            self._after_own_change()
+            self._maybe_write_index(sid, state)
         return builtins.list(batch)
+
+    def _maybe_write_index(self, sid: str, state: _FileState) -> None:
+        """Rewrite the session's index sidecar when enough lines are missing from it.
+
+        Only a file of entry lines alone (no blank line, no unterminated entry), all of
+        them committed, is indexed. The index is a cache: written without fsync, and any
+        failure leaves the old one (or none), which a reopen checks before use.
+        """
+        tree = self._index.trees.get(sid)
+        count = state.lines
+        if (
+            not _index_due(count, state.indexed)
+            or tree is None
+            or not state.has_sidecar
+            or state.open_line
+            or not count == len(state.kinds) == len(tree.order)
+        ):
+            return
+        data_name, _ = _file_names(sid)
+        name = index_name(sid)
+        with contextlib.suppress(OSError, StoreError):
+            prefix = self._read_file(data_name, 0, state.loaded)
+            if len(prefix) != state.loaded:
+                return
+            body = index_body(
+                sid, prefix, tree.order, state.parents, "".join(state.kinds), tree.last_activity
+            )
+            temp = f"{name}.tmp"
+            fd = os.open(
+                temp,
+                os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o644,
+                dir_fd=self._dir_fd,
+            )
+            try:
+                _write_all(fd, body)
+            finally:
+                os.close(fd)
+            self._index_fault_point(sid)
+            os.replace(temp, name, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
+            state.indexed = count
+
+    def _index_fault_point(self, sid: str) -> None:
+        """A seam for tests: called between writing an index sidecar and renaming it."""
 
     def _set_leaf_sync(self, sid: str, entry_id: str) -> None:
         with self._locked(exclusive=True):
@@ -1314,7 +1484,7 @@ class JsonlStore(TreeIndexReads):
                 self._clear_pending()
             state.has_sidecar = state.summarised = True
             tree.leaf = entry_id
-            self._seen = self._change_key()
+            self._after_own_change()
 
     def _delete_sync(self, sid: str) -> int:
         data_name, _ = _file_names(sid)
@@ -1336,7 +1506,10 @@ class JsonlStore(TreeIndexReads):
             finally:
                 self._clear_pending()
             self._forget_session(sid)
-            self._seen = self._change_key()
+            with contextlib.suppress(FileNotFoundError):
+                # It names the erased session's ids: dropped, rebuilt by a later write.
+                os.unlink(IDS_NAME, dir_fd=self._dir_fd)
+            self._after_own_change()
             return count
 
     def _count_lines(self, data_name: str) -> int:
@@ -1362,7 +1535,8 @@ class JsonlStore(TreeIndexReads):
                 # Data first: a sidecar without its data is how the debris rule knows a
                 # delete was interrupted (an append never leaves that).
                 os.unlink(data_name, dir_fd=self._dir_fd)
-            for name in (sidecar_name, f".{sidecar_name}.tmp"):
+            index = index_name(sid)
+            for name in (sidecar_name, f".{sidecar_name}.tmp", index, f"{index}.tmp"):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(name, dir_fd=self._dir_fd)
             if self._fsync:
@@ -1380,12 +1554,12 @@ class JsonlStore(TreeIndexReads):
             os.close(fd)
 
     def _refresh_for_write(self, sid: str) -> None:
-        """Clear debris, load every readable session (ids are store-wide), check ``sid``."""
+        """Clear debris, know every id of the store (they are store-wide), check ``sid``."""
         self._remove_debris()
         self._refresh()
-        if not self._all_loaded:  # once: from then on _refresh loads new sessions
-            self._load_all()
-        if sid in self._files or sid in self._damaged:
+        if not self._all_loaded:
+            self._know_all_ids()
+        if sid in self._files or sid in self._damaged or sid in self._foreign.files:
             # Hand edits do not bump the counter; look at the file about to be written
             # anyway, so complete lines added by hand to a file without a sidecar are
             # loaded rather than cut away as an interrupted append. A damaged session
@@ -1396,6 +1570,99 @@ class JsonlStore(TreeIndexReads):
             self._swept = True
         self._backfill_sidecars()
 
+    def _know_all_ids(self) -> None:
+        """Make every session's ids known: loaded, vouched for by ``.ids``, or loaded now.
+
+        Rechecked only when another process changed something since the last time; a
+        session ``.ids`` cannot vouch for is loaded, and then ``.ids`` is rewritten so
+        the next process need not load it.
+        """
+        if self._seen is not None and self._seen == self._ids_seen:
+            return
+        self._read_manifest()
+        on_disk = self._on_disk()
+        records: dict[str, tuple[FileKey, builtins.list[str]]] | None = None
+        loaded = 0  # entries of sessions loaded for want of a record
+        for sid in on_disk:
+            if sid in self._files or sid in self._damaged:
+                continue
+            key = self._file_key(sid)
+            known = self._foreign.files.get(sid)
+            if key is not None and known is not None and known[0] == key:
+                continue
+            if records is None:
+                try:
+                    records = read_ids(self._read_file(IDS_NAME, 0))
+                except StoreError:
+                    records = {}
+            record = records.get(sid)
+            if key is not None and record is not None and record[0] == key:
+                self._foreign.add(sid, key, record[1])
+            else:
+                self._load_quietly(sid)
+                tree = self._index.trees.get(sid)
+                loaded += len(tree.order) if tree is not None else 0
+        for sid in set(self._foreign.files).difference(on_disk):
+            self._foreign.drop(sid)
+        if _ids_due(loaded):
+            self._write_ids(on_disk)
+        self._ids_seen = self._seen
+
+    def _file_key(self, sid: str) -> FileKey | None:
+        data_name, _ = _file_names(sid)
+        try:
+            info = os.stat(data_name, dir_fd=self._dir_fd, follow_symlinks=False)
+        except OSError:
+            return None
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        return info.st_ino, info.st_size, info.st_mtime_ns
+
+    def _write_ids(self, on_disk: Iterable[str]) -> None:
+        """Replace ``.ids`` with a record of every session whose ids are known."""
+        sessions: dict[str, tuple[FileKey, Sequence[str]]] = {}
+        for sid in on_disk:
+            known = self._foreign.files.get(sid)
+            state, tree = self._files.get(sid), self._index.trees.get(sid)
+            if known is not None:
+                sessions[sid] = known
+            elif state is not None and tree is not None and not state.open_line:
+                key = self._file_key(sid)
+                if key is not None and key[1] == state.loaded and sid not in self._damaged:
+                    sessions[sid] = (key, tree.order)
+        temp = IDS_NAME + ".tmp"
+        with contextlib.suppress(OSError):  # a cache: the next process rebuilds it
+            fd = os.open(
+                temp,
+                os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o644,
+                dir_fd=self._dir_fd,
+            )
+            try:
+                _write_all(fd, ids_body(sessions))
+            finally:
+                os.close(fd)
+            os.replace(temp, IDS_NAME, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
+
+    def _load_owners(self, batch: Sequence[SessionEntry]) -> None:
+        """Load each unloaded session holding an id the batch uses or names as a parent,
+        so the rule check raises exactly what it raises with every session loaded."""
+        owner = self._foreign.owner
+        if not owner:
+            return
+        for entry in batch:
+            for ref in (entry.id, entry.parent_id):
+                sid = owner.get(ref) if ref is not None else None
+                if sid is not None:
+                    self._load_quietly(sid)
+
+    def _after_own_change(self) -> None:
+        """Note this process's own write: what it knew of other sessions still holds."""
+        current = self._ids_seen == self._seen
+        self._seen = self._change_key()
+        if current:
+            self._ids_seen = self._seen
+
     def _sweep_debris(self) -> None:
         """Once per process: cut every session's bytes beyond its committed length.
 
@@ -1404,7 +1671,8 @@ class JsonlStore(TreeIndexReads):
         lock, bytes past a commit belong to no live writer.
         """
         for name in os.listdir(self._dir_fd):
-            if name.startswith(".") and name.endswith(SIDECAR_SUFFIX + ".tmp"):
+            ours = (SIDECAR_SUFFIX + ".tmp", ".index.tmp")
+            if (name.startswith(".") and name.endswith(ours)) or name == IDS_NAME + ".tmp":
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(name, dir_fd=self._dir_fd)
         for sid in builtins.list(self._files):

@@ -1,0 +1,224 @@
+"""The JSONL index sidecar: what a reopen needs of a session file, without parsing it.
+
+``.<session_id>.index`` describes a prefix of ``<session_id>.jsonl`` that ends at a line
+end. Its first line is a header, ``{"version": 1, "session": <id>, "bytes": <prefix
+length>, "lines": <n>, "data": <sha256 of the prefix>, "body": <sha256 of line 2>,
+"lastActivity": <newest entry time>}``; its second line the body, ``{"ids": [...],
+"parents": [...], "kinds": "..."}``: per line of the prefix its entry id, its parent's id
+and one letter: ``e`` a message a page or recall shows (user, assistant, tool), ``m`` any
+other message, ``x`` any other entry.
+
+Trust: the index is used only when its version is this code's, it names the session of
+the file, its prefix is no longer than the committed bytes being loaded and ends a line,
+both digests match and its rows form a tree (unique ids, each parent on an earlier
+line). The prefix is then byte for byte what was validated when the index was written,
+so a reopen places message lines in the tree from the index and keeps them unparsed
+(``LazyEntries``); every other line, and the root, is parsed and checked against its
+row. Lines after the prefix are read as without an index. Anything else (missing,
+stale, truncated, damaged, another session's, another version) is ignored: the data file
+stays the one source of truth, and deleting the index loses nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+from ..core.sources import is_eligible_observation_source_entry
+from ..entries import SessionEntry
+from ._lazy_entries import LazyEntries
+from ._tree import TreeIndex
+
+__all__ = [
+    "INDEX_VERSION",
+    "LineIndex",
+    "apply_index",
+    "index_body",
+    "index_name",
+    "kind_of",
+    "read_index",
+]
+
+INDEX_VERSION = 1
+_KINDS = frozenset("emx")
+
+
+@dataclass(frozen=True)
+class LineIndex:
+    """A trusted index: its rows, the prefix's lines and its length in bytes."""
+
+    length: int
+    ids: list[str]
+    parents: list[str | None]
+    kinds: str
+    last_activity: str | None
+    lines: list[bytes]
+
+
+def index_name(session_id: str) -> str:
+    return f".{session_id}.index"
+
+
+def kind_of(entry: SessionEntry) -> str:
+    if entry.kind != "message":
+        return "x"
+    return "e" if is_eligible_observation_source_entry(entry) else "m"
+
+
+def _digest(data: bytes | memoryview) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def index_body(
+    session_id: str,
+    prefix: bytes,
+    ids: Sequence[str],
+    parents: Sequence[str | None],
+    kinds: str,
+    last_activity: str | None,
+) -> bytes:
+    """The index file for ``prefix`` (the data file's first bytes, ending a line)."""
+    body = json.dumps({"ids": ids, "parents": parents, "kinds": kinds}).encode()
+    header = {
+        "version": INDEX_VERSION,
+        "session": session_id,
+        "bytes": len(prefix),
+        "lines": len(ids),
+        "data": _digest(prefix),
+        "body": _digest(body),
+        "lastActivity": last_activity,
+    }
+    return json.dumps(header).encode() + b"\n" + body + b"\n"
+
+
+def read_index(raw: bytes, session_id: str, data: bytes) -> LineIndex | None:
+    """The index ``raw`` if it can be trusted for ``data`` (the bytes being loaded)."""
+    cut = raw.find(b"\n")
+    try:
+        header = json.loads(raw[:cut])
+        if not isinstance(header, dict) or header.get("version") != INDEX_VERSION:
+            return None
+        length, count, last = header["bytes"], header["lines"], header["lastActivity"]
+        if header["session"] != session_id or type(length) is not int or type(count) is not int:
+            return None
+        if not 0 < length <= len(data) or data[length - 1] != 0x0A:
+            return None
+        body = raw[cut + 1 :].rstrip(b"\n")
+        if _digest(body) != header["body"] or (last is not None and type(last) is not str):
+            return None
+        with memoryview(data) as view:
+            if _digest(view[:length]) != header["data"]:
+                return None
+        rows = json.loads(body)
+        ids, parents, kinds = rows["ids"], rows["parents"], rows["kinds"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    lines = data[:length].split(b"\n")
+    lines.pop()  # after the last newline
+    if not (len(ids) == len(parents) == len(kinds) == len(lines) == count):
+        return None
+    if not _forms_tree(ids, parents, kinds):
+        return None
+    return LineIndex(length, ids, parents, kinds, last, lines)
+
+
+def _forms_tree(ids: list[str], parents: list[str | None], kinds: object) -> bool:
+    """Unique string ids, the root first and alone, each parent on an earlier line."""
+    if not isinstance(kinds, str) or not _KINDS.issuperset(kinds) or not ids:
+        return False
+    if parents[0] is not None:
+        return False
+    seen: set[object] = set()
+    for entry_id, parent in zip(ids, parents, strict=True):
+        if type(entry_id) is not str or entry_id in seen or (parent not in seen and seen):
+            return False
+        seen.add(entry_id)
+    return True
+
+
+def apply_index(
+    index: TreeIndex,
+    session_id: str,
+    found: LineIndex,
+    parse: Callable[[int], SessionEntry | None],
+) -> bool:
+    """Add the prefix's entries to ``index``: messages unparsed, the rest parsed.
+
+    ``parse(line number - 1)`` is None for a line that is no entry. Returns False, with
+    ``index`` untouched, when a parsed line disagrees with its row or an id is already in
+    the store: the caller then reads the file in full.
+    """
+    entries = index.entries
+    if not isinstance(entries, LazyEntries) or session_id in index.trees:
+        return False
+    ids, parents, kinds = found.ids, found.parents, found.kinds
+    if not entries.keys().isdisjoint(ids):
+        return False
+    parsed: dict[int, SessionEntry] = {}
+    at = 0  # the root, then every "x" line
+    while at >= 0:
+        entry = parse(at)
+        if (
+            entry is None
+            or entry.id != ids[at]
+            or entry.parent_id != parents[at]
+            or entry.session_id != session_id
+            or kind_of(entry) != kinds[at]
+        ):
+            return False
+        parsed[at] = entry
+        at = kinds.find("x", at + 1)
+    _place(index, session_id, found, parsed)
+    return True
+
+
+def _place(
+    index: TreeIndex, session_id: str, found: LineIndex, parsed: dict[int, SessionEntry]
+) -> None:
+    """``TreeIndex.apply`` for each row, message rows without their entry (see there)."""
+    entries = index.entries
+    assert isinstance(entries, LazyEntries)
+    keep = entries.keep_raw
+    children, depths, segments = index.children, index.depth, index.segment
+    heads, segment_ids = index.memory_heads, index.segment_ids
+    segment_messages, new_segment = index.segment_messages, index._new_segment
+    ids, kinds, lines = found.ids, found.kinds, found.lines
+    # Every row but the root's has a parent (``_forms_tree``).
+    parents = cast(list[str], found.parents)
+    index.apply((parsed[0],))
+    tree = index.trees[session_id]
+    order = tree.order
+    messages = forks = 0
+    for i in range(1, len(ids)):
+        entry = parsed.get(i)
+        if entry is not None:
+            index.apply((entry,))
+            continue
+        entry_id, parent_id = ids[i], parents[i]
+        keep(entry_id, lines[i])
+        order.append(entry_id)
+        depth = depths[parent_id] + 1
+        siblings = children.get(parent_id)
+        if siblings:
+            segment = new_segment(segments[parent_id], depth)
+            siblings.append(entry_id)
+            forks += 1  # a new leaf; the parent was none already
+        else:
+            segment = segments[parent_id]
+            children[parent_id] = [entry_id]
+        depths[entry_id] = depth
+        segments[entry_id] = segment
+        segment_ids[segment].append(entry_id)
+        if kinds[i] == "e":
+            segment_messages[segment].append(depth)
+        heads[entry_id] = heads[parent_id]
+        messages += 1
+    tree.messages += messages
+    tree.leaf_count += forks
+    tree.leaf = ids[-1]
+    last = found.last_activity
+    if last is not None and (tree.last_activity is None or last > tree.last_activity):
+        tree.last_activity = last
