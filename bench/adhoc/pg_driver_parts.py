@@ -63,6 +63,7 @@ async def median_us(call: Call, n: int) -> float:
 # -- 1. parts ---------------------------------------------------------------------------
 
 MARKS: dict[str, int] = {}
+ORIGINAL_FETCH = pg_connection._fetch
 
 
 def instrument() -> None:
@@ -283,6 +284,52 @@ async def levers(store: Any, conninfo: str, options: str, schema: str, args: Any
         await conn.close()
 
 
+async def store_ab(store: Any, args: Any) -> None:
+    """The public page and recall with this tree's read path against the one before it
+    (a new text cursor per read), on the same store, alternating block by block."""
+    kept = pg_connection._rows
+    timed = pg_connection._fetch
+
+    async def new_text_cursor(raw: Any, text: str, params: Any, cursor: Any = None) -> list[Any]:
+        async with raw.cursor() as fresh:
+            await fresh.execute(text, params)
+            return await fresh.fetchall() if fresh.description else []
+
+    calls: dict[str, Call] = {
+        "page of 20": lambda: recall_observational_memory_branch_page(
+            store, args.cursor, session_id=SESSION_ID, limit=20
+        ),
+        "recall by id": lambda: recall_observational_memory(
+            store, args.memory_id, session_id=SESSION_ID
+        ),
+    }
+    # The reader's plain path, not the timestamped one of the parts above.
+    pg_connection._fetch = ORIGINAL_FETCH  # type: ignore[assignment]
+    try:
+        for name, call in calls.items():
+            ratios, took = [], {"kept binary cursor": [], "new text cursor": []}
+            for turn in range(args.rounds * 4):
+                pair = {}
+                ways = [("kept binary cursor", kept), ("new text cursor", new_text_cursor)]
+                for way, rows in ways if turn % 2 else ways[::-1]:
+                    pg_connection._rows = rows  # type: ignore[assignment]
+                    for _ in range(5):
+                        await call()
+                    pair[way] = await median_us(call, 50)
+                    took[way].append(pair[way])
+                ratios.append(pair["kept binary cursor"] / pair["new text cursor"])
+            cuts = statistics.quantiles(ratios, n=4)
+            print(
+                f"  store A/B {name}: kept binary / new text cursor, {len(ratios)} blocks: "
+                f"median {statistics.median(ratios):.3f} (quartiles {cuts[0]:.3f} .. "
+                f"{cuts[2]:.3f}); "
+                + ", ".join(f"{k} {statistics.median(v):.1f} µs" for k, v in took.items())
+            )
+    finally:
+        pg_connection._rows = kept  # type: ignore[assignment]
+        pg_connection._fetch = timed  # type: ignore[assignment]
+
+
 async def main(base: str, args: Any) -> None:
     instrument()
     for size in args.sizes:
@@ -342,8 +389,12 @@ async def one_size(base: str, size: int, args: Any) -> None:
         "ids": [args.memory_id],
     }
     for name, public, store_call, sql, params in (
-        ("page of 20", page, "page_messages", page_sql, page_params),
-        ("recall by id", recall, "memory_subset", recall_sql, recall_params),
+        ()
+        if args.ab_only
+        else (
+            ("page of 20", page, "page_messages", page_sql, page_params),
+            ("recall by id", recall, "memory_subset", recall_sql, recall_params),
+        )
     ):
         spans = await parts(store, name, public, store_call, args.calls)
         server = await server_times(rtt_conn, sql, params)
@@ -354,7 +405,9 @@ async def one_size(base: str, size: int, args: Any) -> None:
         for key, value in server.items():
             print(f"    server {key:<33} {value:8.1f} µs")
     await rtt_conn.close()
-    await levers(store, conninfo, options, schema, args)
+    if not args.ab_only:
+        await levers(store, conninfo, options, schema, args)
+    await store_ab(store, args)
     await store.close()
 
 
@@ -363,6 +416,7 @@ if __name__ == "__main__":
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--ab-only", action="store_true", help="only the store A/B")
     cli = parser.parse_args()
     cli.sizes = [int(s) for s in cli.sizes.split(",")]
     if os.environ.get("PRISM_TEST_POSTGRES_URL"):
