@@ -234,3 +234,23 @@ async def wait_for_lock_waiters(admin: psycopg.AsyncConnection[Any], pids: set[i
             return
         await asyncio.sleep(0.01)
     raise AssertionError(f"no backend waited on the lock ({pids or 'any'})")
+
+
+async def test_a_long_read_is_not_kept_by_the_lanes_cursor(
+    loaded: Loaded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prism_om.stores.postgres import connection
+
+    pg, memory, builder = loaded
+    monkeypatch.setattr(connection, "KEPT_RESULT_ROWS", 5)
+    await pg.leaf("s1")
+    reader: Any = pg._reader  # type: ignore[attr-defined]
+    kept = reader._lane_cursor
+    assert await pg.leaf("s1") == await memory.leaf("s1")
+    assert reader._lane_cursor is kept and kept.pgresult is not None
+    assert len(builder.path) > 5
+    assert await pg.entries("s1") == await memory.entries("s1")
+    # The rows of the long read are the caller's; the cursor that held them is gone.
+    assert kept.closed and kept.pgresult is None
+    assert reader._lane_cursor is not kept and reader._lane_cursor.pgresult is None
+    assert await pg.leaf("s1") == await memory.leaf("s1")

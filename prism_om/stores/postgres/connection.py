@@ -31,6 +31,8 @@ __all__ = [
 ]
 
 _NUMBERED = re.compile(r"\?\d")
+# Rows past which the lane's cursor is closed after a read rather than kept holding them.
+KEPT_RESULT_ROWS = 1000
 
 
 def _bind(sql: str, params: Any) -> tuple[str, Any]:
@@ -172,7 +174,13 @@ class PoolReader:
                 self._lane = await self.pool.getconn()
                 self._lane_cursor = self._lane.cursor(binary=True)
             try:
-                return await _fetch(self._lane, text, params, self._lane_cursor)
+                rows = await _fetch(self._lane, text, params, self._lane_cursor)
+                if len(rows) > KEPT_RESULT_ROWS and self._lane_cursor is not None:
+                    # A kept cursor holds its last result (libpq's copy of every row)
+                    # until the next read: after a long one (a whole branch), let go.
+                    await self._lane_cursor.close()
+                    self._lane_cursor = self._lane.cursor(binary=True)
+                return rows
             except BaseException as exc:
                 await self._give_back_lane()
                 if isinstance(exc, psycopg.OperationalError):
