@@ -28,8 +28,9 @@ What differs from SQLite:
   refuse a schema without them and never create it. Read-only connections are also
   read-only on the server.
 - Every driver and pool error is translated into ``StoreError`` and its subclasses
-  (``connection.translate_pg_error``); waiting for a connection is bounded by
-  ``timeout_s`` (30 s) and then raises ``StoreBusyError``.
+  (``connection.translate_pg_error``); waiting for a connection, and for a lock on the
+  server (``lock_timeout``), is bounded by ``timeout_s`` (30 s) and then raises
+  ``StoreBusyError``.
 - Round trips cost more than statements: a page and a recall's memory rows (with the
   sources they cite) are one PostgreSQL-only statement each (``reads``); reads run on a
   connection the reader keeps while no other read uses it (the pool holds
