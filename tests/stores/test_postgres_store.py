@@ -287,3 +287,12 @@ async def test_a_server_restart_between_calls_is_survived(postgres_url: str) -> 
             assert not isinstance(exc, psycopg.Error)
             await store.append(make_message("s", "c", "b", "user", "third", 3))
         assert await store.leaf("s") == "c"
+
+
+def test_a_password_given_as_a_url_option_is_hidden_too() -> None:
+    conninfo, _, shown = split_postgres_url(
+        "postgresql://u@h/db?schema=p&password=hunter2&sslpassword=k%20ey&sslmode=disable&PASSWORD=x"
+    )
+    assert "password=hunter2" in conninfo  # libpq still gets it
+    assert "hunter2" not in shown and "k%20ey" not in shown and "=x" not in shown
+    assert "password=***" in shown and "sslpassword=***" in shown and "sslmode=disable" in shown

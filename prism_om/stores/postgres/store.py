@@ -8,7 +8,7 @@ import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar, cast
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote_plus, urlencode, urlsplit, urlunsplit
 
 import psycopg
 import psycopg.errors
@@ -155,6 +155,10 @@ MIGRATIONS: dict[int, Callable[[PgConnection], Awaitable[None]]] = {
 }
 
 
+# Query options of a PostgreSQL URL whose values are secrets (libpq's connection keywords).
+_SECRET_OPTIONS = frozenset({"password", "sslpassword"})
+
+
 def split_postgres_url(url: str) -> tuple[str, str, str]:
     """``(conninfo, schema, shown url)``: the ``schema`` option removed, the password hidden."""
     parts = urlsplit(url)
@@ -170,7 +174,14 @@ def split_postgres_url(url: str) -> tuple[str, str, str]:
     netloc = parts.netloc
     if parts.password is not None:
         netloc = netloc.replace(f":{parts.password}@", ":***@", 1)
-    shown = urlunsplit(parts._replace(netloc=netloc))
+    # libpq also takes a password as a query option; the shown URL never carries one.
+    shown_query = "&".join(
+        f"{key}=***" if unquote_plus(key).lower() in _SECRET_OPTIONS else piece
+        for piece in parts.query.split("&")
+        if piece
+        for key in (piece.split("=", 1)[0],)
+    )
+    shown = urlunsplit(parts._replace(netloc=netloc, query=shown_query))
     return conninfo, schema, shown
 
 
