@@ -279,7 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = add(
         "check",
-        "find damaged store files (JSONL sessions, SQLite quick_check); --repair saves "
+        "find damaged store files (JSONL sessions; SQLite quick_check, rows, memory); --repair saves "
         "what is readable",
         store,
         as_json,

@@ -5,10 +5,12 @@ damaged session's files into a backup directory, then cuts the session back to i
 valid entry (a symbolic link or other non-file is moved into the backup instead).
 
 SQLite: ``PRAGMA quick_check`` on a read-only connection (never on the open path of a
-healthy store: it reads every page). ``--repair`` copies the file (and its WAL) to a
-backup, then copies every readable session through the public store API into a new
-file, session by session, reporting what was copied and what was lost. The damaged file
-is left as it was; the new one replaces it when the user moves it into place.
+healthy store: it reads every page), then every entry row validated and each leaf's stored
+memory compared with the fold of its entries (``check_rows.py``). ``--repair`` copies the
+file (and its WAL) to a backup, then copies every readable session through the public
+store API into a new file, session by session, reporting what was copied and what was
+lost. The damaged file is left as it was; the new one replaces it when the user moves it
+into place.
 
 A backup never replaces anything: an existing ``--backup`` (a file, or a directory that
 holds a file the backup would write) is a usage error, and default names carry a
@@ -29,9 +31,10 @@ from typing import Any
 from urllib.parse import quote
 
 from ..entries import SessionEntry
-from ..errors import CorruptStoreError, PrismMemoryError, StoreError
+from ..errors import CorruptStoreError, InvalidEntryError, PrismMemoryError, StoreError
 from ..stores import parse_store_url
 from ..stores.sqlite import DAMAGED_SUFFIX
+from .check_rows import RowProblems, sqlite_memory_problems, sqlite_row_problems
 from .common import CliUsageError, store_url
 from .output import console, print_json
 
@@ -276,12 +279,15 @@ def _scan_session(path: str, sid: str) -> tuple[list[SessionEntry], int, int]:
     return entries, dropped, gaps
 
 
-async def copy_readable_sessions(source: str, target: str) -> list[SqliteSessionCopy]:
+async def copy_readable_sessions(
+    source: str, target: str, scan: set[str] | frozenset[str] = frozenset()
+) -> list[SqliteSessionCopy]:
     """Copy each session of the SQLite store ``source`` that can be read into ``target``.
 
     Sessions go one at a time through the public API, all entries in append order, then
-    the leaf. A session the store cannot list is read by a table scan, which keeps the
-    entries up to the first damaged page.
+    the leaf. A session the store cannot list, or one in ``scan`` (rows that do not
+    validate), is read by a validating table scan, which keeps the entries up to the
+    first damaged page and drops a bad row with its descendants.
     """
     from ..stores.sqlite import SqliteStore
 
@@ -295,6 +301,8 @@ async def copy_readable_sessions(source: str, target: str) -> list[SqliteSession
             report = SqliteSessionCopy(sid)
             results.append(report)
             try:
+                if sid in scan:
+                    raise InvalidEntryError(f"session {sid!r} holds rows that do not validate")
                 entries = await damaged.list(sid)
                 report.total = len(entries)
             except PrismMemoryError as exc:
@@ -361,18 +369,34 @@ def _backup_and_scratch(path: str, backup: str, target: str) -> str:
 async def _check_sqlite(path: str, args: argparse.Namespace) -> None:
     problems = sqlite_quick_check(path)
     healthy = problems == ["ok"]
+    bad_rows = RowProblems()
+    what = "PRAGMA quick_check"
+    if healthy:
+        # Sound to SQLite; now every row as an import would check it, and each leaf's
+        # stored memory against its entries (check_rows.py says why).
+        try:
+            bad_rows = await asyncio.to_thread(sqlite_row_problems, path)
+            memory = await sqlite_memory_problems(path, bad_rows.sessions)
+        except (sqlite3.DatabaseError, PrismMemoryError) as exc:
+            memory = [f"the store could not be read in full: {exc}"]
+        if bad_rows.problems or memory:
+            problems, healthy = [*bad_rows.problems, *memory], False
+            what = "its row and memory check"
     out = console()
     if not args.repair:
         if args.json:
             print_json({"store": f"sqlite:{path}", "ok": healthy, "problems": problems})
         elif healthy:
-            out.print(f"ok       sqlite:{path}: quick_check passed", markup=False)
+            out.print(
+                f"ok       sqlite:{path}: quick_check passed, every row and leaf's memory read",
+                markup=False,
+            )
         if not healthy:
             if not args.json:
                 for problem in problems[:20]:
                     out.print(f"DAMAGED  {problem}", markup=False)
             raise CorruptStoreError(
-                f"sqlite:{path} failed PRAGMA quick_check ({len(problems)} problem(s)); "
+                f"sqlite:{path} failed {what} ({len(problems)} problem(s)); "
                 "'prism-om check --repair' copies its readable sessions into a new file",
                 url=f"sqlite:{path}",
             )
@@ -388,7 +412,7 @@ async def _check_sqlite(path: str, args: argparse.Namespace) -> None:
     target = args.output or _unique_name(f"{path}.repaired-{stamp}", _SQLITE_SIDE_FILES)
     scratch = _backup_and_scratch(path, backup, target)
     try:
-        copies = await copy_readable_sessions(scratch, target)
+        copies = await copy_readable_sessions(scratch, target, scan=bad_rows.sessions)
     except StoreError as exc:
         _remove(target)
         raise CorruptStoreError(
