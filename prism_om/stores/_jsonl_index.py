@@ -4,19 +4,23 @@
 end. Its first line is a header, ``{"version": 1, "session": <id>, "bytes": <prefix
 length>, "lines": <n>, "data": <sha256 of the prefix>, "body": <sha256 of line 2>,
 "lastActivity": <newest entry time>}``; its second line the body, ``{"ids": [...],
-"parents": [...], "kinds": "..."}``: per line of the prefix its entry id, its parent's id
-and one letter: ``e`` a message a page or recall shows (user, assistant, tool), ``m`` any
-other message, ``x`` any other entry.
+"parents": [...], "kinds": "...", "encoding": <name>, "tokens": [...]}``: per line of the
+prefix its entry id, its parent's id and one letter: ``e`` a message a page or recall
+shows (user, assistant, tool), ``m`` any other message, ``x`` any other entry. ``tokens``
+(optional, with ``encoding``) is per line the message's ``count_entry`` with that
+tiktoken encoding, 0 for an ``x`` line: ``branch_tokens`` of a reopened session then
+tokenises, and parses, no message line.
 
 Trust: the index is used only when its version is this code's, it names the session of
 the file, its prefix is no longer than the committed bytes being loaded and ends a line,
-both digests match and its rows form a tree (unique ids, each parent on an earlier
-line). The prefix is then byte for byte what was validated when the index was written,
-so a reopen places message lines in the tree from the index and keeps them unparsed
-(``LazyEntries``); every other line, and the root, is parsed and checked against its
-row. Lines after the prefix are read as without an index. Anything else (missing,
-stale, truncated, damaged, another session's, another version) is ignored: the data file
-stays the one source of truth, and deleting the index loses nothing.
+both digests match, its rows form a tree (unique ids, each parent on an earlier
+line) and its token counts, when present, are one non-negative int per line (0 on ``x``
+lines) with an encoding name. The prefix is then byte for byte what was validated when
+the index was written, so a reopen places message lines in the tree from the index and
+keeps them unparsed (``LazyEntries``); every other line, and the root, is parsed and
+checked against its row. Lines after the prefix are read as without an index. Anything
+else (missing, stale, truncated, damaged, another session's, another version) is
+ignored: the data file stays the one source of truth, and deleting the index loses nothing.
 """
 
 from __future__ import annotations
@@ -56,6 +60,9 @@ class LineIndex:
     kinds: str
     last_activity: str | None
     lines: list[bytes]
+    # Per line the message's token count with ``encoding`` (None: the index has none).
+    tokens: list[int] | None = None
+    encoding: str | None = None
 
 
 def index_name(session_id: str) -> str:
@@ -79,9 +86,14 @@ def index_body(
     parents: Sequence[str | None],
     kinds: str,
     last_activity: str | None,
+    tokens: tuple[str, Sequence[int]] | None = None,
 ) -> bytes:
-    """The index file for ``prefix`` (the data file's first bytes, ending a line)."""
-    body = json.dumps({"ids": ids, "parents": parents, "kinds": kinds}).encode()
+    """The index file for ``prefix`` (the data file's first bytes, ending a line);
+    ``tokens`` is ``(encoding name, count per line)``."""
+    rows: dict[str, object] = {"ids": ids, "parents": parents, "kinds": kinds}
+    if tokens is not None:
+        rows["encoding"], rows["tokens"] = tokens[0], list(tokens[1])
+    body = json.dumps(rows).encode()
     header = {
         "version": INDEX_VERSION,
         "session": session_id,
@@ -114,7 +126,8 @@ def read_index(raw: bytes, session_id: str, data: bytes) -> LineIndex | None:
                 return None
         rows = json.loads(body)
         ids, parents, kinds = rows["ids"], rows["parents"], rows["kinds"]
-    except (ValueError, KeyError, TypeError):
+        tokens, encoding = rows.get("tokens"), rows.get("encoding")
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
     lines = data[:length].split(b"\n")
     lines.pop()  # after the last newline
@@ -122,7 +135,23 @@ def read_index(raw: bytes, session_id: str, data: bytes) -> LineIndex | None:
         return None
     if not _forms_tree(ids, parents, kinds):
         return None
-    return LineIndex(length, ids, parents, kinds, last, lines)
+    if (tokens is None) != (encoding is None) or (
+        tokens is not None and not _counts_fit(tokens, encoding, kinds)
+    ):
+        return None
+    return LineIndex(length, ids, parents, kinds, last, lines, tokens, encoding)
+
+
+def _counts_fit(tokens: object, encoding: object, kinds: str) -> bool:
+    """One non-negative int per line, 0 on the lines that are no message."""
+    if type(encoding) is not str or not encoding or type(tokens) is not list:
+        return False
+    if len(tokens) != len(kinds):
+        return False
+    return all(
+        type(count) is int and count >= 0 and (count == 0 or kind != "x")
+        for count, kind in zip(tokens, kinds, strict=True)
+    )
 
 
 def _forms_tree(ids: list[str], parents: list[str | None], kinds: object) -> bool:
