@@ -193,9 +193,7 @@ _BAD_TOKENS: dict[str, Callable[[dict[str, Any]], object]] = {
     "tokens negative": lambda rows: rows["tokens"].__setitem__(_first_kind(rows, "e"), -4),
     "tokens not an int": lambda rows: rows["tokens"].__setitem__(_first_kind(rows, "e"), 4.0),
     "tokens a bool": lambda rows: rows["tokens"].__setitem__(_first_kind(rows, "e"), True),
-    "tokens on a record line": lambda rows: rows["tokens"].__setitem__(
-        _first_kind(rows, "x"), 9
-    ),
+    "tokens on a record line": lambda rows: rows["tokens"].__setitem__(_first_kind(rows, "x"), 9),
     "tokens not a list": lambda rows: rows.update(tokens="12"),
     "tokens without encoding": lambda rows: rows.pop("encoding"),
     "encoding without tokens": lambda rows: rows.pop("tokens"),
