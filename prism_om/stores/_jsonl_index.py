@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import cast
 
 from ..core.sources import is_eligible_observation_source_entry
@@ -204,6 +206,29 @@ def apply_index(
     return True
 
 
+def _place_run(index: TreeIndex, order: list[str], found: LineIndex, start: int, end: int) -> None:
+    """Place message rows ``[start, end)``, each the only child of the row before it
+    (placed already, so a leaf until now): what ``_place`` does row by row."""
+    ids, kinds = found.ids, found.kinds
+    run = ids[start:end]
+    before = ids[start - 1]
+    first = index.depth[before] + 1
+    segment = index.segment[before]
+    # LazyEntries.keep_raw for each row: the lines stay unparsed.
+    dict.update(index.entries, zip(run, found.lines[start:end], strict=True))
+    order.extend(run)
+    index.depth.update(zip(run, range(first, first + len(run)), strict=True))
+    index.segment.update(zip(run, repeat(segment)))
+    index.children.update(zip(ids[start - 1 : end - 1], ([c] for c in run), strict=True))
+    index.segment_ids[segment].extend(run)
+    eligible = index.segment_messages[segment]
+    at = kinds.find("e", start, end)
+    while at >= 0:
+        eligible.append(first + at - start)
+        at = kinds.find("e", at + 1, end)
+    index.memory_heads.update(zip(run, repeat(index.memory_heads[before])))
+
+
 def _place(
     index: TreeIndex, session_id: str, found: LineIndex, parsed: dict[int, SessionEntry]
 ) -> None:
@@ -221,10 +246,25 @@ def _place(
     tree = index.trees[session_id]
     order = tree.order
     messages = forks = 0
-    for i in range(1, len(ids)):
+    count = len(ids)
+    # Rows that cannot join a run: parsed ones, and those whose parent is not the line
+    # before (a fork, or a branch going on from an older entry).
+    stops = sorted({*parsed, *(i for i in range(1, count) if parents[i] != ids[i - 1])})
+    stops.append(count)
+    i = 1
+    while i < count:
         entry = parsed.get(i)
         if entry is not None:
             index.apply((entry,))
+            i += 1
+            continue
+        if parents[i] == ids[i - 1]:
+            # A run of message rows, each the only child of the line before: placed with
+            # a few bulk operations instead of a dozen lookups per row.
+            end = stops[bisect_right(stops, i)]
+            _place_run(index, order, found, i, end)
+            messages += end - i
+            i = end
             continue
         entry_id, parent_id = ids[i], parents[i]
         keep(entry_id, lines[i])
@@ -245,6 +285,7 @@ def _place(
             segment_messages[segment].append(depth)
         heads[entry_id] = heads[parent_id]
         messages += 1
+        i += 1
     tree.messages += messages
     tree.leaf_count += forks
     tree.leaf = ids[-1]

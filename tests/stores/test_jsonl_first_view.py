@@ -256,3 +256,42 @@ async def test_every_leafs_ledger_is_the_fold_of_its_branch(store: SessionStore)
     for leaf in [*leaves, *reversed(leaves)]:
         branch: list[SessionEntry] = await store.entries(SID, leaf)
         assert await store.ledger(SID, leaf) == fold_ledger(branch), leaf
+
+
+def _tree_state(store: JsonlStore) -> dict[str, Any]:
+    index = store._index
+    tree = index.trees[SID]
+    return {
+        "entries": [index.entries[i] for i in tree.order],
+        "summary": (tree.order, tree.root, tree.leaf, tree.messages, tree.leaf_count),
+        "children": index.children,
+        "depth": index.depth,
+        "segment": index.segment,
+        "segments": (index.segment_parent, index.segment_start, index.segment_ids),
+        "eligible": index.segment_messages,
+        "heads": index.memory_heads,
+        "recorders": (index.recorders, index.droppers, index.superseders),
+    }
+
+
+@pytest.mark.parametrize("seed", [5, 6, 7])
+async def test_an_indexed_reopen_builds_the_tree_a_full_parse_builds(
+    tmp_path: Path, always_index: None, parses: Counter, seed: int
+) -> None:
+    """Runs of message lines are placed in bulk: the same depths, segments, eligible
+    message depths and memory heads as applying each parsed line."""
+    await _build(tmp_path, seed=seed, steps=220)
+    saved = _index(tmp_path).read_bytes()
+    states = []
+    for with_index in (True, False):
+        if not with_index:
+            _index(tmp_path).unlink()
+        parses.count = 0
+        async with await JsonlStore.open(tmp_path, fsync=False, read_only=True) as store:
+            await store.entry_count(SID)
+            loaded = parses.count
+            states.append(_tree_state(store))
+        assert (loaded < len(_data_lines(tmp_path))) == with_index
+    _index(tmp_path).write_bytes(saved)
+    assert len(states[1]["segments"][0]) > 1  # the session forks
+    assert states[0] == states[1]
