@@ -12,8 +12,9 @@ File layout, all inside one directory::
     .<session_id>.leaf.json.tmp   the next sidecar, written in full, then renamed over it
     .sessions                session ids in order of creation, one per line; a
                              line ``-<id>`` records a ``delete_session`` of that id
-    .<session_id>.index      cache: the ids, parents and kinds of the file's first lines
-                             and a digest of their bytes (see ``_jsonl_index``)
+    .<session_id>.index      cache: the ids, parents, kinds and message token counts of
+                             the file's first lines and a digest of their bytes (see
+                             ``_jsonl_index``)
     .ids                     cache: each session file's ids (see ``_jsonl_ids``)
     .lock                    the ``flock`` target; holds a change counter, and the session
                              a writer is changing while it does (see "Debris")
@@ -71,8 +72,9 @@ other session (``get`` of an id no loaded session holds loads every readable ses
 ids inside a damaged session cannot be checked until it is repaired.
 
 The caches. ``.<session_id>.index`` lets a load place the message lines of the prefix
-it describes without parsing them (they are parsed when read: ``LazyEntries``), and
-``.ids`` lets a write skip loading sessions. Both are written by writers only (the
+it describes without parsing them (they are parsed when read: ``LazyEntries``) and
+gives ``branch_tokens`` their token counts (each append counts its messages, before the
+lock), and ``.ids`` lets a write skip loading sessions. Both are written by writers only (the
 index once a file has ``INDEX_MIN_LINES`` lines it does not cover, and again as it
 grows by an eighth; ``.ids`` after a write had to load that many lines for want of a
 record), without fsync, by temporary file and rename; both are trusted only while they
