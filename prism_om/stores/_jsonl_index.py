@@ -4,27 +4,33 @@
 end. Its first line is a header, ``{"version": 1, "session": <id>, "bytes": <prefix
 length>, "lines": <n>, "data": <sha256 of the prefix>, "body": <sha256 of line 2>,
 "lastActivity": <newest entry time>}``; its second line the body, ``{"ids": [...],
-"parents": [...], "kinds": "..."}``: per line of the prefix its entry id, its parent's id
-and one letter: ``e`` a message a page or recall shows (user, assistant, tool), ``m`` any
-other message, ``x`` any other entry.
+"parents": [...], "kinds": "...", "encoding": <name>, "tokens": [...]}``: per line of the
+prefix its entry id, its parent's id and one letter: ``e`` a message a page or recall
+shows (user, assistant, tool), ``m`` any other message, ``x`` any other entry. ``tokens``
+(optional, with ``encoding``) is per line the message's ``count_entry`` with that
+tiktoken encoding, 0 for an ``x`` line: ``branch_tokens`` of a reopened session then
+tokenises, and parses, no message line.
 
 Trust: the index is used only when its version is this code's, it names the session of
 the file, its prefix is no longer than the committed bytes being loaded and ends a line,
-both digests match and its rows form a tree (unique ids, each parent on an earlier
-line). The prefix is then byte for byte what was validated when the index was written,
-so a reopen places message lines in the tree from the index and keeps them unparsed
-(``LazyEntries``); every other line, and the root, is parsed and checked against its
-row. Lines after the prefix are read as without an index. Anything else (missing,
-stale, truncated, damaged, another session's, another version) is ignored: the data file
-stays the one source of truth, and deleting the index loses nothing.
+both digests match, its rows form a tree (unique ids, each parent on an earlier
+line) and its token counts, when present, are one non-negative int per line (0 on ``x``
+lines) with an encoding name. The prefix is then byte for byte what was validated when
+the index was written, so a reopen places message lines in the tree from the index and
+keeps them unparsed (``LazyEntries``); every other line, and the root, is parsed and
+checked against its row. Lines after the prefix are read as without an index. Anything
+else (missing, stale, truncated, damaged, another session's, another version) is
+ignored: the data file stays the one source of truth, and deleting the index loses nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import cast
 
 from ..core.sources import is_eligible_observation_source_entry
@@ -56,6 +62,9 @@ class LineIndex:
     kinds: str
     last_activity: str | None
     lines: list[bytes]
+    # Per line the message's token count with ``encoding`` (None: the index has none).
+    tokens: list[int] | None = None
+    encoding: str | None = None
 
 
 def index_name(session_id: str) -> str:
@@ -79,9 +88,14 @@ def index_body(
     parents: Sequence[str | None],
     kinds: str,
     last_activity: str | None,
+    tokens: tuple[str, Sequence[int]] | None = None,
 ) -> bytes:
-    """The index file for ``prefix`` (the data file's first bytes, ending a line)."""
-    body = json.dumps({"ids": ids, "parents": parents, "kinds": kinds}).encode()
+    """The index file for ``prefix`` (the data file's first bytes, ending a line);
+    ``tokens`` is ``(encoding name, count per line)``."""
+    rows: dict[str, object] = {"ids": ids, "parents": parents, "kinds": kinds}
+    if tokens is not None:
+        rows["encoding"], rows["tokens"] = tokens[0], list(tokens[1])
+    body = json.dumps(rows).encode()
     header = {
         "version": INDEX_VERSION,
         "session": session_id,
@@ -114,7 +128,8 @@ def read_index(raw: bytes, session_id: str, data: bytes) -> LineIndex | None:
                 return None
         rows = json.loads(body)
         ids, parents, kinds = rows["ids"], rows["parents"], rows["kinds"]
-    except (ValueError, KeyError, TypeError):
+        tokens, encoding = rows.get("tokens"), rows.get("encoding")
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
     lines = data[:length].split(b"\n")
     lines.pop()  # after the last newline
@@ -122,7 +137,23 @@ def read_index(raw: bytes, session_id: str, data: bytes) -> LineIndex | None:
         return None
     if not _forms_tree(ids, parents, kinds):
         return None
-    return LineIndex(length, ids, parents, kinds, last, lines)
+    if (tokens is None) != (encoding is None) or (
+        tokens is not None and not _counts_fit(tokens, encoding, kinds)
+    ):
+        return None
+    return LineIndex(length, ids, parents, kinds, last, lines, tokens, encoding)
+
+
+def _counts_fit(tokens: object, encoding: object, kinds: str) -> bool:
+    """One non-negative int per line, 0 on the lines that are no message."""
+    if type(encoding) is not str or not encoding or type(tokens) is not list:
+        return False
+    if len(tokens) != len(kinds):
+        return False
+    return all(
+        type(count) is int and count >= 0 and (count == 0 or kind != "x")
+        for count, kind in zip(tokens, kinds, strict=True)
+    )
 
 
 def _forms_tree(ids: list[str], parents: list[str | None], kinds: object) -> bool:
@@ -175,6 +206,29 @@ def apply_index(
     return True
 
 
+def _place_run(index: TreeIndex, order: list[str], found: LineIndex, start: int, end: int) -> None:
+    """Place message rows ``[start, end)``, each the only child of the row before it
+    (placed already, so a leaf until now): what ``_place`` does row by row."""
+    ids, kinds = found.ids, found.kinds
+    run = ids[start:end]
+    before = ids[start - 1]
+    first = index.depth[before] + 1
+    segment = index.segment[before]
+    # LazyEntries.keep_raw for each row: the lines stay unparsed.
+    dict.update(index.entries, zip(run, found.lines[start:end], strict=True))
+    order.extend(run)
+    index.depth.update(zip(run, range(first, first + len(run)), strict=True))
+    index.segment.update(zip(run, repeat(segment)))
+    index.children.update(zip(ids[start - 1 : end - 1], ([c] for c in run), strict=True))
+    index.segment_ids[segment].extend(run)
+    eligible = index.segment_messages[segment]
+    at = kinds.find("e", start, end)
+    while at >= 0:
+        eligible.append(first + at - start)
+        at = kinds.find("e", at + 1, end)
+    index.memory_heads.update(zip(run, repeat(index.memory_heads[before])))
+
+
 def _place(
     index: TreeIndex, session_id: str, found: LineIndex, parsed: dict[int, SessionEntry]
 ) -> None:
@@ -192,10 +246,25 @@ def _place(
     tree = index.trees[session_id]
     order = tree.order
     messages = forks = 0
-    for i in range(1, len(ids)):
+    count = len(ids)
+    # Rows that cannot join a run: parsed ones, and those whose parent is not the line
+    # before (a fork, or a branch going on from an older entry).
+    stops = sorted({*parsed, *(i for i in range(1, count) if parents[i] != ids[i - 1])})
+    stops.append(count)
+    i = 1
+    while i < count:
         entry = parsed.get(i)
         if entry is not None:
             index.apply((entry,))
+            i += 1
+            continue
+        if parents[i] == ids[i - 1]:
+            # A run of message rows, each the only child of the line before: placed with
+            # a few bulk operations instead of a dozen lookups per row.
+            end = stops[bisect_right(stops, i)]
+            _place_run(index, order, found, i, end)
+            messages += end - i
+            i = end
             continue
         entry_id, parent_id = ids[i], parents[i]
         keep(entry_id, lines[i])
@@ -216,6 +285,7 @@ def _place(
             segment_messages[segment].append(depth)
         heads[entry_id] = heads[parent_id]
         messages += 1
+        i += 1
     tree.messages += messages
     tree.leaf_count += forks
     tree.leaf = ids[-1]

@@ -526,22 +526,53 @@ class TreeIndex:
             chosen[:0] = ids[max(first, at + 1) - start : last + 1 - start]
         return [self.entries[i] for i in chosen]
 
-    def path_since(
+    def memory_records_since(
         self, session_id: str, leaf_id: str | None, known: Mapping[str, object]
-    ) -> tuple[str | None, list[SessionEntry], int]:
-        """The nearest entry of the path (tip side) that ``known`` holds, the path entries
-        after it (root side first) and the depth of the first of them: walking parent links
-        from the tip costs the entries since that entry, not the whole path."""
+    ) -> tuple[str | None, list[SessionEntry]]:
+        """The newest memory record of the path that ``known`` holds (None: none) and the
+        path's memory records after it, root side first.
+
+        The records are found through ``memory_heads`` (each record's parent names the
+        record before it), so no other entry of the path is read: a ledger is the fold of
+        these alone, each at its depth.
+        """
         tip = self.tip(session_id, leaf_id)
-        tail: list[SessionEntry] = []
-        current = tip
+        heads, entries = self.memory_heads, self.entries
+        records: list[SessionEntry] = []
+        current = None if tip is None else heads[tip]
         while current is not None and current not in known:
-            entry = self.entries[current]
-            tail.append(entry)
-            current = entry.parent_id
-        tail.reverse()
-        first = 0 if current is None else self.depth[current] + 1
-        return current, tail, first
+            record = entries[current]
+            records.append(record)
+            parent = record.parent_id
+            current = None if parent is None else heads[parent]
+        records.reverse()
+        return current, records
+
+    def message_tokens(
+        self,
+        session_id: str,
+        leaf_id: str | None,
+        counted: dict[str, int],
+        count: Callable[[SessionEntry], int],
+    ) -> int:
+        """The summed ``count`` of the path's message entries, remembered in ``counted``.
+
+        Path ids come from the segment pieces; an entry is read only when ``counted``
+        lacks it, so a session whose counts came with its index parses no message line.
+        """
+        total = 0
+        entries = self.entries
+        for segment, first, last in self.path_pieces(self.tip(session_id, leaf_id)):
+            start = self.segment_start[segment]
+            for entry_id in self.segment_ids[segment][first - start : last + 1 - start]:
+                tokens = counted.get(entry_id)
+                if tokens is None:
+                    entry = entries[entry_id]
+                    if entry.kind != "message":
+                        continue
+                    tokens = counted[entry_id] = count(entry)
+                total += tokens
+        return total
 
     def source_time(self, session_id: str, tip: str | None) -> Callable[[str], str | None]:
         """``branch_source_times`` of the path to ``tip`` without reading the path."""

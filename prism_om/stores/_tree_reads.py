@@ -13,24 +13,23 @@ import builtins
 from collections.abc import Callable, Iterable
 from typing import Literal, TypeVar
 
-from ..core.ledger import (
-    ObservationalMemoryLedger,
-    extend_observational_memory_ledger,
-    fold_ledger,
-)
+from ..core.ledger import LedgerBuilder, ObservationalMemoryLedger
 from ..core.ledger_views import live_ledger
 from ..core.scope_map import WorkScopeMap, fold_work_scope_map
 from ..entries import SessionEntry
 from ..errors import EntryNotFoundError
+from ..tokens import get_estimator
 from ._tree import TreeIndex
 from .base import StoreBase, check_page_args, remember_ledger
 
 __all__ = ["TreeIndexReads"]
 
 _T = TypeVar("_T")
-# A ledger read's walk: the remembered entry, the entries since, their first depth and
-# the path's source times.
-_Since = tuple[str | None, builtins.list[SessionEntry], int, Callable[[str], str | None]]
+# A ledger read's walk: the remembered record, the records since, their depths and the
+# path's source times.
+_Since = tuple[
+    str | None, builtins.list[SessionEntry], builtins.list[int], Callable[[str], str | None]
+]
 
 
 class TreeIndexReads(StoreBase):
@@ -80,26 +79,29 @@ class TreeIndexReads(StoreBase):
     async def ledger(
         self, session_id: str, leaf_id: str | None = None
     ) -> ObservationalMemoryLedger:
-        """``StoreBase.ledger``, finding the nearest remembered ledger by walking parent
-        links from the tip: a turn folds the entries since the last ledger read only."""
+        """``StoreBase.ledger``, folded from the path's memory records alone.
+
+        Only those records change a fold, so the ledger of a leaf is the ledger of its
+        memory head, and the cache is kept by record id: a read folds the records since
+        the nearest remembered one, and never reads a message (a JSONL reopen leaves
+        message lines unparsed).
+        """
         cache = self._ledger_cache
 
         def since(index: TreeIndex, sid: str) -> _Since:
-            base_id, tail, first = index.path_since(sid, leaf_id, cache)
-            return base_id, tail, first, index.source_time(sid, index.tip(sid, leaf_id))
+            base_id, records = index.memory_records_since(sid, leaf_id, cache)
+            depths = [index.depth[r.id] for r in records]
+            return base_id, records, depths, index.source_time(sid, index.tip(sid, leaf_id))
 
-        base_id, tail, first, source_time = await self._tree_query(session_id, since)
+        base_id, records, depths, source_time = await self._tree_query(session_id, since)
         base = None if base_id is None else cache.get(base_id)
-        if base is None:
-            ledger = fold_ledger(tail)
-        elif not tail:
-            return base
-        else:
-            ledger = extend_observational_memory_ledger(
-                base, tail, first_position=first, source_time=source_time
-            )
-        if tail:
-            remember_ledger(cache, tail[-1].id, ledger)
+        if not records:
+            return base or ObservationalMemoryLedger()
+        builder = LedgerBuilder(base, source_time=source_time)
+        for record, depth in zip(records, depths, strict=True):
+            builder.add(record, depth)
+        ledger = builder.build()
+        remember_ledger(cache, records[-1].id, ledger)
         return ledger
 
     async def live_ledger(
@@ -139,4 +141,14 @@ class TreeIndexReads(StoreBase):
     async def entry_count(self, session_id: str, leaf_id: str | None = None) -> int:
         return await self._tree_query(
             session_id, lambda index, sid: index.entry_count(sid, leaf_id)
+        )
+
+    async def branch_tokens(self, session_id: str, leaf_id: str | None = None) -> int:
+        """``StoreBase.branch_tokens`` over the path's ids, reading only entries not yet
+        counted with this encoding (a JSONL index sidecar may bring every count)."""
+        estimator = get_estimator()
+        counted = self._token_cache.setdefault(estimator.name, {})
+        return await self._tree_query(
+            session_id,
+            lambda index, sid: index.message_tokens(sid, leaf_id, counted, estimator.count_entry),
         )

@@ -12,8 +12,9 @@ File layout, all inside one directory::
     .<session_id>.leaf.json.tmp   the next sidecar, written in full, then renamed over it
     .sessions                session ids in order of creation, one per line; a
                              line ``-<id>`` records a ``delete_session`` of that id
-    .<session_id>.index      cache: the ids, parents and kinds of the file's first lines
-                             and a digest of their bytes (see ``_jsonl_index``)
+    .<session_id>.index      cache: the ids, parents, kinds and message token counts of
+                             the file's first lines and a digest of their bytes (see
+                             ``_jsonl_index``)
     .ids                     cache: each session file's ids (see ``_jsonl_ids``)
     .lock                    the ``flock`` target; holds a change counter, and the session
                              a writer is changing while it does (see "Debris")
@@ -71,8 +72,9 @@ other session (``get`` of an id no loaded session holds loads every readable ses
 ids inside a damaged session cannot be checked until it is repaired.
 
 The caches. ``.<session_id>.index`` lets a load place the message lines of the prefix
-it describes without parsing them (they are parsed when read: ``LazyEntries``), and
-``.ids`` lets a write skip loading sessions. Both are written by writers only (the
+it describes without parsing them (they are parsed when read: ``LazyEntries``) and
+gives ``branch_tokens`` their token counts (each append counts its messages, before the
+lock), and ``.ids`` lets a write skip loading sessions. Both are written by writers only (the
 index once a file has ``INDEX_MIN_LINES`` lines it does not cover, and again as it
 grows by an eighth; ``.ids`` after a write had to load that many lines for want of a
 record), without fsync, by temporary file and rename; both are trusted only while they
@@ -141,6 +143,7 @@ from ..errors import (
     StoreNotFoundError,
     StoreRuleError,
 )
+from ..tokens import get_estimator
 from ._jsonl_ids import IDS_NAME, FileKey, ForeignIds, ids_body, read_ids
 from ._jsonl_index import (
     apply_index,
@@ -1271,6 +1274,13 @@ class JsonlStore(TreeIndexReads):
         state.lines = state.indexed = len(found.ids)
         state.parents = found.parents
         state.kinds = list(found.kinds)
+        if found.tokens is not None and found.encoding is not None:
+            # Counts for the bytes the digest vouched for: branch_tokens reads them as its
+            # own (each entry's text never changes).
+            counted = self._token_cache.setdefault(found.encoding, {})
+            for entry_id, kind, count in zip(found.ids, found.kinds, found.tokens, strict=True):
+                if kind != "x":
+                    counted.setdefault(entry_id, count)
         return found.length
 
     def _parse_kept(self, entry_id: str, line: bytes) -> SessionEntry:
@@ -1380,6 +1390,7 @@ class JsonlStore(TreeIndexReads):
             batch = chain_at_leaf(batch, batch[0].parent_id)
         # Serialise before taking the lock, so a big batch does not hold up other processes.
         lines = [entry.to_json().encode() + b"\n" for entry in batch]
+        encoding, counts = self._count_tokens(batch)
         with self._locked(exclusive=True):
             self._refresh_for_write(sid)
             if at_leaf:
@@ -1416,6 +1427,8 @@ class JsonlStore(TreeIndexReads):
             state.lines += len(batch)
             state.parents.extend(e.parent_id for e in batch)
             state.kinds.extend(kind_of(e) for e in batch)
+            # Kept only now: the ids are this batch's entries.
+            self._token_cache.setdefault(encoding, {}).update(counts)
             self._after_own_change()
             self._maybe_write_index(sid, state)
         return builtins.list(batch)
@@ -1443,8 +1456,15 @@ class JsonlStore(TreeIndexReads):
             prefix = self._read_file(data_name, 0, state.loaded)
             if len(prefix) != state.loaded:
                 return
+            kinds = "".join(state.kinds)
             body = index_body(
-                sid, prefix, tree.order, state.parents, "".join(state.kinds), tree.last_activity
+                sid,
+                prefix,
+                tree.order,
+                state.parents,
+                kinds,
+                tree.last_activity,
+                self._line_tokens(tree.order, kinds),
             )
             temp = f"{name}.tmp"
             fd = os.open(
@@ -1460,6 +1480,29 @@ class JsonlStore(TreeIndexReads):
             self._index_fault_point(sid)
             os.replace(temp, name, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
             state.indexed = count
+
+    @staticmethod
+    def _count_tokens(batch: Sequence[SessionEntry]) -> tuple[str, dict[str, int]]:
+        """The batch's message token counts, as ``branch_tokens`` counts them, taken
+        before the lock: an index sidecar written later carries them without reading
+        its lines again."""
+        estimator = get_estimator()
+        counts = {e.id: estimator.count_entry(e) for e in batch if e.kind == "message"}
+        return estimator.name, counts
+
+    def _line_tokens(self, ids: Sequence[str], kinds: str) -> tuple[str, builtins.list[int]]:
+        """``(encoding, count per line)`` for an index sidecar; lines loaded without
+        counts (an older sidecar, another encoding) are read and counted once here."""
+        estimator = get_estimator()
+        counted = self._token_cache.setdefault(estimator.name, {})
+        entries = self._index.entries
+        tokens = []
+        for entry_id, kind in zip(ids, kinds, strict=True):
+            count = 0 if kind == "x" else counted.get(entry_id)
+            if count is None:
+                count = counted[entry_id] = estimator.count_entry(entries[entry_id])
+            tokens.append(count)
+        return estimator.name, tokens
 
     def _index_fault_point(self, sid: str) -> None:
         """A seam for tests: called between writing an index sidecar and renaming it."""

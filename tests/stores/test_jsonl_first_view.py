@@ -1,0 +1,297 @@
+"""The first read of a reopened JSONL session: the ledger and the branch's token count
+read no message line, and the index sidecar's token counts are trusted only as the rest
+of it is.
+
+Work is counted in lines parsed (``entry_from_wire`` calls) and messages tokenised
+(``TokenEstimator.count_entry`` calls), never in wall-clock time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from prism_om.core.ledger import fold_ledger
+from prism_om.entries import SessionEntry, entry_from_wire, message_entry
+from prism_om.stores import SessionStore, jsonl
+from prism_om.stores._jsonl_index import index_name
+from prism_om.stores.jsonl import JsonlStore
+from prism_om.testing.memory_conformance import load_builder
+from prism_om.testing.om_factories import random_builder
+from prism_om.tokens import TokenEstimator, get_estimator
+
+SID = "om"
+
+
+class Counter:
+    """Counts calls of a wrapped function."""
+
+    def __init__(self, wrapped: Callable[..., Any]) -> None:
+        self.count = 0
+        self.wrapped = wrapped
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.count += 1
+        return self.wrapped(*args, **kwargs)
+
+
+@pytest.fixture
+def parses(monkeypatch: pytest.MonkeyPatch) -> Counter:
+    counter = Counter(entry_from_wire)
+    monkeypatch.setattr(jsonl, "entry_from_wire", counter)
+    return counter
+
+
+@pytest.fixture
+def tokenised(monkeypatch: pytest.MonkeyPatch) -> Counter:
+    counter = Counter(TokenEstimator.count_entry)
+
+    def count_entry(self: TokenEstimator, entry: SessionEntry) -> int:
+        return int(counter(self, entry))
+
+    monkeypatch.setattr(TokenEstimator, "count_entry", count_entry)
+    return counter
+
+
+@pytest.fixture
+def always_index(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every append rewrites the index, so it covers the whole file."""
+    monkeypatch.setattr(jsonl, "_index_due", lambda lines, indexed: lines > indexed)
+    yield
+
+
+def _index(directory: Path, sid: str = SID) -> Path:
+    return directory / index_name(sid)
+
+
+def _data_lines(directory: Path, sid: str = SID) -> list[bytes]:
+    return (directory / f"{sid}.jsonl").read_bytes().splitlines()
+
+
+async def _build(directory: Path, seed: int = 5, steps: int = 160) -> None:
+    async with await JsonlStore.open(directory, fsync=False) as store:
+        await load_builder(store, random_builder(seed, steps, session_id=SID))
+
+
+async def _messages(directory: Path, count: int) -> None:
+    async with await JsonlStore.open(directory, fsync=False) as store:
+        parent = None
+        for start in range(0, count, 50):
+            batch = []
+            for i in range(start, min(count, start + 50)):
+                text = f"message {i} " + "word " * (i % 7)
+                entry = message_entry(SID, "user", text, parent_id=parent, entry_id=f"m{i}")
+                batch.append(entry)
+                parent = entry.id
+            await store.append_many(batch)
+
+
+async def _reads(directory: Path) -> dict[str, Any]:
+    """The ledger and token count of every leaf, from a fresh open."""
+    async with await JsonlStore.open(directory, fsync=False) as store:
+        leaves = await store.leaves(SID)
+        return {
+            "tokens": [await store.branch_tokens(SID, leaf) for leaf in leaves],
+            "ledgers": [await store.ledger(SID, leaf) for leaf in leaves],
+            "live": [await store.live_ledger(SID, leaf) for leaf in leaves],
+            "current": (await store.branch_tokens(SID), await store.ledger(SID)),
+        }
+
+
+async def _reads_without_index(directory: Path) -> dict[str, Any]:
+    saved = _index(directory).read_bytes()
+    _index(directory).unlink()
+    try:
+        return await _reads(directory)
+    finally:
+        _index(directory).write_bytes(saved)
+
+
+async def test_the_index_carries_each_lines_token_count_with_its_encoding(
+    tmp_path: Path, always_index: None
+) -> None:
+    await _build(tmp_path)
+    header, body = _index(tmp_path).read_bytes().splitlines()
+    rows = json.loads(body)
+    estimator = get_estimator()
+    assert rows["encoding"] == estimator.name
+    lines = _data_lines(tmp_path)
+    assert len(rows["tokens"]) == len(lines) == json.loads(header)["lines"]
+    for line, count in zip(lines, rows["tokens"], strict=True):
+        entry = entry_from_wire(line, where="entry")
+        expected = estimator.count_entry(entry) if entry.kind == "message" else 0
+        assert count == expected, entry.id
+
+
+async def test_a_reopened_ledger_and_token_count_read_no_message_line(
+    tmp_path: Path, always_index: None, parses: Counter, tokenised: Counter
+) -> None:
+    await _build(tmp_path)
+    expected = await _reads_without_index(tmp_path)
+    async with await JsonlStore.open(tmp_path, fsync=False) as store:
+        await store.entry_count(SID)  # the load: the root and the memory records
+        parses.count = tokenised.count = 0
+        leaves = await store.leaves(SID)
+        assert [await store.branch_tokens(SID, leaf) for leaf in leaves] == expected["tokens"]
+        assert [await store.ledger(SID, leaf) for leaf in leaves] == expected["ledgers"]
+        assert [await store.live_ledger(SID, leaf) for leaf in leaves] == expected["live"]
+        assert parses.count <= len(leaves)  # at most each leaf, checked as a leaf
+        assert tokenised.count == 0
+
+
+async def test_first_view_work_does_not_grow_with_the_session(
+    tmp_path: Path, always_index: None, parses: Counter, tokenised: Counter
+) -> None:
+    work = []
+    for size in (200, 800):
+        directory = tmp_path / str(size)
+        await _messages(directory, size)
+        parses.count = tokenised.count = 0
+        async with await JsonlStore.open(directory, fsync=False) as store:
+            assert await store.ledger(SID) == fold_ledger([])
+            assert await store.branch_tokens(SID) > 0
+            await store.recent_messages(SID, 8)
+            work.append((parses.count, tokenised.count))
+    assert work[0] == work[1]
+    assert work[1][1] == 0
+
+
+async def test_counts_of_another_encoding_are_not_used(
+    tmp_path: Path, always_index: None, tokenised: Counter
+) -> None:
+    await _build(tmp_path)
+    expected = await _reads_without_index(tmp_path)
+    _rewrite_body(tmp_path, lambda rows: rows.update(encoding="another_base"))
+    tokenised.count = 0
+    assert await _reads(tmp_path) == expected
+    assert tokenised.count > 0  # counted again with the encoding in use
+
+
+def _rewrite_body(directory: Path, change: Callable[[dict[str, Any]], object]) -> None:
+    """Change the index body and re-sign it, as a buggy writer would: only the checks on
+    the rows themselves can refuse it."""
+    header_raw, body_raw = _index(directory).read_bytes().splitlines()
+    rows = json.loads(body_raw)
+    change(rows)
+    body = json.dumps(rows).encode()
+    header = json.loads(header_raw)
+    header["body"] = hashlib.sha256(body).hexdigest()
+    _index(directory).write_bytes(json.dumps(header).encode() + b"\n" + body + b"\n")
+
+
+def _first_kind(rows: dict[str, Any], kind: str) -> int:
+    return int(rows["kinds"].index(kind))
+
+
+_BAD_TOKENS: dict[str, Callable[[dict[str, Any]], object]] = {
+    "tokens one short": lambda rows: rows["tokens"].pop(),
+    "tokens negative": lambda rows: rows["tokens"].__setitem__(_first_kind(rows, "e"), -4),
+    "tokens not an int": lambda rows: rows["tokens"].__setitem__(_first_kind(rows, "e"), 4.0),
+    "tokens a bool": lambda rows: rows["tokens"].__setitem__(_first_kind(rows, "e"), True),
+    "tokens on a record line": lambda rows: rows["tokens"].__setitem__(_first_kind(rows, "x"), 9),
+    "tokens not a list": lambda rows: rows.update(tokens="12"),
+    "tokens without encoding": lambda rows: rows.pop("encoding"),
+    "encoding without tokens": lambda rows: rows.pop("tokens"),
+    "encoding empty": lambda rows: rows.update(encoding=""),
+    "encoding not a string": lambda rows: rows.update(encoding=7),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_BAD_TOKENS))
+async def test_an_index_with_damaged_token_counts_reads_as_no_index(
+    tmp_path: Path, always_index: None, parses: Counter, case: str
+) -> None:
+    await _build(tmp_path)
+    expected = await _reads_without_index(tmp_path)
+    _rewrite_body(tmp_path, _BAD_TOKENS[case])
+    parses.count = 0
+    assert await _reads(tmp_path) == expected
+    assert parses.count >= len(_data_lines(tmp_path))  # every line: the index was not used
+
+
+async def test_an_index_without_token_counts_still_places_lines(
+    tmp_path: Path, always_index: None, parses: Counter, tokenised: Counter
+) -> None:
+    """A sidecar written before the counts existed serves its prefix; the counts come
+    from the messages, once each."""
+    await _build(tmp_path)
+    expected = await _reads_without_index(tmp_path)
+
+    def strip(rows: dict[str, Any]) -> None:
+        del rows["tokens"], rows["encoding"]
+
+    _rewrite_body(tmp_path, strip)
+    parses.count = tokenised.count = 0
+    async with await JsonlStore.open(tmp_path, fsync=False) as store:
+        await store.entry_count(SID)
+    assert parses.count < len(_data_lines(tmp_path))  # the index placed the messages
+    assert await _reads(tmp_path) == expected
+    assert tokenised.count > 0
+
+
+async def test_an_append_counts_its_messages_once(
+    tmp_path: Path, always_index: None, tokenised: Counter
+) -> None:
+    await _messages(tmp_path, 120)
+    assert tokenised.count == 120  # one count per message, reused by every index rewrite
+    async with await JsonlStore.open(tmp_path, fsync=False) as store:
+        before = await store.branch_tokens(SID)
+        entry = message_entry(SID, "assistant", "one more", parent_id="m119", entry_id="m120")
+        await store.append_many([entry])
+        assert await store.branch_tokens(SID) == before + get_estimator().count_entry(entry)
+    assert tokenised.count == 122  # the new message, then the check above
+
+
+async def test_every_leafs_ledger_is_the_fold_of_its_branch(store: SessionStore) -> None:
+    """Ledgers are remembered by memory record: any order of leaves reads the same."""
+    builder = random_builder(11, 200, session_id=SID)
+    await load_builder(store, builder)
+    leaves = await store.leaves(SID)
+    assert len(leaves) > 1
+    for leaf in [*leaves, *reversed(leaves)]:
+        branch: list[SessionEntry] = await store.entries(SID, leaf)
+        assert await store.ledger(SID, leaf) == fold_ledger(branch), leaf
+
+
+def _tree_state(store: JsonlStore) -> dict[str, Any]:
+    index = store._index
+    tree = index.trees[SID]
+    return {
+        "entries": [index.entries[i] for i in tree.order],
+        "summary": (tree.order, tree.root, tree.leaf, tree.messages, tree.leaf_count),
+        "children": index.children,
+        "depth": index.depth,
+        "segment": index.segment,
+        "segments": (index.segment_parent, index.segment_start, index.segment_ids),
+        "eligible": index.segment_messages,
+        "heads": index.memory_heads,
+        "recorders": (index.recorders, index.droppers, index.superseders),
+    }
+
+
+@pytest.mark.parametrize("seed", [5, 6, 7])
+async def test_an_indexed_reopen_builds_the_tree_a_full_parse_builds(
+    tmp_path: Path, always_index: None, parses: Counter, seed: int
+) -> None:
+    """Runs of message lines are placed in bulk: the same depths, segments, eligible
+    message depths and memory heads as applying each parsed line."""
+    await _build(tmp_path, seed=seed, steps=220)
+    saved = _index(tmp_path).read_bytes()
+    states = []
+    for with_index in (True, False):
+        if not with_index:
+            _index(tmp_path).unlink()
+        parses.count = 0
+        async with await JsonlStore.open(tmp_path, fsync=False, read_only=True) as store:
+            await store.entry_count(SID)
+            loaded = parses.count
+            states.append(_tree_state(store))
+        assert (loaded < len(_data_lines(tmp_path))) == with_index
+    _index(tmp_path).write_bytes(saved)
+    assert len(states[1]["segments"][0]) > 1  # the session forks
+    assert states[0] == states[1]
