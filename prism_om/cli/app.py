@@ -22,7 +22,7 @@ from .common import (
     memory_id_argument,
     session_id_argument,
 )
-from .redaction import SECRETS_ENV, add_secret_option
+from .redaction import SECRETS_ENV, add_secret_option, cli_secrets, redacting_stderr
 from .tombstones import TOMBSTONE_COMMANDS, add_tombstone_scope
 
 __all__ = ["build_parser", "main"]
@@ -431,6 +431,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .output import set_width
 
     set_width(getattr(args, "width", None))  # per call: main may run many times in a process
+    # Every line on stderr, error lines and tracebacks included, is redacted: an error can
+    # quote an entry's field, and a damaged field can hold a secret.
+    with redacting_stderr(cli_secrets(args)):
+        return _run(handler, args)
+
+
+def _run(handler: Handler, args: argparse.Namespace) -> int:
     try:
         asyncio.run(handler(args))
     except KeyboardInterrupt:

@@ -20,7 +20,7 @@ from ..core.relevance import observation_pool_tokens
 from ..core.scope_map import WorkScopeMap
 from ..core.withheld import withheld_memory_ids
 from ..entries import SessionEntry
-from ..errors import SessionNotFoundError
+from ..errors import SessionNotFoundError, StoreError
 from ..stores import SessionStore
 from ..tokens import get_estimator
 from .params import TIMELINE_LIMIT_DEFAULT, InspectParamError, shown
@@ -79,11 +79,18 @@ class Inspector:
         invalid = await self.invalidated()
         estimator = get_estimator()
         for row in page:
-            live = await self.store.live_ledger(row["session"])
+            try:
+                live = await self.store.live_ledger(row["session"])
+            except StoreError as exc:
+                # One damaged session must not hide the others (as in 'prism-om sessions').
+                row["poolTokens"], row["problem"] = None, self.text(str(exc))
+                continue
             observations, _ = active_memory(live, invalid)
             row["poolTokens"] = observation_pool_tokens(
                 [r.observation for r in observations], estimator
             )
+        found = getattr(self.store, "damaged_sessions", None)
+        damaged = await found() if found is not None else {}
         after = offset + SESSIONS_PAGE
         return {
             "rows": page,
@@ -92,6 +99,10 @@ class Inspector:
             "next": after if after < len(rows) else None,
             "previous": max(0, offset - SESSIONS_PAGE) if offset else None,
             "filter": needle or "",
+            "damaged": {
+                **{sid: self.text(str(e)) for sid, e in damaged.items()},
+                **{r["session"]: r["problem"] for r in page if "problem" in r},
+            },
         }
 
     # -- one session ---------------------------------------------------------------------
