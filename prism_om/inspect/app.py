@@ -136,6 +136,9 @@ def create_inspect_app(
             InvalidInputError: refused,
             StoreRuleError: refused,
             StoreError: refused,
+            # Starlette's outermost middleware answers anything else with this (instead of
+            # a bare text/plain 500), then re-raises it to the guard, which logs it.
+            Exception: refused,
             404: _not_found(render),
             405: _not_allowed(render),
         },
