@@ -1,8 +1,9 @@
 """``prism-om inspect``: serve the read-only inspect page (see ``prism_om.inspect``).
 
 On 127.0.0.1 unless ``--host`` names another address; one that is not loopback (not
-127.0.0.0/8, ``::1`` or ``localhost``) is said on stderr as a warning: the page shows whole transcripts. The store is opened read-only. The port is
-bound before anything is announced, so a taken port is one error line and exit code 1.
+127.0.0.0/8, ``::1`` or ``localhost``) is said on stderr as a warning: the page shows
+whole transcripts. The store is opened read-only. The port is bound before anything is
+announced, so a taken port is one error line and exit code 1.
 """
 
 from __future__ import annotations

@@ -262,6 +262,9 @@ class _Guard:
                 return
             start = state["start"]
             body = b"".join(state["chunks"])
+            length = str(len(body)).encode()
+            if head and not body:  # a file response already left its body out
+                length = dict(start.get("headers", [])).get(b"content-length", length)
             headers = [
                 (k, v)
                 for k, v in start.get("headers", [])
@@ -271,7 +274,7 @@ class _Guard:
             if redact and red and content_type.startswith(("text/", "image/svg")):
                 body = red.text(body.decode("utf-8", "replace")).encode("utf-8")
             headers += [(k.encode(), v.encode()) for k, v in _SECURITY_HEADERS.items()]
-            headers.append((b"content-length", str(len(body)).encode()))
+            headers.append((b"content-length", length))
             outgoing.started = True  # type: ignore[attr-defined]
             await send({**start, "headers": headers})
             # HEAD: the length a GET would send, no body.
