@@ -174,14 +174,14 @@ def _store_error(
         if isinstance(exc, CorruptStoreError) and "check --repair" not in reason:
             reason += f" ({_REPAIR_HINT.format(url=url)})"
     reason = red.text(reason)
-    report(red, f"{request.method} {request.url.path}: {status} {type(exc).__name__}: {reason}")
+    _report(red, f"{request.method} {request.url.path}: {status} {type(exc).__name__}: {reason}")
     response = _error(render, status, heading, reason)
     if status == 503:
         response.headers["retry-after"] = "5"
     return response
 
 
-def report(red: Redactor, line: str) -> None:
+def _report(red: Redactor, line: str) -> None:
     """One redacted line on stderr, as the CLI's own lines are."""
     sys.stderr.write(red.text(f"prism-om: inspect: {line}") + "\n")
     sys.stderr.flush()
@@ -238,8 +238,8 @@ class _Guard:
         except Exception as exc:
             # Logged here, redacted, instead of by the server, whose traceback would quote
             # the store's text (an entry field in an error message) as it is.
-            lines = traceback.format_exception(exc)
-            report(self.redactor, f"{request.method} {request.url.path}: {''.join(lines)}".rstrip())
+            trace = "".join(traceback.format_exception(exc)).rstrip()
+            _report(self.redactor, f"{request.method} {request.url.path}: {trace}")
             if getattr(outgoing, "started", False):
                 return
             page = _error(self.render, 500, "Server error", f"unexpected {type(exc).__name__}")

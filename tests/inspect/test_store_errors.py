@@ -142,3 +142,14 @@ def test_the_damage_helper_keeps_the_file_length(tmp_path: Path) -> None:
     before = (directory / "x.jsonl").stat().st_size
     damage_jsonl_line(directory, "x", 2, secret=TIMESTAMP_SECRET)
     assert (directory / "x.jsonl").stat().st_size == before
+
+
+async def test_the_damaged_list_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import prism_om.inspect.views as views
+
+    monkeypatch.setattr(views, "DAMAGED_SHOWN", 0)
+    url = await filled_store("jsonl", tmp_path)
+    damage_jsonl_line(tmp_path / "store", "demo", 5)
+    async with await open_store(url, read_only=True) as store, client_for(store) as client:
+        listed = (await client.get("/")).text
+    assert 'data-damaged="demo"' not in listed and "... 1 more" in listed
