@@ -165,3 +165,10 @@ async def test_ipv6_loopback_is_served_without_the_warning(tmp_path: Path) -> No
         assert "warning" not in said
         async with httpx.AsyncClient(base_url=page) as client:
             assert (await client.get("/")).status_code == 200
+
+
+async def test_sessions_takes_secret_too(tmp_path: Path) -> None:
+    url = await filled_store("sqlite", tmp_path)
+    done = prism("sessions", "--db", url, "--json", "--secret", "other-session", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "other-session" not in done.stdout and "[REDACTED]" in done.stdout
