@@ -22,7 +22,7 @@ from .common import (
     memory_id_argument,
     session_id_argument,
 )
-from .redaction import SECRETS_ENV, add_secret_option
+from .redaction import SECRETS_ENV, add_secret_option, cli_secrets, redacting_stderr
 from .tombstones import TOMBSTONE_COMMANDS, add_tombstone_scope
 
 __all__ = ["build_parser", "main"]
@@ -43,9 +43,9 @@ bare path, meaning a SQLite file; a server store exists once its tables do, and 
 commands never create them;
 the default is {DEFAULT_DB} in the current directory, the file 'prism-om demo' writes.
 
-secrets: status, view, recall, page, observe, compact and mcp replace every exact
-secret value with [REDACTED] in what they print or answer (and observe/compact in what
-they record).
+secrets: status, view, recall, page, observe, compact, sessions, check, inspect and mcp
+replace every exact secret value with [REDACTED] in what they print or answer (and
+observe/compact in what they record); every command redacts what it prints on stderr.
 Give them in ${SECRETS_ENV}, one per line (a secret may hold commas or spaces), or
 with --secret VALUE, repeatable. Text shown for a person has control characters
 escaped (\\x1b, \\u202e); --json output is plain JSON.
@@ -275,7 +275,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--detail", choices=("summary", "full"), default="summary", help="default: summary"
     )
 
-    add("sessions", "list sessions with entry counts, leaves and last activity", store, as_json)
+    add(
+        "sessions",
+        "list sessions with entry counts, leaves and last activity",
+        store,
+        as_json,
+        redact,
+    )
 
     check = add(
         "check",
@@ -283,6 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--repair saves what is readable",
         store,
         as_json,
+        redact,  # a damaged field quoted in a problem can hold a secret
     )
     check.add_argument(
         "--repair",
@@ -431,6 +438,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .output import set_width
 
     set_width(getattr(args, "width", None))  # per call: main may run many times in a process
+    # Every line on stderr, error lines and tracebacks included, is redacted: an error can
+    # quote an entry's field, and a damaged field can hold a secret.
+    with redacting_stderr(cli_secrets(args)):
+        return _run(handler, args)
+
+
+def _run(handler: Handler, args: argparse.Namespace) -> int:
     try:
         asyncio.run(handler(args))
     except KeyboardInterrupt:

@@ -25,7 +25,7 @@ import os
 import shutil
 import sqlite3
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -37,6 +37,7 @@ from ..stores.sqlite import DAMAGED_SUFFIX
 from .check_rows import RowProblems, sqlite_memory_problems, sqlite_row_problems
 from .common import CliUsageError, store_url
 from .output import console, print_json
+from .redaction import cli_redactor
 
 __all__ = ["SqliteSessionCopy", "cmd_check", "copy_readable_sessions", "sqlite_quick_check"]
 
@@ -98,6 +99,8 @@ async def _check_jsonl(path: str, args: argparse.Namespace) -> None:
     else:
         async with await JsonlStore.open(path, read_only=True) as store:
             results = await store.check()
+    red = cli_redactor(args)  # a problem quotes the damaged field, which can be a secret
+    results = [replace(r, problem=red.text(r.problem)) if r.problem else r for r in results]
     damaged = [r for r in results if r.problem is not None]
     if args.json:
         print_json(

@@ -1,13 +1,15 @@
 """``prism-om inspect``: serve the read-only inspect page (see ``prism_om.inspect``).
 
-On 127.0.0.1 unless ``--host`` names another address, which is said on stderr as a
-warning: the page shows whole transcripts. The store is opened read-only. The port is
-bound before anything is announced, so a taken port is one error line and exit code 1.
+On 127.0.0.1 unless ``--host`` names another address; one that is not loopback (not
+127.0.0.0/8, ``::1`` or ``localhost``) is said on stderr as a warning: the page shows
+whole transcripts. The store is opened read-only. The port is bound before anything is
+announced, so a taken port is one error line and exit code 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import socket
 import sys
 from typing import Final
@@ -67,7 +69,7 @@ async def cmd_inspect(args: argparse.Namespace) -> None:
 
         listener = _bind(host, args.port)
         with listener:
-            if host != LOOPBACK:
+            if not is_loopback(host):
                 sys.stderr.write(
                     f"prism-om: warning: serving on {host}, not {LOOPBACK}: anyone who can "
                     "reach this address can read the store's transcripts and memory\n"
@@ -82,6 +84,16 @@ async def cmd_inspect(args: argparse.Namespace) -> None:
                 webbrowser.open(url)
             config = uvicorn.Config(app, log_level="warning")
             await uvicorn.Server(config).serve(sockets=[listener])
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (127.0.0.0/8, ``::1``) or ``localhost``."""
+    if host.casefold() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name: whoever it resolves for may reach it
 
 
 def _bind(host: str, port: int) -> socket.socket:

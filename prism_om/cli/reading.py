@@ -243,7 +243,7 @@ async def _damaged(store: SessionStore) -> dict[str, Exception]:
 
 async def cmd_sessions(args: argparse.Namespace) -> None:
     async with open_cli_store(args.db) as store:
-        rows = await session_rows(store)
+        rows = cli_redactor(args).value(await session_rows(store))
         damaged = await _damaged(store)
         url = store.url
     if args.json:

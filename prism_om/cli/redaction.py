@@ -5,18 +5,34 @@ contain a comma, a space or a quote; a trailing carriage return is dropped, blan
 are ignored, other spaces are part of the secret). ``--secret VALUE`` adds one more and
 may be repeated. Prefer the variable: a command line is visible to other users of the
 machine while the command runs.
+
+Everything a command writes to stderr (its error line, warnings, a server's log lines and
+tracebacks, ``--debug``'s traceback) passes ``redacting_stderr``: an error message can quote
+an entry's field, and a damaged field can hold a secret.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Mapping
-from typing import Final
+import sys
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, Final, TextIO
+from urllib.parse import quote, quote_plus
 
 from ..core.redaction import Redactor
 
-__all__ = ["SECRETS_ENV", "SECRETS_HELP", "add_secret_option", "cli_redactor", "cli_secrets"]
+__all__ = [
+    "SECRETS_ENV",
+    "SECRETS_HELP",
+    "RedactingStream",
+    "add_secret_option",
+    "cli_redactor",
+    "cli_secrets",
+    "log_redactor",
+    "redacting_stderr",
+]
 
 SECRETS_ENV: Final = "PRISM_SECRETS"
 SECRETS_HELP: Final = (
@@ -42,3 +58,68 @@ def cli_secrets(args: argparse.Namespace, environ: Mapping[str, str] | None = No
 def cli_redactor(args: argparse.Namespace) -> Redactor:
     """A ``Redactor`` for the command's secrets (an empty one redacts nothing)."""
     return Redactor(cli_secrets(args))
+
+
+def log_redactor(secrets: Iterable[str]) -> Redactor:
+    """A ``Redactor`` for log lines: each secret also as a URL quotes it (a request path)."""
+    forms: set[str] = set()
+    for secret in secrets:
+        forms.update({secret, quote(secret, safe=""), quote(secret), quote_plus(secret)})
+    return Redactor(forms)
+
+
+class RedactingStream:
+    """A text stream that redacts each whole line before passing it on.
+
+    Text is held until its line ends (or ``flush``), so a secret written in two pieces is
+    still seen whole; everything else (``fileno``, ``isatty``, ``encoding``) is the
+    wrapped stream's.
+    """
+
+    def __init__(self, stream: TextIO, redactor: Redactor) -> None:
+        self._stream = stream
+        self._redactor = redactor
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        self._pending += text
+        done, newline, rest = self._pending.rpartition("\n")
+        if newline:
+            self._stream.write(self._redactor.text(done + newline))
+            self._pending = rest
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        if self._pending:
+            self._stream.write(self._redactor.text(self._pending))
+            self._pending = ""
+        self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def redacting_stderr(secrets: Iterable[str]) -> Iterator[None]:
+    """``sys.stderr`` redacting ``secrets`` for the duration (unchanged when there are none).
+
+    Installed before a command starts, so loggers it configures (uvicorn's, the MCP SDK's)
+    write through it too.
+    """
+    red = log_redactor(secrets)
+    if not red:
+        yield
+        return
+    original = sys.stderr
+    wrapped = RedactingStream(original, red)
+    sys.stderr = wrapped
+    try:
+        yield
+    finally:
+        wrapped.flush()
+        if sys.stderr is wrapped:
+            sys.stderr = original

@@ -1,18 +1,28 @@
 """The inspect page as an ASGI app: routes, templates, and the guard around every response.
 
-The guard, outermost, answers before any route runs: a method other than ``GET`` is 405;
+The guard, outermost, answers before any route runs: a method other than ``GET`` or
+``HEAD`` (answered as ``GET`` without the body) is 405;
 a ``Host`` or ``Origin`` other than this server's own address is refused with the MCP
 server's own check (``prism_om.cli.mcp.http_security`` and the SDK's transport-security
 validation), so a page that rebinds its domain name to 127.0.0.1 cannot read the memory
 through the user's browser. Then every text response (pages, fragments, errors) passes the
 secrets redaction once more as a whole, in each form the page could show a secret in:
 as written, HTML-escaped, URL-encoded, and JSON-escaped (``Redactor`` adds those), on top
-of the redaction the views already apply to each text before they clip it.
+of the redaction the views already apply to each text before they clip it. The shipped
+assets under ``/static`` are package files, never store text: they are served as they are
+(a secret such as ``const`` must not break the page's script).
+
+A store that cannot be read answers with this page's own error page naming the reason
+(500 for damage, with the ``prism-om check`` hint; 503 for a busy store), logged as one
+redacted line on stderr; anything unexpected is a 500 page without details, its
+traceback logged redacted.
 """
 
 from __future__ import annotations
 
 import html
+import sys
+import traceback
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
@@ -27,7 +37,14 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..core.redaction import Redactor, redactor
-from ..errors import InvalidInputError, SessionNotFoundError, StoreRuleError
+from ..errors import (
+    CorruptStoreError,
+    InvalidInputError,
+    SessionNotFoundError,
+    StoreBusyError,
+    StoreError,
+    StoreRuleError,
+)
 from ..stores import SessionStore
 from .routes import ROUTES
 from .views import Inspector
@@ -106,6 +123,8 @@ def create_inspect_app(
             return _error(render, 404, "Not found", str(exc))
         if isinstance(exc, InvalidInputError | StoreRuleError):
             return _error(render, 400, "Bad request", str(exc))
+        if isinstance(exc, StoreError):
+            return _store_error(render, red, request, exc, store.url)
         return _error(render, 500, "Server error", f"unexpected {type(exc).__name__}")
 
     app = Starlette(
@@ -116,6 +135,10 @@ def create_inspect_app(
         exception_handlers={
             InvalidInputError: refused,
             StoreRuleError: refused,
+            StoreError: refused,
+            # Starlette's outermost middleware answers anything else with this (instead of
+            # a bare text/plain 500), then re-raises it to the guard, which logs it.
+            Exception: refused,
             404: _not_found(render),
             405: _not_allowed(render),
         },
@@ -132,6 +155,38 @@ def _error(render: Any, status: int, heading: str, reason: str) -> HTMLResponse:
     return HTMLResponse(page, status_code=status)
 
 
+_REPAIR_HINT: Final = (
+    "run 'prism-om check --db {url}' to see the damage; 'prism-om check --repair' cuts a "
+    "damaged session back to its last valid entry"
+)
+
+
+def _store_error(
+    render: Any, red: Redactor, request: Request, exc: StoreError, url: str
+) -> Response:
+    """A store that cannot answer: its reason on the page and as one line on stderr."""
+    reason = " ".join(str(exc).split())
+    if isinstance(exc, StoreBusyError):
+        status, heading = 503, "Store busy"
+        reason += " (try again in a moment)"
+    else:
+        status, heading = 500, "Store error"
+        if isinstance(exc, CorruptStoreError) and "check --repair" not in reason:
+            reason += f" ({_REPAIR_HINT.format(url=url)})"
+    reason = red.text(reason)
+    _report(red, f"{request.method} {request.url.path}: {status} {type(exc).__name__}: {reason}")
+    response = _error(render, status, heading, reason)
+    if status == 503:
+        response.headers["retry-after"] = "5"
+    return response
+
+
+def _report(red: Redactor, line: str) -> None:
+    """One redacted line on stderr, as the CLI's own lines are."""
+    sys.stderr.write(red.text(f"prism-om: inspect: {line}") + "\n")
+    sys.stderr.flush()
+
+
 def _not_found(render: Any) -> Any:
     async def handle(request: Request, exc: Exception) -> Response:
         return _error(render, 404, "Not found", f"no page at {request.url.path}")
@@ -142,7 +197,7 @@ def _not_found(render: Any) -> Any:
 def _not_allowed(render: Any) -> Any:
     async def handle(request: Request, exc: Exception) -> Response:
         response = _error(render, 405, "Method not allowed", "this page is read-only: GET only")
-        response.headers["allow"] = "GET"
+        response.headers["allow"] = "GET, HEAD"
         return response
 
     return handle
@@ -169,22 +224,28 @@ class _Guard:
             return
         request = Request(scope, receive)
         refused = await self.security.validate_request(request)
-        if refused is None and request.method != "GET":
+        if refused is None and request.method not in ("GET", "HEAD"):
             refused = _error(self.render, 405, "Method not allowed", "read-only: GET only")
-            refused.headers["allow"] = "GET"
-        outgoing = self._redacting(send)
+            refused.headers["allow"] = "GET, HEAD"
+        # Shipped assets hold no store text; redacting them would only break them.
+        asset = scope.get("path", "").startswith("/static/")
+        outgoing = self._redacting(send, redact=not asset, head=request.method == "HEAD")
         if refused is not None:
             await refused(scope, receive, outgoing)
             return
         try:
             await self.app(scope, receive, outgoing)
         except Exception as exc:
+            # Logged here, redacted, instead of by the server, whose traceback would quote
+            # the store's text (an entry field in an error message) as it is.
+            trace = "".join(traceback.format_exception(exc)).rstrip()
+            _report(self.redactor, f"{request.method} {request.url.path}: {trace}")
             if getattr(outgoing, "started", False):
-                raise
+                return
             page = _error(self.render, 500, "Server error", f"unexpected {type(exc).__name__}")
             await page(scope, receive, outgoing)
 
-    def _redacting(self, send: Send) -> Any:
+    def _redacting(self, send: Send, *, redact: bool = True, head: bool = False) -> Any:
         """``send`` with each text body redacted whole (bodies are small: pages are capped)."""
         red = self.redactor
         state: dict[str, Any] = {"start": None, "chunks": []}
@@ -201,19 +262,23 @@ class _Guard:
                 return
             start = state["start"]
             body = b"".join(state["chunks"])
+            length = str(len(body)).encode()
+            if head and not body:  # a file response already left its body out
+                length = dict(start.get("headers", [])).get(b"content-length", length)
             headers = [
                 (k, v)
                 for k, v in start.get("headers", [])
                 if k.lower() not in (b"content-length", *(h.encode() for h in _SECURITY_HEADERS))
             ]
             content_type = dict(headers).get(b"content-type", b"").decode("latin-1")
-            if red and content_type.startswith(("text/", "image/svg")):
+            if redact and red and content_type.startswith(("text/", "image/svg")):
                 body = red.text(body.decode("utf-8", "replace")).encode("utf-8")
             headers += [(k.encode(), v.encode()) for k, v in _SECURITY_HEADERS.items()]
-            headers.append((b"content-length", str(len(body)).encode()))
+            headers.append((b"content-length", length))
             outgoing.started = True  # type: ignore[attr-defined]
             await send({**start, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
+            # HEAD: the length a GET would send, no body.
+            await send({"type": "http.response.body", "body": b"" if head else body})
 
         outgoing.started = False  # type: ignore[attr-defined]
         return outgoing

@@ -20,7 +20,7 @@ from ..core.relevance import observation_pool_tokens
 from ..core.scope_map import WorkScopeMap
 from ..core.withheld import withheld_memory_ids
 from ..entries import SessionEntry
-from ..errors import SessionNotFoundError
+from ..errors import CorruptStoreError, SessionNotFoundError
 from ..stores import SessionStore
 from ..tokens import get_estimator
 from .params import TIMELINE_LIMIT_DEFAULT, InspectParamError, shown
@@ -37,6 +37,8 @@ __all__ = [
 SESSIONS_PAGE: Final = 200
 MEMORY_PAGE: Final = 100
 LEAVES_SHOWN: Final = 50
+DAMAGED_SHOWN: Final = 50
+"""Damaged sessions named on the sessions page (the rest are counted)."""
 TEXT_MAX_CHARS: Final = 2000
 BLOCK_MAX_CHARS: Final = 60_000
 # How far up a fork's parents the tree looks for where it leaves the chosen branch.
@@ -79,11 +81,23 @@ class Inspector:
         invalid = await self.invalidated()
         estimator = get_estimator()
         for row in page:
-            live = await self.store.live_ledger(row["session"])
+            try:
+                live = await self.store.live_ledger(row["session"])
+            except CorruptStoreError as exc:
+                # One damaged session must not hide the others (as in 'prism-om sessions');
+                # a busy or closed store is the whole page's error.
+                row["poolTokens"], row["problem"] = None, self.text(str(exc))
+                continue
             observations, _ = active_memory(live, invalid)
             row["poolTokens"] = observation_pool_tokens(
                 [r.observation for r in observations], estimator
             )
+        found = getattr(self.store, "damaged_sessions", None)
+        damaged = await found() if found is not None else {}
+        unreadable = {
+            **{sid: self.text(str(e)) for sid, e in damaged.items()},
+            **{r["session"]: r["problem"] for r in page if "problem" in r},
+        }
         after = offset + SESSIONS_PAGE
         return {
             "rows": page,
@@ -92,6 +106,8 @@ class Inspector:
             "next": after if after < len(rows) else None,
             "previous": max(0, offset - SESSIONS_PAGE) if offset else None,
             "filter": needle or "",
+            "damaged": dict(list(unreadable.items())[:DAMAGED_SHOWN]),
+            "damagedTotal": len(unreadable),
         }
 
     # -- one session ---------------------------------------------------------------------
