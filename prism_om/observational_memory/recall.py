@@ -63,7 +63,7 @@ from ..core.redaction import Redactor, redactor
 from ..entries import SessionEntry
 from ..errors import InvalidIdError, InvalidInputError, PageTooLargeError
 from ..ids import is_memory_id
-from ..stores._together import read_together
+from ..stores._together import read_point, read_together
 from ..stores.base import SessionStore
 
 __all__ = [
@@ -263,8 +263,11 @@ async def _recall_store(
         fetched = await store.get_many(wanted) if wanted else {}
         return _build(plan, red, fetched.get, window)
 
-    # One unit: on SQLite, one thread hop for the subset and the sources together.
-    return await read_together(store, reads)
+    if invalid:
+        # One unit: on SQLite, one thread hop for the subset and the sources together.
+        return await read_together(store, reads)
+    # Without withholding it reads only rows by id: a point read (on SQLite, no hop).
+    return await read_point(store, reads)
 
 
 def _recall(

@@ -9,7 +9,7 @@ from .base import SessionStore
 
 T = TypeVar("T")
 
-__all__ = ["read_together"]
+__all__ = ["read_point", "read_together"]
 
 
 async def read_together(store: SessionStore, reads: Callable[[], Coroutine[Any, Any, T]]) -> T:
@@ -23,4 +23,17 @@ async def read_together(store: SessionStore, reads: Callable[[], Coroutine[Any, 
     if together is None:
         return await reads()
     result: T = await together(reads)
+    return result
+
+
+async def read_point(store: SessionStore, reads: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """``read_together``, for reads that touch a few rows by key (a recall by id).
+
+    A store with a ``_read_point`` method may run them without a thread hop (SQLite: on
+    the event loop's own connection, falling back to one hop; ``stores/sqlite/point``).
+    """
+    point = getattr(store, "_read_point", None)
+    if point is None:
+        return await read_together(store, reads)
+    result: T = await point(reads)
     return result
