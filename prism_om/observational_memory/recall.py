@@ -63,7 +63,7 @@ from ..core.redaction import Redactor, redactor
 from ..entries import SessionEntry
 from ..errors import InvalidIdError, InvalidInputError, PageTooLargeError
 from ..ids import is_memory_id
-from ..stores._together import read_point, read_together
+from ..stores._together import point_reads_ready, read_point, read_together
 from ..stores.base import SessionStore
 
 __all__ = [
@@ -242,7 +242,7 @@ async def _recall_store(
     extras: tuple[ObservationalMemoryLedger, ...],
     window: tuple[int, int],
 ) -> MemoryRecall:
-    async def reads() -> MemoryRecall:
+    async def subset() -> ObservationalMemoryLedger:
         # Only the rows of this id (and, for a reflection, its supports) are read.
         ledger = await store.memory_subset(session_id, [memory_id], leaf_id)
         if memory_id in ledger.reflections_by_id:
@@ -253,21 +253,31 @@ async def _recall_store(
             else:
                 supports = ledger.reflections_by_id[memory_id].reflection.observation_ids
                 ledger = await store.memory_subset(session_id, [memory_id, *supports], leaf_id)
+        return ledger
+
+    async def answer(
+        read_subset: Callable[[], Awaitable[ObservationalMemoryLedger]],
+        read_sources: Callable[[list[str]], Awaitable[dict[str, SessionEntry]]],
+    ) -> MemoryRecall:
         # Resolved once: withholding and the cited slice are decided before the store
         # fetches that slice by id (append-time validation put every local source on
         # this branch); the result is built once, from what was fetched.
-        plan = _resolve(ledger, extras, memory_id, invalid)
+        plan = _resolve(await read_subset(), extras, memory_id, invalid)
         if isinstance(plan, MemoryRecall):
             return plan
         wanted = _slice(plan.cited, window)
-        fetched = await store.get_many(wanted) if wanted else {}
+        fetched = await read_sources(wanted) if wanted else {}
         return _build(plan, red, fetched.get, window)
 
-    if invalid:
+    if invalid or not point_reads_ready(store):
         # One unit: on SQLite, one thread hop for the subset and the sources together.
-        return await read_together(store, reads)
-    # Without withholding it reads only rows by id: a point read (on SQLite, no hop).
-    return await read_point(store, reads)
+        return await read_together(store, lambda: answer(subset, store.get_many))
+    # Without withholding only rows by id are read: point reads (on SQLite, no hop while
+    # they stay narrow; a wide or busy one takes a hop).
+    return await answer(
+        lambda: read_point(store, subset, keys=1),
+        lambda wanted: read_point(store, lambda: store.get_many(wanted), keys=len(wanted)),
+    )
 
 
 def _recall(

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from prism_om.core.records import REFLECTIONS_RECORDED
 from prism_om.errors import CorruptStoreError, StoreClosedError
 from prism_om.observational_memory import recall_observational_memory
 from prism_om.stores.sqlite import SqliteStore
@@ -81,10 +82,38 @@ async def test_many_sources_take_the_hop(tmp_path: Path) -> None:
         async def call() -> None:
             got.append(await recall_observational_memory(store, memory_id, session_id="s1"))
 
-        # The id's rows on the loop, then the wide read of its sources redone in one hop.
+        # The id's rows on the loop, then the wide read of its sources with one hop.
         assert await hops(call) == 1
         assert got[0] == recall_observational_memory(b.path, memory_id)
         assert len(got[0].sources) == len(cited)
+
+
+async def test_a_wide_reflection_is_redone_with_one_hop(tmp_path: Path) -> None:
+    # Its supports are looked up in one statement bound to more than POINT_MAX_PARAMS
+    # values: that statement never runs on the loop, the read is redone with a hop.
+    b = BranchBuilder(session_id="s1", rng=random.Random(5))
+    supports = []
+    for i in range(POINT_MAX_PARAMS // 4 + 2):
+        message = b.message("user", f"m{i}")
+        rec = b.observe(1, sources=[message.id])
+        supports.append(rec.data["observations"][0]["id"] if rec.data else "")
+    reflection_id = b.memory_id()
+    b.custom(
+        {
+            "type": REFLECTIONS_RECORDED,
+            "reflections": [{"id": reflection_id, "text": "all", "observationIds": supports}],
+        }
+    )
+    async with await SqliteStore.open(tmp_path / "s.db") as store:
+        await load_builder(store, b)
+        got: list[Any] = []
+
+        async def call() -> None:
+            got.append(await recall_observational_memory(store, reflection_id, session_id="s1"))
+
+        assert await hops(call) == 1  # the supports' rows; the sources on the loop
+        assert got[0] == recall_observational_memory(b.path, reflection_id)
+        assert len(got[0].supporting_observations) == len(supports)
 
 
 class BusyConnection:
@@ -109,8 +138,10 @@ async def test_a_busy_file_takes_the_hop_instead_of_waiting(story_store: Any) ->
         async def call() -> None:
             got.append(await recall(store, story.o1))
 
-        assert await hops(call) == 1
-        assert busy.statements == 1
+        # Each of its two point reads (the id's rows, its sources) met the busy file once
+        # and was redone with a hop: no wait on the loop.
+        assert await hops(call) == 2
+        assert busy.statements == 2
         assert got[0] == listed(story, story.o1)
     finally:
         store._point.raw = real

@@ -19,7 +19,7 @@ from ...entries import SessionEntry
 from ...errors import CorruptStoreError
 from ..base import SessionSummary
 from .direct import ThreadSlot, drive, fetch_direct, on_thread
-from .point import NotAPoint, PointConnection
+from .point import POINT_MAX_PARAMS, NotAPoint, PointConnection
 from .reads import SqliteReads
 from .sql import Params
 
@@ -53,13 +53,20 @@ class OneHopReads(SqliteReads):
         """``reads()`` (which awaits only this store's reads) in one hop; see ``read_together``."""
         return await self._hop(reads)
 
-    async def _read_point(self, reads: Callable[[], Coroutine[Any, Any, T]]) -> T:
-        """``reads()``, a bounded point read, on the loop's own connection: no hop.
+    def _point_ready(self) -> bool:
+        """Whether a point read would run on the loop's own connection now."""
+        self._check_open()
+        return self._direct.conn is None and self._point.get() is not None
 
-        Redone with one hop when it is not a point read after all (see ``point``).
+    async def _read_point(self, reads: Callable[[], Coroutine[Any, Any, T]], keys: int) -> T:
+        """``reads()``, rows by ``keys`` ids, on the loop's own connection: no hop.
+
+        Too many keys take the hop at once; a read that turns out wider, or meets a busy
+        file, is redone with one hop (see ``point``).
         """
         self._check_open()
-        raw = self._point.get() if self._direct.conn is None else None
+        narrow = keys <= POINT_MAX_PARAMS and self._direct.conn is None
+        raw = self._point.get() if narrow else None
         if raw is None:
             return await self._hop(reads)
         self._direct.conn = raw
