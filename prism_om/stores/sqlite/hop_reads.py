@@ -83,11 +83,7 @@ class OneHopReads(SqliteReads):
         if raw is None:
             return await super()._fetch(sql, params)
         if raw is self._point.raw:
-            try:
-                return self._point.fetch(self.url, sql, params)
-            except CorruptStoreError as exc:
-                self._mark_damaged(exc)
-                raise
+            return self._point.fetch(sql, params)
         try:
             return fetch_direct(raw, self.url, sql, params)
         except CorruptStoreError as exc:

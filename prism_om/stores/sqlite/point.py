@@ -11,8 +11,9 @@ from ever waiting on the file:
 - a busy or locked file answers at once instead of waiting.
 
 Either raises ``NotAPoint`` and the whole read is redone with a hop (reads have no side
-effects). A read-only store, a thread other than the one that opened the connection, or a
-connection that cannot be opened also take the hop.
+effects); so does any other error, which the hop's reader then meets and reports. A
+read-only store, a thread other than the one that opened the connection, or a connection
+that cannot be opened (or failed) also take the hop.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from typing import Any
 
 from .sql import Params
 from .translate import _is_busy as is_busy
-from .translate import translate_error
 
 __all__ = ["POINT_MAX_PARAMS", "NotAPoint", "PointConnection"]
 
@@ -41,41 +41,44 @@ class PointConnection:
     """A store's read-only connection for point reads, opened lazily on the loop's thread."""
 
     def __init__(self, location: str | None) -> None:
-        # None: point reads are off (read-only stores keep their one connection).
-        self._location = location
+        # None: point reads are off (read-only stores keep their one connection). The URI
+        # is fixed now: a later change of directory must not point it at another file.
+        self._uri = None if location is None else f"{Path(location).absolute().as_uri()}?mode=ro"
         self.raw: sqlite3.Connection | None = None
         self._thread: int | None = None
 
     def get(self) -> sqlite3.Connection | None:
         """The connection for this thread, or None when point reads are unavailable."""
-        if self._location is None:
+        if self._uri is None:
             return None
         if self.raw is None:
-            uri = f"{Path(self._location).absolute().as_uri()}?mode=ro"
             try:
-                raw = sqlite3.connect(uri, uri=True, timeout=0, isolation_level=None)
+                raw = sqlite3.connect(self._uri, uri=True, timeout=0, isolation_level=None)
             except sqlite3.Error:
-                self._location = None  # the hop reports whatever is wrong
+                self._uri = None  # the hop reports whatever is wrong
                 return None
             self.raw, self._thread = raw, threading.get_ident()
         # sqlite3 refuses a connection on another thread than its own.
         return self.raw if self._thread == threading.get_ident() else None
 
-    def fetch(self, url: str, sql: str, params: Params) -> list[Any]:
-        """All rows of one statement, or ``NotAPoint`` (too wide, or the file is busy)."""
+    def fetch(self, sql: str, params: Params) -> list[Any]:
+        """All rows of one statement, or ``NotAPoint`` (too wide, busy, or failing)."""
         assert self.raw is not None
         if len(params) > POINT_MAX_PARAMS:
             raise NotAPoint
         try:
             return self.raw.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
-            if is_busy(exc):
-                raise NotAPoint from exc
-            raise translate_error(url, "read", exc) from exc
+            if not is_busy(exc):
+                # Whatever else is wrong (a damaged file, one a read-only connection cannot
+                # open) the hop's reader meets and reports, with its own translation; later
+                # reads go straight to it.
+                self.close()
+            raise NotAPoint from exc
 
     def close(self) -> None:
         """Close it (on its own thread; elsewhere sqlite3 refuses and GC closes it)."""
-        raw, self.raw, self._location = self.raw, None, None
+        raw, self.raw, self._uri = self.raw, None, None
         if raw is not None and self._thread == threading.get_ident():
             with contextlib.suppress(sqlite3.Error):
                 raw.close()
