@@ -61,6 +61,8 @@ INTERNAL = {
     "prism_om.testing.faults.InjectedFault",
     # The test kit's cluster helper: no PostgreSQL here (the tests turn it into a skip).
     "prism_om.testing.postgres_cluster.PostgresUnavailableError",
+    # SQLite's point read signalling "redo this with a hop": caught inside the store.
+    "prism_om.stores.sqlite.point.NotAPoint",
 }
 
 

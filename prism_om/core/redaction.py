@@ -139,8 +139,14 @@ def _representations(secret: str) -> set[str]:
     return {form for form in forms if form}
 
 
+_NO_SECRETS: Final = Redactor()
+
+
 def redactor(secrets: Iterable[str] | Redactor | None) -> Redactor:
     """A ``Redactor`` for ``secrets``, reusing one that is already built."""
+    if secrets is None:
+        # The common case, once per recall and per page: no pattern to build.
+        return _NO_SECRETS
     return secrets if isinstance(secrets, Redactor) else Redactor(secrets)
 
 

@@ -63,7 +63,7 @@ from ..core.redaction import Redactor, redactor
 from ..entries import SessionEntry
 from ..errors import InvalidIdError, InvalidInputError, PageTooLargeError
 from ..ids import is_memory_id
-from ..stores._together import read_together
+from ..stores._together import point_reads_ready, read_point, read_together
 from ..stores.base import SessionStore
 
 __all__ = [
@@ -242,7 +242,7 @@ async def _recall_store(
     extras: tuple[ObservationalMemoryLedger, ...],
     window: tuple[int, int],
 ) -> MemoryRecall:
-    async def reads() -> MemoryRecall:
+    async def subset() -> ObservationalMemoryLedger:
         # Only the rows of this id (and, for a reflection, its supports) are read.
         ledger = await store.memory_subset(session_id, [memory_id], leaf_id)
         if memory_id in ledger.reflections_by_id:
@@ -253,16 +253,31 @@ async def _recall_store(
             else:
                 supports = ledger.reflections_by_id[memory_id].reflection.observation_ids
                 ledger = await store.memory_subset(session_id, [memory_id, *supports], leaf_id)
-        # Two passes: the pure resolver names the sources it needs, the store fetches them
-        # by id (append-time validation put every local source on this branch), then it
-        # resolves.
-        wanted: list[str] = []
-        _recall(ledger, extras, memory_id, invalid, red, lambda s: wanted.append(s), window)
-        fetched = await store.get_many(wanted) if wanted else {}
-        return _recall(ledger, extras, memory_id, invalid, red, fetched.get, window)
+        return ledger
 
-    # One unit: on SQLite, one thread hop for the subset and the sources together.
-    return await read_together(store, reads)
+    async def answer(
+        read_subset: Callable[[], Awaitable[ObservationalMemoryLedger]],
+        read_sources: Callable[[list[str]], Awaitable[dict[str, SessionEntry]]],
+    ) -> MemoryRecall:
+        # Resolved once: withholding and the cited slice are decided before the store
+        # fetches that slice by id (append-time validation put every local source on
+        # this branch); the result is built once, from what was fetched.
+        plan = _resolve(await read_subset(), extras, memory_id, invalid)
+        if isinstance(plan, MemoryRecall):
+            return plan
+        wanted = _slice(plan.cited, window)
+        fetched = await read_sources(wanted) if wanted else {}
+        return _build(plan, red, fetched.get, window)
+
+    if invalid or not point_reads_ready(store):
+        # One unit: on SQLite, one thread hop for the subset and the sources together.
+        return await read_together(store, lambda: answer(subset, store.get_many))
+    # Without withholding only rows by id are read: point reads (on SQLite, no hop while
+    # they stay narrow; a wide or busy one takes a hop).
+    return await answer(
+        lambda: read_point(store, subset, keys=1),
+        lambda wanted: read_point(store, lambda: store.get_many(wanted), keys=len(wanted)),
+    )
 
 
 def _recall(
@@ -274,14 +289,38 @@ def _recall(
     lookup: Callable[[str], SessionEntry | None],
     window: tuple[int, int],
 ) -> MemoryRecall:
+    plan = _resolve(ledger, extras, memory_id, invalid)
+    return plan if isinstance(plan, MemoryRecall) else _build(plan, red, lookup, window)
+
+
+@dataclass(frozen=True)
+class _Found:
+    """A memory that recall answers with its text: what ``_build`` needs besides sources."""
+
+    recorded: RecordedObservation | RecordedReflection
+    cited: list[str]
+    """Every source id the memory cites, in citation order (duplicates kept)."""
+    dropped: bool = False
+    supports: tuple[tuple[RecordedObservation, bool], ...] = ()
+    missing_supports: tuple[str, ...] = ()
+    superseded_by: str | None = None
+
+
+def _resolve(
+    ledger: ObservationalMemoryLedger,
+    extras: tuple[ObservationalMemoryLedger, ...],
+    memory_id: str,
+    invalid: frozenset[str],
+) -> MemoryRecall | _Found:
+    """The memory found and not withheld, or the not-found / revoked answer."""
     ledgers = (ledger, *extras)
     observation = _first(memory_id, (lg.observations_by_id for lg in ledgers))
     if observation is not None:
         owner = next(lg for lg in ledgers if memory_id in lg.observations_by_id)
-        return _recall_observation(observation, owner, invalid, red, lookup, window)
+        return _resolve_observation(observation, owner, invalid)
     reflection = _first(memory_id, (lg.reflections_by_id for lg in ledgers))
     if reflection is not None:
-        return _recall_reflection(reflection, ledgers, invalid, red, lookup, window)
+        return _resolve_reflection(reflection, ledgers, invalid)
     return MemoryRecall(id=memory_id, kind=None, found=False, reason="unknown")
 
 
@@ -292,39 +331,26 @@ def _first(key: str, maps: Iterable[Mapping[str, Any]]) -> Any:
     return None
 
 
-def _recall_observation(
+def _resolve_observation(
     recorded: RecordedObservation,
     owner: ObservationalMemoryLedger,
     invalid: frozenset[str],
-    red: Redactor,
-    lookup: Callable[[str], SessionEntry | None],
-    window: tuple[int, int],
-) -> MemoryRecall:
+) -> MemoryRecall | _Found:
     obs = recorded.observation
     if invalidated_observation_ids([obs], invalid):
         return MemoryRecall(id=obs.id, kind="observation", found=False, reason="revoked")
-    page = _sources(obs.source_entry_ids, red, lookup, window)
-    return MemoryRecall(
-        id=obs.id,
-        kind="observation",
-        found=True,
-        text=red.text(obs.text),
-        item=red.value(obs.model_dump(by_alias=True, mode="json")),
+    return _Found(
+        recorded,
+        cited=list(obs.source_entry_ids),
         dropped=obs.id in owner.dropped_observation_ids,
-        recorded_entry_id=recorded.recorded_entry_id,
-        recorded_at=recorded.recorded_at,
-        **page,
     )
 
 
-def _recall_reflection(
+def _resolve_reflection(
     recorded: RecordedReflection,
     ledgers: tuple[ObservationalMemoryLedger, ...],
     invalid: frozenset[str],
-    red: Redactor,
-    lookup: Callable[[str], SessionEntry | None],
-    window: tuple[int, int],
-) -> MemoryRecall:
+) -> MemoryRecall | _Found:
     refl = recorded.reflection
     supports: list[tuple[RecordedObservation, bool]] = []
     missing: list[str] = []
@@ -344,8 +370,38 @@ def _recall_reflection(
     successor = owner.superseded_by.get(refl.id)
     # Dropped supports still contribute their raw sources: dropping prunes the pool, it
     # does not retract the evidence.
-    cited = [s for r, _ in supports for s in r.observation.source_entry_ids]
-    page = _sources(cited, red, lookup, window)
+    return _Found(
+        recorded,
+        cited=[s for r, _ in supports for s in r.observation.source_entry_ids],
+        supports=tuple(supports),
+        missing_supports=tuple(missing),
+        superseded_by=successor if successor not in gone else None,
+    )
+
+
+def _build(
+    plan: _Found,
+    red: Redactor,
+    lookup: Callable[[str], SessionEntry | None],
+    window: tuple[int, int],
+) -> MemoryRecall:
+    recorded = plan.recorded
+    page = _sources(plan.cited, red, lookup, window)
+    if isinstance(recorded, RecordedObservation):
+        obs = recorded.observation
+        return MemoryRecall(
+            id=obs.id,
+            kind="observation",
+            found=True,
+            text=red.text(obs.text),
+            item=red.value(obs.model_dump(by_alias=True, mode="json")),
+            dropped=plan.dropped,
+            recorded_entry_id=recorded.recorded_entry_id,
+            recorded_at=recorded.recorded_at,
+            **page,
+        )
+    refl = recorded.reflection
+    supports = plan.supports
     return MemoryRecall(
         id=refl.id,
         kind="reflection",
@@ -360,8 +416,8 @@ def _recall_reflection(
             for r, d in supports
         ),
         dropped_supporting_observation_ids=tuple(r.id for r, d in supports if d),
-        missing_supporting_observation_ids=tuple(missing),
-        superseded_by=successor if successor not in gone else None,
+        missing_supporting_observation_ids=plan.missing_supports,
+        superseded_by=plan.superseded_by,
     )
 
 
@@ -399,3 +455,9 @@ def _sources(
         "sources_offset": offset,
         "next_sources_offset": end if end < len(distinct) else None,
     }
+
+
+def _slice(source_ids: Collection[str], window: tuple[int, int]) -> list[str]:
+    """The distinct cited ids of one window, in citation order: the ones a call reads."""
+    offset, limit = window
+    return list(dict.fromkeys(source_ids))[offset : offset + limit]

@@ -9,7 +9,7 @@ from .base import SessionStore
 
 T = TypeVar("T")
 
-__all__ = ["read_together"]
+__all__ = ["point_reads_ready", "read_point", "read_together"]
 
 
 async def read_together(store: SessionStore, reads: Callable[[], Coroutine[Any, Any, T]]) -> T:
@@ -24,3 +24,25 @@ async def read_together(store: SessionStore, reads: Callable[[], Coroutine[Any, 
         return await reads()
     result: T = await together(reads)
     return result
+
+
+async def read_point(
+    store: SessionStore, reads: Callable[[], Coroutine[Any, Any, T]], *, keys: int
+) -> T:
+    """``read_together``, for reads of rows by ``keys`` ids (a recall by id).
+
+    A store with a ``_read_point`` method may run them without a thread hop (SQLite: on
+    the event loop's own connection when ``keys`` is small, else with one hop;
+    ``stores/sqlite/point``).
+    """
+    point = getattr(store, "_read_point", None)
+    if point is None:
+        return await read_together(store, reads)
+    result: T = await point(reads, keys)
+    return result
+
+
+def point_reads_ready(store: SessionStore) -> bool:
+    """Whether ``store`` can run ``read_point`` reads without a hop here and now."""
+    ready = getattr(store, "_point_ready", None)
+    return ready is not None and bool(ready())

@@ -19,6 +19,7 @@ from ...entries import SessionEntry
 from ...errors import CorruptStoreError
 from ..base import SessionSummary
 from .direct import ThreadSlot, drive, fetch_direct, on_thread
+from .point import POINT_MAX_PARAMS, NotAPoint, PointConnection
 from .reads import SqliteReads
 from .sql import Params
 
@@ -30,6 +31,8 @@ class OneHopReads(SqliteReads):
 
     # The raw reader connection while a read runs on its thread (set only there).
     _direct: ThreadSlot
+    # The loop's own read-only connection for bounded point reads (``point``).
+    _point: PointConnection
 
     async def _hop(self, read: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
         if self._direct.conn is not None:
@@ -50,10 +53,37 @@ class OneHopReads(SqliteReads):
         """``reads()`` (which awaits only this store's reads) in one hop; see ``read_together``."""
         return await self._hop(reads)
 
+    def _point_ready(self) -> bool:
+        """Whether a point read would run on the loop's own connection now."""
+        self._check_open()
+        return self._direct.conn is None and self._point.get() is not None
+
+    async def _read_point(self, reads: Callable[[], Coroutine[Any, Any, T]], keys: int) -> T:
+        """``reads()``, rows by ``keys`` ids, on the loop's own connection: no hop.
+
+        Too many keys take the hop at once; a read that turns out wider, or meets a busy
+        file, is redone with one hop (see ``point``).
+        """
+        self._check_open()
+        narrow = keys <= POINT_MAX_PARAMS and self._direct.conn is None
+        raw = self._point.get() if narrow else None
+        if raw is None:
+            return await self._hop(reads)
+        self._direct.conn = raw
+        try:
+            return drive(reads())
+        except NotAPoint:
+            pass
+        finally:
+            self._direct.conn = None
+        return await self._hop(reads)
+
     async def _fetch(self, sql: str, params: Params = ()) -> builtins.list[Any]:
         raw = self._direct.conn
         if raw is None:
             return await super()._fetch(sql, params)
+        if raw is self._point.raw:
+            return self._point.fetch(sql, params)
         try:
             return fetch_direct(raw, self.url, sql, params)
         except CorruptStoreError as exc:

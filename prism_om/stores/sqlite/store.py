@@ -58,6 +58,7 @@ from .placement import (
     outside_parent_ids,
     state_and_parents,
 )
+from .point import PointConnection
 from .sql import (
     ADD_TO_SUMMARY_SQL,
     DELETE_SESSION_SQL,
@@ -120,6 +121,7 @@ class SqliteStore(OneHopReads):
         # Held across every write transaction: the writer connection has one transaction.
         self._lock = asyncio.Lock()
         self._direct = ThreadSlot()
+        self._point = PointConnection(None if read_only else self._location)
         # After ``delete_session``: WAL frames its checkpoint could not copy into the file
         # (another process's reader held them); 0 when the erased bytes are gone.
         self.wal_frames_pending = 0
@@ -327,6 +329,7 @@ class SqliteStore(OneHopReads):
         if self._closed:
             return
         self._closed = True
+        self._point.close()
         # Wait for a running write transaction to finish before closing its connection.
         async with self._lock:
             # A reader holds nothing to lose; the writer's close checkpoints the WAL, so
