@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import socket
 import sys
 from typing import Final
 
 from ..core.limits import MAX_SAFE_INTEGER
-from ..errors import PrismMemoryError
 from .common import count_argument, open_cli_store
+from .listen import bind_listener
 from .redaction import cli_redactor
 
 __all__ = ["DEFAULT_INSPECT_PORT", "add_inspect_arguments", "cmd_inspect"]
@@ -67,7 +66,7 @@ async def cmd_inspect(args: argparse.Namespace) -> None:
         )
         import uvicorn
 
-        listener = _bind(host, args.port)
+        listener = bind_listener(host, args.port, serving="the inspect page", option="--port")
         with listener:
             if not is_loopback(host):
                 sys.stderr.write(
@@ -94,20 +93,3 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False  # a name: whoever it resolves for may reach it
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    """The listening socket, bound here so a taken port fails before any announcement."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    listener = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((host, port))
-        listener.listen(128)
-    except OSError as exc:
-        listener.close()
-        raise PrismMemoryError(
-            f"cannot serve the inspect page on {host}:{port}: {exc.strerror or exc} "
-            "(another program holds the port? choose another --port)"
-        ) from None
-    return listener

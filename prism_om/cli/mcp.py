@@ -12,13 +12,12 @@ is bound before anything is announced: a port another program holds is one
 from __future__ import annotations
 
 import argparse
-import socket
 import sys
 from typing import TYPE_CHECKING
 
 from ..core.limits import MAX_SAFE_INTEGER
-from ..errors import PrismMemoryError
 from .common import count_argument, open_cli_store
+from .listen import bind_listener
 from .redaction import cli_redactor
 
 if TYPE_CHECKING:
@@ -88,24 +87,10 @@ async def cmd_mcp(args: argparse.Namespace) -> None:
             host=HTTP_HOST,
         )
         config = uvicorn.Config(app, host=HTTP_HOST, port=args.http, log_level="warning")
-        listener = _bind(args.http)
+        listener = bind_listener(
+            HTTP_HOST, args.http, serving="MCP over HTTP", option="--http PORT"
+        )
         with listener:
             sys.stderr.write(f"prism-om: MCP over HTTP at http://{HTTP_HOST}:{args.http}/mcp\n")
             sys.stderr.flush()
             await uvicorn.Server(config).serve(sockets=[listener])
-
-
-def _bind(port: int) -> socket.socket:
-    """The listening socket, bound here so a taken port fails before any announcement."""
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((HTTP_HOST, port))
-        listener.listen(128)
-    except OSError as exc:
-        listener.close()
-        raise PrismMemoryError(
-            f"cannot serve MCP over HTTP on {HTTP_HOST}:{port}: {exc.strerror or exc} "
-            "(another program holds the port? choose another --http PORT)"
-        ) from None
-    return listener

@@ -27,10 +27,10 @@ from typing import Any, Literal
 from ...core.ledger import ObservationalMemoryLedger
 from ...core.sources import ELIGIBLE_SOURCE_ROLES
 from ...entries import SessionEntry
-from ...errors import CorruptStoreError, EntryNotFoundError, InvalidInputError
+from ...errors import CorruptStoreError
 from ..base import check_page_args
 from ..sqlite.folds import ledger_from_rows
-from ..sqlite.placement import check_leaf_session
+from ..sqlite.placement import check_leaf_session, check_page_head
 from ..sqlite.reads import SqliteReads
 from ..sqlite.translate import fold_rows_parse
 from .connection import PoolReader
@@ -287,27 +287,13 @@ class PostgresReads(SqliteReads):
         key = (direction, "session" if leaf_id is None else "given")
         rows = await self._fetch_native(PAGE_SQL[key], params)
         current, owner, depth, kind, role = rows[0][:5]
-        if leaf_id is not None:
-            check_leaf_session(leaf_id, session_id, owner, self.url)
-        elif current is not None and owner is None:
-            raise CorruptStoreError(
-                f"session {session_id!r} in {self.url}: its leaf {current!r} has no row",
-                url=self.url,
-            )
-        if depth is None:
-            raise EntryNotFoundError(
-                f"cursor {cursor!r} is not an entry of the current branch",
-                entry_id=cursor,
-                session_id=session_id,
-                url=self.url,
-            )
-        if kind != "message" or role not in ELIGIBLE_SOURCE_ROLES:
-            raise InvalidInputError(
-                f"cursor {cursor!r} is a {kind} entry, not a user, assistant or tool message",
-                entry_id=cursor,
-                session_id=session_id,
-                url=self.url,
-            )
+        check_page_head(
+            session_id=session_id,
+            leaf_id=leaf_id,
+            cursor=cursor,
+            head=(current, owner, depth, kind, role),
+            url=self.url,
+        )
         found = self._parse_rows([row[5:] for row in rows if row[5] is not None])
         more = len(found) > limit
         page = found[:limit]

@@ -11,6 +11,7 @@ import aiosqlite
 
 from ..._gc import collector_paused
 from ...core.parse import MemoryRecord, parse_memory_record
+from ...core.sources import ELIGIBLE_SOURCE_ROLES
 from ...core.validation import (
     MemoryRecordNeeds,
     branch_facts_from_entries,
@@ -19,8 +20,10 @@ from ...core.validation import (
 )
 from ...entries import SessionEntry
 from ...errors import (
+    CorruptStoreError,
     DuplicateEntryError,
     EntryNotFoundError,
+    InvalidInputError,
     MemoryRecordError,
     RootExistsError,
     SessionMismatchError,
@@ -396,3 +399,37 @@ async def _path_evidence(
         for row in await fetch_rows(conn, sql, [int(seq) for seq in chunk]):
             evidence.append(parse(row))
     return evidence
+
+
+def check_page_head(
+    *,
+    session_id: str,
+    leaf_id: str | None,
+    cursor: str,
+    head: tuple[str | None, str | None, int | None, str | None, str | None],
+    url: str,
+) -> None:
+    """The checks of a page read's first row, shared by the SQLite and PostgreSQL pages:
+    ``head`` is (current leaf, its owner, the cursor's depth on the branch, its kind, its
+    role), None where the statement found nothing."""
+    current, owner, depth, kind, role = head
+    if leaf_id is not None:
+        check_leaf_session(leaf_id, session_id, owner, url)
+    elif current is not None and owner is None:
+        raise CorruptStoreError(
+            f"session {session_id!r} in {url}: its leaf {current!r} has no row", url=url
+        )
+    if depth is None:
+        raise EntryNotFoundError(
+            f"cursor {cursor!r} is not an entry of the current branch",
+            entry_id=cursor,
+            session_id=session_id,
+            url=url,
+        )
+    if kind != "message" or role not in ELIGIBLE_SOURCE_ROLES:
+        raise InvalidInputError(
+            f"cursor {cursor!r} is a {kind} entry, not a user, assistant or tool message",
+            entry_id=cursor,
+            session_id=session_id,
+            url=url,
+        )

@@ -13,12 +13,10 @@ import aiosqlite
 from ..._gc import collector_paused
 from ...core.ledger import ObservationalMemoryLedger
 from ...core.scope_map import WorkScopeMap, fold_work_scope_map
-from ...core.sources import ELIGIBLE_SOURCE_ROLES
 from ...entries import SessionEntry, now_timestamp, validate_session_id
 from ...errors import (
     CorruptStoreError,
     EntryNotFoundError,
-    InvalidInputError,
 )
 from ...tokens import TokenEstimator
 from .._rows import bad_row_reason, entries_from_rows
@@ -32,7 +30,7 @@ from .connect import DAMAGED_SUFFIX
 from .folds import ledger_from_rows
 from .live_pool import POOL_SQL
 from .page import PAGE_SQL
-from .placement import check_leaf_session, id_chunks, memory_head_of, sorted_pieces
+from .placement import check_leaf_session, check_page_head, id_chunks, memory_head_of, sorted_pieces
 from .sql import (
     BODIES_BY_ID_SQL,
     BRANCH_ENTRIES_SQL,
@@ -353,27 +351,13 @@ class SqliteReads(StoreLifecycle):
         key = (direction, "session" if leaf_id is None else "given")
         rows = await self._fetch(PAGE_SQL[key], params)
         _, current, owner, depth, kind, role, _ = rows[0]
-        if leaf_id is not None:
-            check_leaf_session(leaf_id, session_id, owner, self.url)
-        elif current is not None and owner is None:
-            raise CorruptStoreError(
-                f"session {session_id!r} in {self.url}: its leaf {current!r} has no row",
-                url=self.url,
-            )
-        if depth is None:
-            raise EntryNotFoundError(
-                f"cursor {cursor!r} is not an entry of the current branch",
-                entry_id=cursor,
-                session_id=session_id,
-                url=self.url,
-            )
-        if kind != "message" or role not in ELIGIBLE_SOURCE_ROLES:
-            raise InvalidInputError(
-                f"cursor {cursor!r} is a {kind} entry, not a user, assistant or tool message",
-                entry_id=cursor,
-                session_id=session_id,
-                url=self.url,
-            )
+        check_page_head(
+            session_id=session_id,
+            leaf_id=leaf_id,
+            cursor=cursor,
+            head=(current, owner, depth, kind, role),
+            url=self.url,
+        )
         found = self._parse_rows([row[1:] for row in rows if row[0] == 2])
         forward = direction == "forward"
         if len(found) < want:
