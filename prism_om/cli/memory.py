@@ -18,7 +18,8 @@ from ..observational_memory import create_observational_memory_compaction_strate
 from ..providers.base import Provider
 from ..session import Session
 from ..tokens import get_estimator
-from ..workers import FlushResult, OfflineMemoryProvider, create_observational_memory_runtime
+from ..workers import FlushResult, OfflineMemoryProvider
+from ..workers.one_model import one_model_runtime
 from .common import CliUsageError, open_cli_store, require_session
 from .output import console, error_console, heading, print_json, table
 from .reading import print_observations, print_reflections
@@ -197,13 +198,10 @@ async def cmd_observe(args: argparse.Namespace) -> None:
         session = Session(store, args.session)
         red = cli_redactor(args)
         spinner, sink = _spinner(not args.json)
-        worker = {"provider": provider, "model": model}
-        runtime = create_observational_memory_runtime(
-            session=session,
-            append_entry=session.append,
-            observation=worker,
-            reflection=worker,
-            dropper={"policy": "lowest-relevance"},
+        runtime = one_model_runtime(
+            session,
+            provider,
+            model,
             settings={"debug_log": True},  # the spinner follows trace events
             secrets=red.secrets,
             debug=sink,

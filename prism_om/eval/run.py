@@ -40,7 +40,8 @@ from ..providers.base import Provider
 from ..session import Session
 from ..stores.base import SessionStore
 from ..tokens import TokenEstimator, get_estimator
-from ..workers import OFFLINE_MODEL, OfflineMemoryProvider, create_observational_memory_runtime
+from ..workers import OFFLINE_MODEL, OfflineMemoryProvider
+from ..workers.one_model import one_model_runtime
 from .formats import EvalConversation, EvalQuestion, EvalTurn
 from .judge import Judgement, ModelJudge
 from .matching import answer_in_text, key_words, missing_key_words, text_words
@@ -253,16 +254,10 @@ async def evaluate_conversation(
             "observations_pool_target_tokens": max(1, pool_max // 2),
         }
     session = Session(store, session_id)
-    worker: dict[str, Any] = {
-        "provider": provider or OfflineMemoryProvider(),
-        "model": model or OFFLINE_MODEL,
-    }
-    runtime = create_observational_memory_runtime(
-        session=session,
-        append_entry=session.append,
-        observation=worker,
-        reflection=worker,
-        dropper={"policy": "lowest-relevance"},
+    runtime = one_model_runtime(
+        session,
+        provider or OfflineMemoryProvider(),
+        model or OFFLINE_MODEL,
         settings=settings,
         estimator=est,
     )

@@ -376,19 +376,17 @@ def _write_tools(
         """Run the observer and reflector once on the session with the offline
         (extractive) workers; ``force`` ignores the token thresholds."""
         from ..cli.memory import flush_json
-        from ..workers import OfflineMemoryProvider, create_observational_memory_runtime
+        from ..workers import OfflineMemoryProvider
+        from ..workers.one_model import one_model_runtime
 
         if not isinstance(force, bool):
             raise InvalidInputError(f"force must be true or false, got {force!r}")
         sid = await memory.session(_writable_session(session_id))
         session = Session(store, sid)
-        worker = {"provider": OfflineMemoryProvider(), "model": "offline"}
-        runtime = create_observational_memory_runtime(
-            session=session,
-            append_entry=session.append,
-            observation=worker,
-            reflection=worker,
-            dropper={"policy": "lowest-relevance"},
+        runtime = one_model_runtime(
+            session,
+            OfflineMemoryProvider(),
+            "offline",
             secrets=red.secrets,
             invalidated_ids=await memory.invalidated(),
         )

@@ -9,7 +9,8 @@ from urllib.parse import quote
 from prism_om.observational_memory.revocation import create_deletion_propagator
 from prism_om.session import Session
 from prism_om.stores import SessionStore
-from prism_om.workers import OfflineMemoryProvider, create_observational_memory_runtime
+from prism_om.workers import OfflineMemoryProvider
+from prism_om.workers.one_model import one_model_runtime
 
 SECRET = "sk-live-Zq9<x>\"&'/ab"
 XSS = "<script>alert('pwned')</script>"
@@ -81,14 +82,7 @@ async def fill_store(store: SessionStore, session_id: str = "demo") -> Filled:
         reply = await session.append_message("assistant", f"Noted point {index + 1}: {text}")
         if index == 1:
             first_reply = reply.id
-    worker = {"provider": OfflineMemoryProvider(), "model": "offline"}
-    runtime = create_observational_memory_runtime(
-        session=session,
-        append_entry=session.append,
-        observation=worker,
-        reflection=worker,
-        dropper={"policy": "lowest-relevance"},
-    )
+    runtime = one_model_runtime(session, OfflineMemoryProvider(), "offline")
     await runtime.flush(force=True)
     await _every_state(store, session)
     main_leaf = await store.leaf(session_id)
