@@ -245,6 +245,8 @@ async def run_demo(db: str) -> None:
         f"prism-om view --session {first} --db {db} --full",
     ):
         out.print(f"  {command}")
+    # The page is an optional extra; name it so a first-time user finds it.
+    out.print(f"  prism-om inspect --db {db} --open   (pip install 'prism-om[inspect]')")
 
 
 async def _tour(store: SessionStore, run: SessionRun, *, est_name: str) -> None:
