@@ -1467,19 +1467,26 @@ class JsonlStore(TreeIndexReads):
                 self._line_tokens(tree.order, kinds),
             )
             temp = f"{name}.tmp"
-            fd = os.open(
-                temp,
-                os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
-                0o644,
-                dir_fd=self._dir_fd,
-            )
-            try:
-                _write_all(fd, body)
-            finally:
-                os.close(fd)
+            self._write_temp(temp, body)
             self._index_fault_point(sid)
             os.replace(temp, name, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
             state.indexed = count
+
+    def _write_temp(self, temp: str, body: bytes, *, sync: bool = False) -> None:
+        """Write ``body`` to the fresh file ``temp`` in the store's directory (never
+        through a link), fsynced when ``sync``; the caller renames it into place."""
+        fd = os.open(
+            temp,
+            os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o644,
+            dir_fd=self._dir_fd,
+        )
+        try:
+            _write_all(fd, body)
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
 
     @staticmethod
     def _count_tokens(batch: Sequence[SessionEntry]) -> tuple[str, dict[str, int]]:
@@ -1675,16 +1682,7 @@ class JsonlStore(TreeIndexReads):
                     sessions[sid] = (key, tree.order)
         temp = IDS_NAME + ".tmp"
         with contextlib.suppress(OSError):  # a cache: the next process rebuilds it
-            fd = os.open(
-                temp,
-                os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
-                0o644,
-                dir_fd=self._dir_fd,
-            )
-            try:
-                _write_all(fd, ids_body(sessions))
-            finally:
-                os.close(fd)
+            self._write_temp(temp, ids_body(sessions))
             os.replace(temp, IDS_NAME, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
 
     def _load_owners(self, batch: Sequence[SessionEntry]) -> None:
@@ -1904,18 +1902,7 @@ class JsonlStore(TreeIndexReads):
         body = _sidecar_body(committed, leaf, summary or self._summary(sid))
         sync = sync and self._fsync
         with _io(f"writing {self._where(final)}"):
-            fd = os.open(
-                temp,
-                os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
-                0o644,
-                dir_fd=self._dir_fd,
-            )
-            try:
-                _write_all(fd, body)
-                if sync:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
+            self._write_temp(temp, body, sync=sync)
             os.replace(temp, final, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
             if sync:
                 os.fsync(self._dir_fd)
