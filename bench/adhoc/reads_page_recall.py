@@ -5,7 +5,8 @@ The base commit's ``prism_om`` is extracted with ``git archive`` into a temporar
 directory as ``prism_om_base`` (its few absolute imports rewritten), so both versions
 run side by side: rounds alternate base / new / base / ... and each round times a batch
 of calls of every workload (and the aiosqlite ``SELECT 1`` round trip the targets are
-ratios of). Prints the medians over the rounds of the per-call wall time and of the
+ratios of, and openai-agents' ``SQLiteSession.get_items(limit=20)`` when installed).
+Prints the medians over the rounds of the per-call wall time and of the
 process CPU time (which counts the reader threads' work too). The machine may be loaded
 by other work: compare the columns of one run, not figures across runs.
 
@@ -108,19 +109,40 @@ async def main(args: argparse.Namespace) -> None:
 
             workloads[name] = bind()
         round_trip = await aiosqlite.connect(work / "new.db")
+        peer = await sqlite_session(data, work)
         try:
-            await measure(args, workloads, round_trip)
+            await measure(args, workloads, round_trip, peer)
         finally:
             await round_trip.close()
             for store in opened:
                 await store.close()
+            if peer is not None:
+                peer.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-async def measure(args: argparse.Namespace, workloads: Any, round_trip: Any) -> None:
+async def sqlite_session(data: Any, work: Path) -> Any:
+    """openai-agents' ``SQLiteSession`` with the same messages (the bench's peer), if installed."""
+    try:
+        from agents import SQLiteSession
+    except ImportError:
+        return None
+    from bench.peers import _item
+
+    session = SQLiteSession(SESSION_ID, str(work / "agents.db"))
+    items = [_item(e) for e in data.messages]
+    for start in range(0, len(items), 1000):
+        await session.add_items(items[start : start + 1000])
+    return session
+
+
+async def measure(args: argparse.Namespace, workloads: Any, round_trip: Any, peer: Any) -> None:
     async def select_one() -> object:
         return await round_trip.execute_fetchall("SELECT 1")
+
+    async def peer_page() -> object:
+        return await peer.get_items(limit=20)
 
     # Both versions must answer the same before they are timed.
     for workload in WORKLOADS:
@@ -135,6 +157,8 @@ async def measure(args: argparse.Namespace, workloads: Any, round_trip: Any) -> 
     order = ["base", "new"]
     for round_no in range(args.rounds):
         samples.setdefault(("round trip", "-"), []).append(await per_call(select_one, args.calls))
+        if peer is not None:
+            samples.setdefault(("peer", "-"), []).append(await per_call(peer_page, args.calls))
         for version in order if round_no % 2 == 0 else reversed(order):
             for workload in WORKLOADS:
                 timed = await per_call(workloads[version][workload], args.calls)
@@ -153,6 +177,11 @@ async def measure(args: argparse.Namespace, workloads: Any, round_trip: Any) -> 
         f"{'workload':<12} {'base wall':>10} {'new wall':>10} {'new/base':>9} "
         f"{'base CPU':>9} {'new CPU':>9} {'new / RT':>9}"
     )
+    if peer is not None:
+        print(
+            f"SQLiteSession get_items(limit=20): {med(('peer', '-'), 0):.1f} µs wall, "
+            f"{med(('peer', '-'), 1):.1f} µs CPU"
+        )
     for workload in WORKLOADS:
         bw, nw = med((workload, "base"), 0), med((workload, "new"), 0)
         bc, nc = med((workload, "base"), 1), med((workload, "new"), 1)
