@@ -173,15 +173,15 @@ async def measure(args: argparse.Namespace, workloads: Any, round_trip: Any, pee
         f"base {args.base}; aiosqlite SELECT 1: {trip:.1f} µs wall, "
         f"{med(('round trip', '-'), 1):.1f} µs CPU"
     )
-    print(
-        f"{'workload':<12} {'base wall':>10} {'new wall':>10} {'new/base':>9} "
-        f"{'base CPU':>9} {'new CPU':>9} {'new / RT':>9}"
-    )
     if peer is not None:
         print(
             f"SQLiteSession get_items(limit=20): {med(('peer', '-'), 0):.1f} µs wall, "
             f"{med(('peer', '-'), 1):.1f} µs CPU"
         )
+    print(
+        f"{'workload':<12} {'base wall':>10} {'new wall':>10} {'new/base':>9} "
+        f"{'base CPU':>9} {'new CPU':>9} {'new / RT':>9}"
+    )
     for workload in WORKLOADS:
         bw, nw = med((workload, "base"), 0), med((workload, "new"), 0)
         bc, nc = med((workload, "base"), 1), med((workload, "new"), 1)
