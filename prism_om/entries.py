@@ -404,8 +404,10 @@ def entry_from_wire(wire: object, *, where: str = "entry") -> SessionEntry:
 def entry_text(entry: SessionEntry) -> str:
     """The text a token estimate or a render sees for an entry."""
     if entry.message is not None:
+        if not entry.message.tool_calls:  # most messages: no parts to join
+            return entry.message.text()
         parts = [entry.message.text()]
-        for call in entry.message.tool_calls or ():
+        for call in entry.message.tool_calls:
             parts.append(f"{call.name}({_compact_json(call.arguments)})")
         return "\n".join(p for p in parts if p)
     if entry.kind == "compaction":

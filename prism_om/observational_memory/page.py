@@ -35,7 +35,7 @@ from ..core.limits import PAGE_LIMIT_DEFAULT, resolve_page_limit
 from ..core.records import ENTRY_ID_MAX_CHARS
 from ..core.redaction import Redactor, redacted_entry_text, redactor
 from ..core.withheld import withheld_page_message
-from ..entries import SessionEntry
+from ..entries import SessionEntry, entry_text
 from ..errors import InvalidIdError, InvalidInputError
 from ..stores.base import SessionStore
 
@@ -116,22 +116,29 @@ def page_message(
     entry: SessionEntry, detail: PageDetail, secrets: Iterable[str] | Redactor | None
 ) -> dict[str, Any]:
     """One message of a page: id, role, timestamp and text (cut in summary detail)."""
-    if entry.message is None:  # page_around_cursor / page_messages return messages only
+    return _page_item(entry, detail == "summary", redactor(secrets))
+
+
+def _page_item(entry: SessionEntry, summary: bool, red: Redactor) -> dict[str, Any]:
+    message = entry.message
+    if message is None:  # page_around_cursor / page_messages return messages only
         raise InvalidInputError(f"entry {entry.id!r} is not a message", entry_id=entry.id)
-    red = redactor(secrets)
-    item: dict[str, Any] = {
-        "id": entry.id,
-        "role": entry.message.role,
-        "timestamp": entry.timestamp,
-    }
-    if detail == "summary":
+    if summary:
         # Redact before cutting: a cut first could leave a secret's prefix behind.
-        text = redacted_entry_text(entry, red)
-        item["text"] = text[:SUMMARY_CHARS]
-        item["truncated"] = len(text) > SUMMARY_CHARS
-    else:
-        item["message"] = red.value(entry.message.model_dump(by_alias=True, mode="json"))
-    return item
+        text = redacted_entry_text(entry, red) if red else entry_text(entry)
+        return {
+            "id": entry.id,
+            "role": message.role,
+            "timestamp": entry.timestamp,
+            "text": text[:SUMMARY_CHARS],
+            "truncated": len(text) > SUMMARY_CHARS,
+        }
+    return {
+        "id": entry.id,
+        "role": message.role,
+        "timestamp": entry.timestamp,
+        "message": red.value(message.model_dump(by_alias=True, mode="json")),
+    }
 
 
 def build_branch_page(
@@ -150,14 +157,19 @@ def build_branch_page(
     if more and chosen:
         next_cursor = chosen[-1].id if direction == "forward" else chosen[0].id
     red = redactor(secrets)
-    invalid = frozenset(invalidated_ids or ())
+    invalid = (
+        invalidated_ids
+        if isinstance(invalidated_ids, frozenset)
+        else frozenset(invalidated_ids or ())
+    )
+    summary = detail == "summary"
     return BranchPage(
         cursor=cursor,
         direction=direction,
         detail=detail,
         limit=limit,
         messages=tuple(
-            withheld_page_message(e) if e.id in invalid else page_message(e, detail, red)
+            withheld_page_message(e) if e.id in invalid else _page_item(e, summary, red)
             for e in chosen
         ),
         next_cursor=next_cursor,

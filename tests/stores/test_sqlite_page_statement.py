@@ -66,6 +66,9 @@ async def test_pages_equal_the_reference_store_across_forks(tmp_path: Path) -> N
 async def test_a_page_inside_the_cursor_piece_is_one_statement(tmp_path: Path) -> None:
     store, _ = await both(tmp_path)
     statements: list[str] = []
+    # The page on the reader's thread (the hop's); the loop's own page keeps the branch's
+    # pieces instead (tests/stores/test_sqlite_point_page.py).
+    store._point.close()
     try:
         await on_thread(store._reader, lambda raw: raw.set_trace_callback(statements.append))
         page, more = await store.page_messages("p", "f1-2", 10, "forward", "f1-24")

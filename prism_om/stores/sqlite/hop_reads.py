@@ -20,6 +20,7 @@ from ...errors import CorruptStoreError
 from ..base import SessionSummary
 from .direct import ThreadSlot, drive, fetch_direct, on_thread
 from .point import POINT_MAX_PARAMS, NotAPoint, PointConnection
+from .point_page import PageStart, point_page_start
 from .reads import SqliteReads
 from .sql import Params
 
@@ -172,4 +173,25 @@ class OneHopReads(SqliteReads):
         direction: Literal["forward", "backward"] = "forward",
         leaf_id: str | None = None,
     ) -> tuple[builtins.list[SessionEntry], bool]:
-        return await self._hop(super().page_messages, session_id, cursor, limit, direction, leaf_id)
+        """On the loop's own connection when the page is narrow (``point_page``): no hop;
+        a wide page, a branch of many forks or a busy file take the hop."""
+        args = (session_id, cursor, limit, direction, leaf_id)
+        narrow = type(limit) is int and limit < POINT_MAX_PARAMS
+        if narrow and self._point_ready():
+            self._direct.conn = self._point.raw
+            try:
+                with self._point.snapshot():
+                    return drive(super().page_messages(*args))
+            except NotAPoint:
+                pass
+            finally:
+                self._direct.conn = None
+        return await self._hop(super().page_messages, *args)
+
+    async def _page_start(
+        self, session_id: str, leaf_id: str | None, cursor: str, want: int, forward: bool
+    ) -> PageStart:
+        point = self._point
+        if self._direct.conn is None or self._direct.conn is not point.raw:
+            return await super()._page_start(session_id, leaf_id, cursor, want, forward)
+        return point_page_start(point, session_id, leaf_id, cursor, want, forward)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from ...core.sources import ELIGIBLE_SOURCE_ROLES
 from .._rows import entry_columns
 
-__all__ = ["PAGE_SQL"]
+__all__ = ["CURSOR_SQL", "PAGE_SQL", "PIECES_SQL"]
 
 _ROLES = ", ".join(f"'{role}'" for role in sorted(ELIGIBLE_SOURCE_ROLES))
 _LEAF = {
@@ -87,3 +87,26 @@ PAGE_SQL: dict[tuple[str, str], str] = {
     for way, (where, order) in _WAYS.items()
     for leaf in _LEAF
 }
+
+# The loop's page (``point_page``) keeps each branch's pieces, and reads them with this
+# only when it has none: the leaf's row ``(0, leaf_id, owner, NULL)``, then one row
+# ``(1, segment_id, lo, hi)`` per piece, at most ``:max_pieces`` (the recursion stops
+# there, so a branch of many forks costs no more than that before the hop takes over).
+_PIECES = """
+WITH RECURSIVE leaf AS ({leaf}
+),
+branch_path(segment_id, lo, hi, parent_segment_id) AS (
+    SELECT s.segment_id, s.start_depth, l.depth, s.parent_segment_id
+    FROM leaf l JOIN segments s ON s.segment_id = l.segment_id
+    WHERE l.owner = :session_id
+    UNION ALL
+    SELECT s.segment_id, s.start_depth, bp.lo - 1, s.parent_segment_id
+    FROM branch_path bp JOIN segments s ON s.segment_id = bp.parent_segment_id
+    LIMIT :max_pieces
+)
+SELECT 0, l.leaf_id, l.owner, NULL FROM leaf l
+UNION ALL
+SELECT 1, segment_id, lo, hi FROM branch_path"""
+PIECES_SQL: dict[str, str] = {leaf: _PIECES.format(leaf=sql) for leaf, sql in _LEAF.items()}
+# Where the cursor is, whichever branch it lies on: the caller places it on the pieces.
+CURSOR_SQL = "SELECT segment_id, depth, kind, role FROM entries WHERE id = ?"

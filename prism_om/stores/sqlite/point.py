@@ -21,16 +21,21 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from .sql import Params
 from .translate import _is_busy as is_busy
 
-__all__ = ["POINT_MAX_PARAMS", "NotAPoint", "PointConnection"]
+__all__ = ["KEPT_MAX", "POINT_MAX_PARAMS", "NotAPoint", "PointConnection"]
 
 POINT_MAX_PARAMS = 64
 """Values bound to one statement of a point read: beyond it, the read takes a hop."""
+
+
+KEPT_MAX = 64
+"""Entries of ``PointConnection.kept`` (one per branch paged): beyond it, it starts over."""
 
 
 class NotAPoint(Exception):
@@ -46,6 +51,10 @@ class PointConnection:
         self._uri = None if location is None else f"{Path(location).absolute().as_uri()}?mode=ro"
         self.raw: sqlite3.Connection | None = None
         self._thread: int | None = None
+        # What reads learnt of the file as it stood at ``_version`` (its PRAGMA
+        # data_version), kept until another connection commits: see ``snapshot``.
+        self.kept: dict[object, object] = {}
+        self._version: int | None = None
 
     def get(self) -> sqlite3.Connection | None:
         """The connection for this thread, or None when point reads are unavailable."""
@@ -76,9 +85,34 @@ class PointConnection:
                 self.close()
             raise NotAPoint from exc
 
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """One read transaction for the statements inside; ``kept`` valid for it.
+
+        Every statement inside reads the same state of the file. Its ``data_version``
+        changes whenever another connection (this store's writer, another process) has
+        committed since the last look, so ``kept`` is emptied exactly then: what it holds
+        was read from the state this transaction reads.
+        """
+        self.fetch("BEGIN", ())
+        try:
+            ((version,),) = self.fetch("PRAGMA data_version", ())
+            if version != self._version or len(self.kept) > KEPT_MAX:
+                self.kept.clear()
+                self._version = version
+            yield
+        finally:
+            raw = self.raw
+            if raw is not None and raw.in_transaction:
+                try:
+                    raw.execute("COMMIT")
+                except sqlite3.Error:
+                    self.close()  # closing ends the transaction; the hop serves later reads
+
     def close(self) -> None:
         """Close it (on its own thread; elsewhere sqlite3 refuses and GC closes it)."""
         raw, self.raw, self._uri = self.raw, None, None
+        self.kept.clear()
         if raw is not None and self._thread == threading.get_ident():
             with contextlib.suppress(sqlite3.Error):
                 raw.close()

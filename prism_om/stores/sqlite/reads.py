@@ -31,6 +31,7 @@ from .folds import ledger_from_rows
 from .live_pool import POOL_SQL
 from .page import PAGE_SQL
 from .placement import check_leaf_session, check_page_head, id_chunks, memory_head_of, sorted_pieces
+from .point_page import PageStart
 from .sql import (
     BODIES_BY_ID_SQL,
     BRANCH_ENTRIES_SQL,
@@ -347,22 +348,17 @@ class SqliteReads(StoreLifecycle):
         check_page_args(limit, direction)
         session_id = self._session(session_id)
         want = limit + 1  # one more tells whether another page follows
-        params = {"session_id": session_id, "leaf_id": leaf_id, "cursor": cursor, "want": want}
-        key = (direction, "session" if leaf_id is None else "given")
-        rows = await self._fetch(PAGE_SQL[key], params)
-        _, current, owner, depth, kind, role, _ = rows[0]
-        check_page_head(
-            session_id=session_id,
-            leaf_id=leaf_id,
-            cursor=cursor,
-            head=(current, owner, depth, kind, role),
-            url=self.url,
-        )
-        found = self._parse_rows([row[1:] for row in rows if row[0] == 2])
         forward = direction == "forward"
+        head, piece_rows, rows = await self._page_start(session_id, leaf_id, cursor, want, forward)
+        check_page_head(
+            session_id=session_id, leaf_id=leaf_id, cursor=cursor, head=head, url=self.url
+        )
+        depth = head[2]
+        assert depth is not None  # check_page_head refuses a cursor off the branch
+        found = self._parse_rows(rows)
         if len(found) < want:
             # The cursor's piece ran out: the pieces beyond it, in page order.
-            pieces = sorted_pieces(row[1:4] for row in rows if row[0] == 1)
+            pieces = sorted_pieces(piece_rows)
             for segment_id, lo, hi in pieces if forward else reversed(pieces):
                 if (lo <= depth) if forward else (hi >= depth):
                     continue
@@ -376,6 +372,18 @@ class SqliteReads(StoreLifecycle):
         if not forward:
             page.reverse()
         return page, more
+
+    async def _page_start(
+        self, session_id: str, leaf_id: str | None, cursor: str, want: int, forward: bool
+    ) -> PageStart:
+        """The page's head, the branch's pieces and the rows of the cursor's own piece, in
+        one statement (``page.PAGE_SQL``)."""
+        params = {"session_id": session_id, "leaf_id": leaf_id, "cursor": cursor, "want": want}
+        key = ("forward" if forward else "backward", "session" if leaf_id is None else "given")
+        rows = await self._fetch(PAGE_SQL[key], params)
+        _, current, owner, depth, kind, role, _ = rows[0]
+        pieces = [row[1:4] for row in rows if row[0] == 1]
+        return (current, owner, depth, kind, role), pieces, [row[1:] for row in rows if row[0] == 2]
 
     # -- helpers later features reuse -------------------------------------------------
 
