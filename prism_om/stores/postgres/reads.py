@@ -21,10 +21,12 @@ errors in the same order.
 from __future__ import annotations
 
 import builtins
+import functools
 from collections.abc import Iterable
 from typing import Any, Literal
 
 from ...core.ledger import ObservationalMemoryLedger
+from ...core.limits import PAGE_LIMIT_HARD_CAP
 from ...core.sources import ELIGIBLE_SOURCE_ROLES
 from ...entries import SessionEntry
 from ...errors import CorruptStoreError
@@ -42,6 +44,7 @@ __all__ = [
     "PAGE_SQL",
     "SOURCES_READ_AHEAD",
     "PostgresReads",
+    "page_statement",
 ]
 
 # Source entries read ahead with a recall's memory rows: enough for the default window of
@@ -112,6 +115,22 @@ PAGE_SQL: dict[tuple[str, str], str] = {
     for way, (where, order) in _PAGE_WAYS.items()
     for leaf in _LEAF
 }
+
+
+@functools.lru_cache(maxsize=4 * (PAGE_LIMIT_HARD_CAP + 1))
+def page_statement(direction: str, leaf: str, want: int) -> str:
+    """``PAGE_SQL[(direction, leaf)]`` with its row limit written in as a number.
+
+    A prepared statement runs on a generic plan only when that plan's estimated cost is
+    no higher than the custom plans' it made for its first five runs. Under a bound
+    ``LIMIT`` the planner assumes a tenth of the rows the index range may hold: on a
+    table of ~50k entries or more that is above the page's 21, the generic plan looks
+    dearer than it is, and every page was planned again (~200 µs, more than the rest of
+    the statement). With the limit in the text, both plans are costed alike and the
+    prepared statement keeps its generic plan; there is one text per page size (at most
+    ``PAGE_LIMIT_HARD_CAP`` + 1 values of ``want``, each prepared once per connection).
+    """
+    return PAGE_SQL[(direction, leaf)].replace("%(want)s", str(int(want)))
 
 # Rows (kind, depth, ordinal, memory_id, entry_id, recorded_at, body, parent_id,
 # entry_kind): kind 0-2 as in the SQLite adapter's MEMORY_SUBSET_SQL (the last two NULL),
@@ -278,14 +297,10 @@ class PostgresReads(SqliteReads):
         """Up to ``limit`` eligible messages after/before ``cursor``: one statement."""
         check_page_args(limit, direction)
         session_id = self._session(session_id)
-        params = {
-            "session_id": session_id,
-            "leaf_id": leaf_id,
-            "cursor": cursor,
-            "want": limit + 1,  # one more tells whether another page follows
-        }
-        key = (direction, "session" if leaf_id is None else "given")
-        rows = await self._fetch_native(PAGE_SQL[key], params)
+        params = {"session_id": session_id, "leaf_id": leaf_id, "cursor": cursor}
+        # One more row than the page tells whether another page follows.
+        sql = page_statement(direction, "session" if leaf_id is None else "given", limit + 1)
+        rows = await self._fetch_native(sql, params)
         current, owner, depth, kind, role = rows[0][:5]
         check_page_head(
             session_id=session_id,
