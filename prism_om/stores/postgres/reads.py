@@ -39,6 +39,7 @@ from .connection import PoolReader
 
 __all__ = [
     "BODIES_BY_IDS_SQL",
+    "BOUNDED_KEYS",
     "BODY_BY_ID_SQL",
     "MEMORY_SUBSET_SQL",
     "PAGE_SQL",
@@ -47,6 +48,9 @@ __all__ = [
     "page_statement",
 ]
 
+# Reads by at most this many keys (ids asked, rows of a page) are bounded reads: they run
+# under a deadline (the store's timeout_s + 1 s; connection.BOUNDED_READS).
+BOUNDED_KEYS = 1000
 # Source entries read ahead with a recall's memory rows: enough for the default window of
 # recalled sources; an observation citing more has the rest fetched by get_many.
 SOURCES_READ_AHEAD = 64
@@ -132,6 +136,7 @@ def page_statement(direction: str, leaf: str, want: int) -> str:
     """
     return PAGE_SQL[(direction, leaf)].replace("%(want)s", str(int(want)))
 
+
 # Rows (kind, depth, ordinal, memory_id, entry_id, recorded_at, body, parent_id,
 # entry_kind): kind 0-2 as in the SQLite adapter's MEMORY_SUBSET_SQL (the last two NULL),
 # 3 a cited source entry (memory_id, entry_id, recorded_at, body, parent_id, entry_kind
@@ -213,11 +218,12 @@ class PostgresReads(SqliteReads):
         assert isinstance(reader, PoolReader)
         return reader
 
-    async def _fetch_native(self, sql: str, params: Any) -> builtins.list[Any]:
-        """All rows of one PostgreSQL-only statement, errors translated."""
+    async def _fetch_native(self, sql: str, params: Any, keys: int) -> builtins.list[Any]:
+        """All rows of one PostgreSQL-only statement, errors translated; one of at most
+        ``BOUNDED_KEYS`` keys (ids, a page) runs under the reader's deadline."""
         reader = self._pool_reader()
         try:
-            return await reader.fetch_native(sql, params)
+            return await reader.fetch_native(sql, params, bounded=keys <= BOUNDED_KEYS)
         except CorruptStoreError as exc:
             self._mark_damaged(exc)
             raise
@@ -243,7 +249,7 @@ class PostgresReads(SqliteReads):
         if rest:
             # One id binds as text, cheaper than an array.
             sql, param = (BODY_BY_ID_SQL, rest[0]) if len(rest) == 1 else (BODIES_BY_IDS_SQL, rest)
-            rows.extend(await self._fetch_native(sql, (param,)))
+            rows.extend(await self._fetch_native(sql, (param,), len(rest)))
         for entry in self._parse_rows(rows):
             found[entry.id] = entry
         return found
@@ -262,7 +268,7 @@ class PostgresReads(SqliteReads):
             "session" if leaf_id is None else "given",
             self._has_supersessions,
         )
-        rows = await self._fetch_native(MEMORY_SUBSET_SQL[key], params)
+        rows = await self._fetch_native(MEMORY_SUBSET_SQL[key], params, len(wanted))
         observations, reflections, drops, supersessions = [], [], [], []
         sources: dict[str, tuple[Any, ...]] = {}
         for kind, depth, ordinal, memory_id, entry_id, recorded_at, body, *source in rows:
@@ -300,7 +306,7 @@ class PostgresReads(SqliteReads):
         params = {"session_id": session_id, "leaf_id": leaf_id, "cursor": cursor}
         # One more row than the page tells whether another page follows.
         sql = page_statement(direction, "session" if leaf_id is None else "given", limit + 1)
-        rows = await self._fetch_native(sql, params)
+        rows = await self._fetch_native(sql, params, limit)
         current, owner, depth, kind, role = rows[0][:5]
         check_page_head(
             session_id=session_id,
