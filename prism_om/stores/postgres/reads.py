@@ -9,6 +9,8 @@ a listed dialect difference):
 - ``PAGE_SQL``: the leaf (given or the session's), the branch pieces, the cursor's
   position and the page's rows together. Each piece reads at most a page of rows off the
   ``(segment_id, depth)`` index in a ``LATERAL`` subquery, which SQLite does not have.
+  It runs with the page's row limit written in (``page_statement``), so that its
+  prepared statement keeps a generic plan.
 - ``MEMORY_SUBSET_SQL``: ``memory_subset``'s rows, plus the source entries the found
   observations cite (``om_observation_sources``), which ``get_many`` then serves.
 - ``BODIES_BY_IDS_SQL``: ``get``/``get_many`` with ``= ANY(array)``, one statement text
@@ -39,8 +41,8 @@ from .connection import PoolReader
 
 __all__ = [
     "BODIES_BY_IDS_SQL",
-    "BOUNDED_KEYS",
     "BODY_BY_ID_SQL",
+    "BOUNDED_KEYS",
     "MEMORY_SUBSET_SQL",
     "PAGE_SQL",
     "SOURCES_READ_AHEAD",
