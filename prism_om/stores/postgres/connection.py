@@ -8,6 +8,7 @@ text (``dialect.postgres_sql``), so those modules run unchanged on both engines.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import contextlib
 import re
@@ -16,21 +17,48 @@ from typing import Any, cast
 
 import psycopg
 import psycopg.errors
+from psycopg import pq
 from psycopg.types.numeric import Int8Dumper
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from ...errors import CorruptStoreError, ReadOnlyStoreError, StoreBusyError, StoreError
+from ..sqlite.sql import (
+    BRANCH_PIECES_SQL,
+    LEAF_BY_ID_SQL,
+    LEAF_BY_SESSION_SQL,
+    RECENT_MESSAGES_SQL,
+)
 from .dialect import postgres_sql
 
 __all__ = [
+    "BOUNDED_READS",
     "PgConnection",
     "PoolReader",
     "configure_connection",
+    "connection_lost",
     "drop_dead_connections",
     "translate_pg_error",
 ]
 
 _NUMBERED = re.compile(r"\?\d")
+# The adapter's reads (SQLite's SQL) whose work is bounded by their arguments: the leaf,
+# the branch's pieces (one row per fork on the way), and a page of recent messages.
+# ``PoolReader`` runs them, and the PostgreSQL-only page, recall and lookups by a few
+# ids (``reads.py``), under a deadline (the store's ``timeout_s`` + 1 s); whole-branch
+# and ledger reads, whose time grows with the session, are not cut.
+BOUNDED_READS = frozenset(
+    {
+        # SqliteReads.leaf's statement (tests/stores/test_postgres_read_timeout.py
+        # checks that each of these reads runs under the timeout).
+        "SELECT leaf_id FROM sessions WHERE session_id = ?",
+        LEAF_BY_SESSION_SQL,
+        LEAF_BY_ID_SQL,
+        BRANCH_PIECES_SQL,
+        RECENT_MESSAGES_SQL,
+    }
+)
+# A bounded read ends at the store's timeout_s plus this (PoolReader.read_deadline_s).
+READ_DEADLINE_MARGIN_S = 1.0
 # Rows past which the lane's cursor is closed after a read rather than kept holding them.
 KEPT_RESULT_ROWS = 1000
 
@@ -88,13 +116,13 @@ class PgConnection:
         text, bound = _bind(sql, params)
         async with self.raw.cursor() as cursor:
             await cursor.execute(text, bound)
-            return await cursor.fetchall() if cursor.description else []
+            return await cursor.fetchall() if _has_rows(cursor) else []
 
     async def fetch_native(self, sql: str, params: Sequence[Any] = ()) -> builtins.list[Any]:
         """Rows of a statement written for PostgreSQL only (see ``store``): not transpiled."""
         async with self.raw.cursor() as cursor:
             await cursor.execute(cast(Any, sql), params)
-            return await cursor.fetchall() if cursor.description else []
+            return await cursor.fetchall() if _has_rows(cursor) else []
 
     def execute(self, sql: str, params: Any = ()) -> _Pending:
         return _Pending(self, sql, params)
@@ -120,17 +148,24 @@ class PoolReader:
     def __init__(self, pool: AsyncConnectionPool[Any], url: str) -> None:
         self.pool = pool
         self.url = url
+        # Each bounded read (BOUNDED_READS) ends by then: the store's timeout_s (the
+        # pool's wait for a connection, and the server's lock_timeout) plus a second, so
+        # that a lock wait ends with the server's own error first.
+        self.read_deadline_s = float(pool.timeout) + READ_DEADLINE_MARGIN_S
         self._lane: psycopg.AsyncConnection[Any] | None = None
         self._lane_cursor: psycopg.AsyncCursor[Any] | None = None
         self._lane_busy = False
         self._closed = False
 
     async def execute_fetchall(self, sql: str, params: Any = ()) -> builtins.list[Any]:
-        return await self._read(postgres_sql(sql), _bound(sql, params))
+        return await self._read(postgres_sql(sql), _bound(sql, params), sql in BOUNDED_READS)
 
-    async def fetch_native(self, sql: str, params: Any = ()) -> builtins.list[Any]:
-        """Rows of a statement written for PostgreSQL (``%(name)s`` style): not transpiled."""
-        return await self._read(sql, params)
+    async def fetch_native(
+        self, sql: str, params: Any = (), *, bounded: bool = False
+    ) -> builtins.list[Any]:
+        """Rows of a statement written for PostgreSQL (``%(name)s`` style): not transpiled.
+        ``bounded``: its work is bounded by its arguments, so it runs under the deadline."""
+        return await self._read(sql, params, bounded)
 
     async def close(self) -> None:
         """Give the lane back to the pool (before the pool closes); a read using it
@@ -148,7 +183,23 @@ class PoolReader:
             with contextlib.suppress(psycopg.Error, PoolTimeout):
                 await self.pool.putconn(lane)
 
-    async def _read(self, text: str, params: Any) -> builtins.list[Any]:
+    async def _read(self, text: str, params: Any, bounded: bool) -> builtins.list[Any]:
+        if not bounded:
+            return await self._read_unbounded(text, params)
+        # A read that costs a page or a few rows has no reason to take timeout_s: past
+        # it the server or the network is stuck (lock waits end at lock_timeout already),
+        # and the read is cancelled (psycopg asks the server to cancel it, and closes the
+        # connection if the server does not answer that within 5 s) instead of hanging.
+        try:
+            async with asyncio.timeout(self.read_deadline_s):
+                return await self._read_unbounded(text, params)
+        except TimeoutError as exc:
+            raise StoreBusyError(
+                f"read on {self.url}: no answer from the server within {self.read_deadline_s:g} s",
+                url=self.url,
+            ) from exc
+
+    async def _read_unbounded(self, text: str, params: Any) -> builtins.list[Any]:
         try:
             if not self._lane_busy:
                 rows = await self._on_lane(text, params)
@@ -157,7 +208,9 @@ class PoolReader:
             try:
                 async with self.pool.connection() as raw:
                     return await _fetch(raw, text, params)
-            except psycopg.OperationalError:
+            except psycopg.OperationalError as exc:
+                if not connection_lost(exc):
+                    raise
                 # A connection the server dropped (a restart): the pool finds the others
                 # that died with it, and the read, which changes nothing, runs once more.
                 await drop_dead_connections(self.pool)
@@ -183,7 +236,7 @@ class PoolReader:
                 return rows
             except BaseException as exc:
                 await self._give_back_lane()
-                if isinstance(exc, psycopg.OperationalError):
+                if isinstance(exc, psycopg.OperationalError) and connection_lost(exc):
                     return None
                 raise
         finally:
@@ -225,7 +278,27 @@ async def _rows(
         async with raw.cursor(binary=True) as fresh:
             return await _rows(raw, text, params, fresh)
     await cursor.execute(cast(Any, text), params)
-    return await cursor.fetchall() if cursor.description else []
+    return await cursor.fetchall() if _has_rows(cursor) else []
+
+
+# SQLSTATEs of a connection the server ended (pg_terminate_backend, a shutdown or a
+# crash, not accepting connections yet); a client-side loss has no SQLSTATE at all.
+_ENDED_BY_SERVER = frozenset({"57P01", "57P02", "57P03"})
+
+
+def connection_lost(exc: psycopg.OperationalError) -> bool:
+    """Whether the connection is gone (the read may run again on another one), as opposed
+    to an answer on a live connection that psycopg also files as operational: a lock
+    timeout, a cancelled statement (``QueryCanceled``), a deadlock."""
+    state = exc.sqlstate
+    return state is None or state.startswith("08") or state in _ENDED_BY_SERVER
+
+
+def _has_rows(cursor: psycopg.AsyncCursor[Any]) -> bool:
+    """Whether the statement returned rows. ``cursor.description`` says so too, but
+    builds a ``Column`` per result column on every call (~10 µs for a recall's nine)."""
+    result = cursor.pgresult
+    return result is not None and result.status == pq.ExecStatus.TUPLES_OK
 
 
 def _stale_prepared(exc: psycopg.Error) -> bool:

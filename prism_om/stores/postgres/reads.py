@@ -9,6 +9,8 @@ a listed dialect difference):
 - ``PAGE_SQL``: the leaf (given or the session's), the branch pieces, the cursor's
   position and the page's rows together. Each piece reads at most a page of rows off the
   ``(segment_id, depth)`` index in a ``LATERAL`` subquery, which SQLite does not have.
+  It runs with the page's row limit written in (``page_statement``), so that its
+  prepared statement keeps a generic plan.
 - ``MEMORY_SUBSET_SQL``: ``memory_subset``'s rows, plus the source entries the found
   observations cite (``om_observation_sources``), which ``get_many`` then serves.
 - ``BODIES_BY_IDS_SQL``: ``get``/``get_many`` with ``= ANY(array)``, one statement text
@@ -21,10 +23,12 @@ errors in the same order.
 from __future__ import annotations
 
 import builtins
+import functools
 from collections.abc import Iterable
 from typing import Any, Literal
 
 from ...core.ledger import ObservationalMemoryLedger
+from ...core.limits import PAGE_LIMIT_HARD_CAP
 from ...core.sources import ELIGIBLE_SOURCE_ROLES
 from ...entries import SessionEntry
 from ...errors import CorruptStoreError
@@ -38,12 +42,17 @@ from .connection import PoolReader
 __all__ = [
     "BODIES_BY_IDS_SQL",
     "BODY_BY_ID_SQL",
+    "BOUNDED_KEYS",
     "MEMORY_SUBSET_SQL",
     "PAGE_SQL",
     "SOURCES_READ_AHEAD",
     "PostgresReads",
+    "page_statement",
 ]
 
+# Reads by at most this many keys (ids asked, rows of a page) are bounded reads: they run
+# under a deadline (the store's timeout_s + 1 s; connection.BOUNDED_READS).
+BOUNDED_KEYS = 1000
 # Source entries read ahead with a recall's memory rows: enough for the default window of
 # recalled sources; an observation citing more has the rest fetched by get_many.
 SOURCES_READ_AHEAD = 64
@@ -112,6 +121,23 @@ PAGE_SQL: dict[tuple[str, str], str] = {
     for way, (where, order) in _PAGE_WAYS.items()
     for leaf in _LEAF
 }
+
+
+@functools.lru_cache(maxsize=4 * (PAGE_LIMIT_HARD_CAP + 1))
+def page_statement(direction: str, leaf: str, want: int) -> str:
+    """``PAGE_SQL[(direction, leaf)]`` with its row limit written in as a number.
+
+    A prepared statement runs on a generic plan only when that plan's estimated cost is
+    no higher than the custom plans' it made for its first five runs. Under a bound
+    ``LIMIT`` the planner assumes a tenth of the rows the index range may hold: on a
+    table of ~50k entries or more that is above the page's 21, the generic plan looks
+    dearer than it is, and every page was planned again (~200 µs, more than the rest of
+    the statement). With the limit in the text, both plans are costed alike and the
+    prepared statement keeps its generic plan; there is one text per page size (at most
+    ``PAGE_LIMIT_HARD_CAP`` + 1 values of ``want``, each prepared once per connection).
+    """
+    return PAGE_SQL[(direction, leaf)].replace("%(want)s", str(int(want)))
+
 
 # Rows (kind, depth, ordinal, memory_id, entry_id, recorded_at, body, parent_id,
 # entry_kind): kind 0-2 as in the SQLite adapter's MEMORY_SUBSET_SQL (the last two NULL),
@@ -194,11 +220,12 @@ class PostgresReads(SqliteReads):
         assert isinstance(reader, PoolReader)
         return reader
 
-    async def _fetch_native(self, sql: str, params: Any) -> builtins.list[Any]:
-        """All rows of one PostgreSQL-only statement, errors translated."""
+    async def _fetch_native(self, sql: str, params: Any, keys: int) -> builtins.list[Any]:
+        """All rows of one PostgreSQL-only statement, errors translated; one of at most
+        ``BOUNDED_KEYS`` keys (ids, a page) runs under the reader's deadline."""
         reader = self._pool_reader()
         try:
-            return await reader.fetch_native(sql, params)
+            return await reader.fetch_native(sql, params, bounded=keys <= BOUNDED_KEYS)
         except CorruptStoreError as exc:
             self._mark_damaged(exc)
             raise
@@ -224,7 +251,7 @@ class PostgresReads(SqliteReads):
         if rest:
             # One id binds as text, cheaper than an array.
             sql, param = (BODY_BY_ID_SQL, rest[0]) if len(rest) == 1 else (BODIES_BY_IDS_SQL, rest)
-            rows.extend(await self._fetch_native(sql, (param,)))
+            rows.extend(await self._fetch_native(sql, (param,), len(rest)))
         for entry in self._parse_rows(rows):
             found[entry.id] = entry
         return found
@@ -243,7 +270,7 @@ class PostgresReads(SqliteReads):
             "session" if leaf_id is None else "given",
             self._has_supersessions,
         )
-        rows = await self._fetch_native(MEMORY_SUBSET_SQL[key], params)
+        rows = await self._fetch_native(MEMORY_SUBSET_SQL[key], params, len(wanted))
         observations, reflections, drops, supersessions = [], [], [], []
         sources: dict[str, tuple[Any, ...]] = {}
         for kind, depth, ordinal, memory_id, entry_id, recorded_at, body, *source in rows:
@@ -278,14 +305,10 @@ class PostgresReads(SqliteReads):
         """Up to ``limit`` eligible messages after/before ``cursor``: one statement."""
         check_page_args(limit, direction)
         session_id = self._session(session_id)
-        params = {
-            "session_id": session_id,
-            "leaf_id": leaf_id,
-            "cursor": cursor,
-            "want": limit + 1,  # one more tells whether another page follows
-        }
-        key = (direction, "session" if leaf_id is None else "given")
-        rows = await self._fetch_native(PAGE_SQL[key], params)
+        params = {"session_id": session_id, "leaf_id": leaf_id, "cursor": cursor}
+        # One more row than the page tells whether another page follows.
+        sql = page_statement(direction, "session" if leaf_id is None else "given", limit + 1)
+        rows = await self._fetch_native(sql, params, limit)
         current, owner, depth, kind, role = rows[0][:5]
         check_page_head(
             session_id=session_id,

@@ -233,7 +233,9 @@ class PostgresStore(PostgresReads):
 
         ``timeout_s`` bounds the wait for a server connection (at open and for each call)
         and each wait for a lock on the server; past it a call raises ``StoreBusyError``
-        rather than hang. ``create=False`` and
+        rather than hang. A bounded read (leaf, page, recall, recent messages, entries by
+        a few ids) the server has not answered ``timeout_s`` + 1 s after it was sent is
+        cancelled and raises ``StoreBusyError`` as well. ``create=False`` and
         ``read_only=True`` refuse a database without the prism_om tables
         (``StoreNotFoundError``) and never create them; read-only connections are also
         read-only on the server (``default_transaction_read_only``).
@@ -241,7 +243,8 @@ class PostgresStore(PostgresReads):
         conninfo, schema, shown = split_postgres_url(url)
         # lock_timeout bounds every wait for a lock (a table a migration holds, a session's
         # advisory lock) by the same timeout_s, so a call raises StoreBusyError rather than
-        # wait forever; a long read that waits for nothing is not cut (no statement_timeout).
+        # wait forever. Bounded reads also have a client-side deadline (PoolReader); a
+        # long read that waits for nothing is not cut (no statement_timeout).
         options = f"-c search_path={schema} -c lock_timeout={max(1, round(timeout_s * 1000))}"
         if read_only:
             options += " -c default_transaction_read_only=on"
