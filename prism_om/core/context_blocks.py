@@ -112,6 +112,8 @@ def context_blocks_from_parts(
     With a ``scope_map`` that has host scopes, the memory block renders the work-scope
     projection (current scope, ``self+ancestors``) with its outline.
     """
+    # Both blocks are counted line by line (``count_lines``): from one turn to the next
+    # most of their lines repeat, and only new lines are encoded.
     est = options.estimator or get_estimator()
     red = redactor(options.secrets)
     window = recent_message_window(
@@ -150,7 +152,7 @@ def context_blocks_from_parts(
             ContextBlock(
                 name=MEMORY_BLOCK_NAME,
                 text=rendered.text,
-                tokens=est.count(rendered.text),
+                tokens=est.count_lines(rendered.text),
                 entry_ids=tuple(sources),
                 memory_ids=rendered.reflection_ids + rendered.observation_ids,
             )
@@ -160,7 +162,7 @@ def context_blocks_from_parts(
             ContextBlock(
                 name=RECENT_MESSAGES_BLOCK_NAME,
                 text=window.text,
-                tokens=est.count(window.text),
+                tokens=est.count_lines(window.text),
                 entry_ids=window.entry_ids,
             )
         )
