@@ -110,13 +110,16 @@ def render_observational_memory_details(
     """
     validate_limit("max_bytes", max_bytes, hard_cap=RENDERED_MEMORY_MAX_BYTES)
     red = redactor(secrets)
-    layout = _Layout(reflections, observations, outline, red)
+    # Each observedAt parsed once: the display order, the date headings and the
+    # relevance order all rest on it.
+    instants = [instant(o.observed_at) for o in observations]
+    layout = _Layout(reflections, observations, instants, outline, red)
     if layout.empty:
         return RenderedMemory("", (), (), (), ())
 
     # Omitting one more item never makes the text longer (a line outweighs the digits the
     # omission count may gain), so the smallest omission that fits is a binary search.
-    obs_order = lowest_relevance_order(observations)
+    obs_order = lowest_relevance_order(observations, instants)
     refl_order = sorted(
         range(len(reflections)), key=lambda i: (PRIORITY_RANK[reflections[i].priority], i)
     )
@@ -175,6 +178,7 @@ class _Layout:
         self,
         reflections: Sequence[Reflection],
         observations: Sequence[Observation],
+        instants: Sequence[datetime],
         outline: str | None,
         red: Redactor,
     ) -> None:
@@ -183,12 +187,13 @@ class _Layout:
         if outline and outline.strip():
             self.head += ["", "## Scope outline", red.text(outline.strip())]
         self.reflection_lines = [_reflection_line(r, red) for r in reflections]
+        # The date as written: ``instant`` only fills in a missing zone, it never shifts.
+        dates = [moment.date().isoformat() for moment in instants]
         # Display order: by date as written, then by instant, then record order.
         self.observation_display_order = sorted(
-            range(len(observations)),
-            key=lambda i: (_date_of(observations[i]), instant(observations[i].observed_at), i),
+            range(len(observations)), key=lambda i: (dates[i], instants[i], i)
         )
-        self.observation_dates = [_date_of(o) for o in observations]
+        self.observation_dates = dates
         self.restating_supports = _restating_supports(
             reflections, observations, self.observation_dates
         )
@@ -293,10 +298,6 @@ def _omission_marker(n_obs: int, n_refl: int) -> str:
     if n_refl:
         parts.append(f"{n_refl} reflection{'s' if n_refl != 1 else ''}")
     return f"[{' and '.join(parts)} omitted to fit the memory cap]"
-
-
-def _date_of(observation: Observation) -> str:
-    return datetime.fromisoformat(observation.observed_at).date().isoformat()
 
 
 def _block(text: str) -> str:

@@ -1,0 +1,57 @@
+"""Rendering parses each observation's observedAt once (issue 16: it parsed it four
+times, twice for the display order and dates, twice more for the relevance order)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+import prism_om.core.relevance as relevance
+import prism_om.core.render as render
+from prism_om import Observation
+from prism_om.core.render import render_observational_memory_details
+
+
+def o(n: int, at: str, priority: str = "medium") -> Observation:
+    return Observation.model_validate(
+        {
+            "id": f"{n:012x}",
+            "text": f"fact {n}",
+            "sourceEntryIds": [f"e{n}"],
+            "observedAt": at,
+            "priority": priority,
+        }
+    )
+
+
+OBSERVATIONS = [
+    o(1, "2024-05-02T08:00:00+02:00"),  # 06:00 UTC, but headed by its own date
+    o(2, "2024-05-01T23:30:00", "high"),  # naive: read as UTC
+    o(3, "2024-05-02T01:00:00-03:00", "low"),
+    o(4, "2024-05-01"),
+]
+
+
+def test_observed_at_is_parsed_once_per_observation(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    parse = relevance.instant
+
+    def counting(timestamp: str) -> datetime:
+        calls.append(timestamp)
+        return parse(timestamp)
+
+    monkeypatch.setattr(render, "instant", counting)
+    monkeypatch.setattr(relevance, "instant", counting)
+    rendered = render_observational_memory_details([], OBSERVATIONS)
+    assert sorted(calls) == sorted(x.observed_at for x in OBSERVATIONS)
+    # Dates as written, then instants within a date.
+    assert rendered.text.endswith(
+        "### 2024-05-01\n- [000000000004] fact 4\n- [000000000002] fact 2\n"
+        "### 2024-05-02\n- [000000000003] fact 3\n- [000000000001] fact 1"
+    )
+    calls.clear()
+    # Least relevant omitted first: low, then the older medium, then the newer one.
+    capped = render_observational_memory_details([], OBSERVATIONS, max_bytes=200)
+    assert capped.omitted_observation_ids == tuple(f"{n:012x}" for n in (3, 4, 1))
+    assert len(calls) == len(OBSERVATIONS)
