@@ -26,7 +26,7 @@ from typing import Final
 from ..entries import SessionEntry
 from ..tokens import TokenEstimator, get_estimator
 from .ledger import ObservationalMemoryLedger, fold_ledger
-from .projection import build_observational_memory_projection_from_entries
+from .projection import visible_memory
 from .recent_window import (
     DEFAULT_KEEP_RECENT_ENTRIES,
     check_keep_recent_entries,
@@ -124,12 +124,9 @@ def context_blocks_from_parts(
         secrets=red,
         invalidated_ids=options.invalidated_ids,
     )
-    projection = build_observational_memory_projection_from_entries(
-        ledger,
-        invalidated_ids=options.invalidated_ids,
-        recent_entry_ids=window.complete_entry_ids,
+    observations, reflections = visible_memory(
+        ledger, options.invalidated_ids, window.complete_entry_ids
     )
-    reflections, observations = projection.visible_reflections, projection.visible_observations
     outline = None
     if scope_map is not None and scope_map.has_host_scopes:
         # Invalidation already shaped the visible memory; the scope query only narrows it.

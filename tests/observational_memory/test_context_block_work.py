@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
+import prism_om.core.projection as projection
 from bench.data import SESSION_ID, build_dataset, capped_entries
+from prism_om.core.records import FoldedMemory
 from prism_om.observational_memory import build_observational_memory_context_blocks
 from prism_om.stores.base import SessionStore
 from prism_om.tokens import HEURISTIC_ENCODING, TokenEstimator, get_estimator
@@ -49,3 +51,37 @@ async def test_a_second_turn_encodes_only_what_changed(store: SessionStore) -> N
     # both blocks was, before).
     assert await blocks() == first
     assert encoded == []
+
+
+async def test_a_turn_builds_no_folded_memory(
+    store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The blocks need the visible memory only: the projection's FoldedMemory (a pydantic
+    validation of the whole active pool) was built, and dropped, on every call."""
+    data = build_dataset(800)
+    await store.append_many(capped_entries(data, target_tokens=400))
+    built: list[int] = []
+    real = projection.FoldedMemory
+
+    def counting(**fields: Any) -> FoldedMemory:
+        built.append(1)
+        return real(**fields)
+
+    monkeypatch.setattr(projection, "FoldedMemory", counting)
+    revoked = [data.memory_ids[-1], data.observed[-2][3]]
+    for invalid in ([], revoked):
+        blocks = await build_observational_memory_context_blocks(
+            store, session_id=SESSION_ID, invalidated_ids=invalid
+        )
+        assert built == []
+        # What the blocks show is the projection's visible memory, as before.
+        ledger = await store.ledger(SESSION_ID)
+        recent = blocks[-1].entry_ids
+        seen = projection.build_observational_memory_projection_from_entries(
+            ledger, invalidated_ids=invalid, recent_entry_ids=recent
+        )
+        visible = projection.visible_memory(ledger, invalid, recent)
+        assert visible == (seen.visible_observations, seen.visible_reflections)
+        shown = {o.id for o in seen.visible_observations}
+        assert set(blocks[0].memory_ids) <= shown | {r.id for r in seen.visible_reflections}
+        built.clear()
