@@ -124,8 +124,18 @@ def render_observational_memory_details(
         range(len(reflections)), key=lambda i: (PRIORITY_RANK[reflections[i].priority], i)
     )
 
+    # Each candidate text assembled and measured once: the search's last try is, most of
+    # the time (nothing omitted), the text returned.
+    sized: dict[tuple[int, int], tuple[str, int]] = {}
+
+    def text_of(n_obs: int, n_refl: int) -> tuple[str, int]:
+        if (n_obs, n_refl) not in sized:
+            text = layout.text(obs_order[:n_obs], refl_order[:n_refl])
+            sized[(n_obs, n_refl)] = (text, utf8_len(text))
+        return sized[(n_obs, n_refl)]
+
     def fits(n_obs: int, n_refl: int) -> bool:
-        return utf8_len(layout.text(obs_order[:n_obs], refl_order[:n_refl])) <= max_bytes
+        return text_of(n_obs, n_refl)[1] <= max_bytes
 
     n_obs = _smallest(len(observations), lambda k: fits(k, 0))
     n_refl = 0
@@ -134,8 +144,8 @@ def render_observational_memory_details(
         n_refl_found = _smallest(len(reflections), lambda k: fits(n_obs, k))
         n_refl = len(reflections) if n_refl_found is None else n_refl_found
     omitted_obs, omitted_refl = obs_order[:n_obs], refl_order[:n_refl]
-    text = layout.text(omitted_obs, omitted_refl)
-    truncated = utf8_len(text) > max_bytes
+    text, size = text_of(n_obs, n_refl)
+    truncated = size > max_bytes
     if truncated:
         text = truncate_utf8(text, max_bytes, _TRUNCATED)
     gone_obs, gone_refl = set(omitted_obs), set(omitted_refl)

@@ -55,3 +55,20 @@ def test_observed_at_is_parsed_once_per_observation(monkeypatch: pytest.MonkeyPa
     capped = render_observational_memory_details([], OBSERVATIONS, max_bytes=200)
     assert capped.omitted_observation_ids == tuple(f"{n:012x}" for n in (3, 4, 1))
     assert len(calls) == len(OBSERVATIONS)
+
+
+def test_the_text_is_assembled_once_when_it_fits(monkeypatch: pytest.MonkeyPatch) -> None:
+    assembled: list[tuple[int, int]] = []
+    real = render._Layout.text
+
+    def counting(self: render._Layout, omit_obs: list[int], omit_refl: list[int]) -> str:
+        assembled.append((len(omit_obs), len(omit_refl)))
+        return real(self, omit_obs, omit_refl)
+
+    monkeypatch.setattr(render._Layout, "text", counting)
+    whole = render_observational_memory_details([], OBSERVATIONS)
+    assert assembled == [(0, 0)]  # twice before: the fit test, then the result
+    assembled.clear()
+    capped = render_observational_memory_details([], OBSERVATIONS, max_bytes=200)
+    assert len(assembled) == len(set(assembled))  # no candidate assembled twice
+    assert capped.text.startswith(whole.text.split("## Observations")[0])
