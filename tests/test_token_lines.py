@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import prism_om.tokens as tokens
-from prism_om.tokens import TOKEN_CHUNK_CHARS, TokenEstimator, get_estimator
+from prism_om.tokens import TOKEN_CHUNK_CHARS, LineMemo, TokenEstimator, get_estimator
 
 ESTIMATOR = get_estimator()
 pytestmark = pytest.mark.skipif(
@@ -37,7 +37,7 @@ def counting() -> tuple[TokenEstimator, list[str]]:
         seen.append(text)
         return ESTIMATOR._encode(text)
 
-    return TokenEstimator(ESTIMATOR.name, encode, {}), seen
+    return TokenEstimator(ESTIMATOR.name, encode, LineMemo()), seen
 
 
 @settings(max_examples=400, deadline=None)
@@ -80,13 +80,14 @@ def test_a_repeated_text_is_encoded_once_and_a_changed_one_only_where_it_changed
 
 
 def test_the_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tokens, "LINE_MEMO_MAX", 10)
+    monkeypatch.setattr(tokens, "LINE_MEMO_MAX_CHARS", 500)
     est, _ = counting()
     for n in range(50):
-        assert est.count_lines(memory_text(n + 3, first=n)) == ESTIMATOR.count(
-            memory_text(n + 3, first=n)
-        )
-        assert est._line_memo is not None and len(est._line_memo) <= 10
+        text = memory_text(n + 3, first=n)
+        assert est.count_lines(text) == ESTIMATOR.count(text)
+        memo = est._line_memo
+        assert memo is not None and memo.chars <= 500
+        assert memo.chars == sum(map(len, memo.counts))
 
 
 def test_only_the_default_encoding_memoises() -> None:

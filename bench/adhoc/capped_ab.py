@@ -47,8 +47,6 @@ def import_old(ref: str, into: str) -> Any:
 
 
 async def build(path: str, size: int) -> None:
-    if os.path.exists(path):
-        return
     entries = capped_entries(build_dataset(size))
     async with await open_store(f"sqlite:{path}") as store:
         for i in range(0, len(entries), 10_000):
@@ -68,8 +66,9 @@ async def sample(call: Call, inner: int, before: Callable[[], None] | None) -> t
 
 
 async def run(args: argparse.Namespace, old: Any) -> None:
-    path = args.db or os.path.join(tempfile.gettempdir(), f"capped-ab-{args.size}.db")
-    await build(path, args.size)
+    path = args.db
+    if not args.reuse:
+        await build(path, args.size)
     old_stores = importlib.import_module("prism_om_old.stores")
     old_om = importlib.import_module("prism_om_old.observational_memory")
     memo = get_estimator()._line_memo
@@ -122,6 +121,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=41)
     parser.add_argument("--inner", type=int, default=10)
     args = parser.parse_args()
+    args.db = args.db or os.path.join(tempfile.gettempdir(), f"capped-ab-{args.size}.db")
+    args.reuse = os.path.exists(args.db)
     with tempfile.TemporaryDirectory() as into:
         old = import_old(args.old_ref, into)
         asyncio.run(run(args, old))

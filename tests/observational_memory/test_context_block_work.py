@@ -14,7 +14,7 @@ from bench.data import SESSION_ID, build_dataset, capped_entries
 from prism_om.core.records import FoldedMemory
 from prism_om.observational_memory import build_observational_memory_context_blocks
 from prism_om.stores.base import SessionStore
-from prism_om.tokens import HEURISTIC_ENCODING, TokenEstimator, get_estimator
+from prism_om.tokens import HEURISTIC_ENCODING, LineMemo, TokenEstimator, get_estimator
 
 DEFAULT = get_estimator()
 needs_tiktoken = pytest.mark.skipif(
@@ -32,7 +32,7 @@ async def test_a_second_turn_encodes_only_what_changed(store: SessionStore) -> N
         encoded.append(text)
         return DEFAULT._encode(text)
 
-    est = TokenEstimator(DEFAULT.name, encode, {})
+    est = TokenEstimator(DEFAULT.name, encode, LineMemo())
 
     async def blocks() -> list[tuple[str, int]]:
         made = await build_observational_memory_context_blocks(
