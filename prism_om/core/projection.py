@@ -112,8 +112,9 @@ def active_memory(
 
 def is_visible_observation(observation: Observation, recent_entry_ids: Collection[str]) -> bool:
     """False when every source of ``observation`` is already shown as a recent message."""
+    # map over __contains__: no generator frame per observation (this runs every turn).
     return not recent_entry_ids or not all(
-        s in recent_entry_ids for s in observation.source_entry_ids
+        map(recent_entry_ids.__contains__, observation.source_entry_ids)
     )
 
 

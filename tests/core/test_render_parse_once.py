@@ -1,15 +1,19 @@
-"""Rendering parses each observation's observedAt once (issue 16: it parsed it four
-times, twice for the display order and dates, twice more for the relevance order)."""
+"""Per-observation work of a turn's memory block (issue 16): observedAt parsed once (it
+was four times: twice for the display order and dates, twice for the relevance order),
+the text assembled once, visibility tested without a Python frame per source."""
 
 from __future__ import annotations
 
+import sys
 from datetime import datetime
+from types import FrameType
 
 import pytest
 
 import prism_om.core.relevance as relevance
 import prism_om.core.render as render
 from prism_om import Observation
+from prism_om.core.projection import is_visible_observation
 from prism_om.core.render import render_observational_memory_details
 
 
@@ -72,3 +76,23 @@ def test_the_text_is_assembled_once_when_it_fits(monkeypatch: pytest.MonkeyPatch
     capped = render_observational_memory_details([], OBSERVATIONS, max_bytes=200)
     assert len(assembled) == len(set(assembled))  # no candidate assembled twice
     assert capped.text.startswith(whole.text.split("## Observations")[0])
+
+
+def test_visibility_enters_one_python_frame_per_observation() -> None:
+    """is_visible_observation tests the sources at C speed (it ran a generator each)."""
+    many = [o(n, "2024-05-01T10:00:00Z") for n in range(1, 201)]
+    recent = frozenset({"e1", "e2", "e3"})
+    frames: list[str] = []
+
+    def profile(frame: FrameType, event: str, arg: object) -> None:
+        if event == "call":
+            frames.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        visible = [x for x in many if is_visible_observation(x, recent)]
+    finally:
+        sys.setprofile(None)
+    assert [x.id for x in visible] == [x.id for x in many[3:]]
+    assert frames.count("is_visible_observation") == len(many)
+    assert len(frames) <= len(many) + 5  # 3x as many before
