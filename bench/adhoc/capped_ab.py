@@ -77,6 +77,7 @@ async def run(args: argparse.Namespace, old: Any) -> None:
         await old_stores.open_store(f"sqlite:{path}") as old_store,
     ):
         live = len((await new_store.live_ledger(SESSION_ID)).observations)
+        size = await new_store.entry_count(SESSION_ID)
 
         async def new() -> Any:
             return await build_observational_memory_context_blocks(new_store, session_id=SESSION_ID)
@@ -101,7 +102,7 @@ async def run(args: argparse.Namespace, old: Any) -> None:
             order = variants if n % 2 == 0 else variants[::-1]
             for name, call, hook in order:
                 samples[name].append(await sample(call, args.inner, hook))
-    print(f"size {args.size:,}: {live} live observations; old and new blocks equal: {same}")
+    print(f"{size:,} entries: {live} live observations; old and new blocks equal: {same}")
     base = statistics.median(w for w, _ in samples["old"])
     for name, got in samples.items():
         wall = statistics.median(w for w, _ in got)
