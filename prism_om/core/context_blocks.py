@@ -26,7 +26,7 @@ from typing import Final
 from ..entries import SessionEntry
 from ..tokens import TokenEstimator, get_estimator
 from .ledger import ObservationalMemoryLedger, fold_ledger
-from .projection import build_observational_memory_projection_from_entries
+from .projection import visible_memory
 from .recent_window import (
     DEFAULT_KEEP_RECENT_ENTRIES,
     check_keep_recent_entries,
@@ -112,6 +112,8 @@ def context_blocks_from_parts(
     With a ``scope_map`` that has host scopes, the memory block renders the work-scope
     projection (current scope, ``self+ancestors``) with its outline.
     """
+    # Both blocks are counted line by line (``count_lines``): from one turn to the next
+    # most of their lines repeat, and only new lines are encoded.
     est = options.estimator or get_estimator()
     red = redactor(options.secrets)
     window = recent_message_window(
@@ -122,12 +124,9 @@ def context_blocks_from_parts(
         secrets=red,
         invalidated_ids=options.invalidated_ids,
     )
-    projection = build_observational_memory_projection_from_entries(
-        ledger,
-        invalidated_ids=options.invalidated_ids,
-        recent_entry_ids=window.complete_entry_ids,
+    observations, reflections = visible_memory(
+        ledger, options.invalidated_ids, window.complete_entry_ids
     )
-    reflections, observations = projection.visible_reflections, projection.visible_observations
     outline = None
     if scope_map is not None and scope_map.has_host_scopes:
         # Invalidation already shaped the visible memory; the scope query only narrows it.
@@ -150,7 +149,7 @@ def context_blocks_from_parts(
             ContextBlock(
                 name=MEMORY_BLOCK_NAME,
                 text=rendered.text,
-                tokens=est.count(rendered.text),
+                tokens=est.count_lines(rendered.text),
                 entry_ids=tuple(sources),
                 memory_ids=rendered.reflection_ids + rendered.observation_ids,
             )
@@ -160,7 +159,7 @@ def context_blocks_from_parts(
             ContextBlock(
                 name=RECENT_MESSAGES_BLOCK_NAME,
                 text=window.text,
-                tokens=est.count(window.text),
+                tokens=est.count_lines(window.text),
                 entry_ids=window.entry_ids,
             )
         )

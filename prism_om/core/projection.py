@@ -37,6 +37,7 @@ __all__ = [
     "build_observational_memory_projection_from_entries",
     "invalidated_observation_ids",
     "is_visible_observation",
+    "visible_memory",
     "withheld_reflection_ids",
 ]
 
@@ -111,8 +112,24 @@ def active_memory(
 
 def is_visible_observation(observation: Observation, recent_entry_ids: Collection[str]) -> bool:
     """False when every source of ``observation`` is already shown as a recent message."""
+    # map over __contains__: no generator frame per observation (this runs every turn).
     return not recent_entry_ids or not all(
-        s in recent_entry_ids for s in observation.source_entry_ids
+        map(recent_entry_ids.__contains__, observation.source_entry_ids)
+    )
+
+
+def visible_memory(
+    ledger: ObservationalMemoryLedger,
+    invalidated_ids: Iterable[str] | None = None,
+    recent_entry_ids: Iterable[str] | None = None,
+) -> tuple[tuple[Observation, ...], tuple[Reflection, ...]]:
+    """The projection's visible observations and reflections alone: what a turn renders,
+    without building the projection's ``FoldedMemory`` (a validation of the whole pool)."""
+    observations, reflections = active_memory(ledger, frozenset(invalidated_ids or ()))
+    recent = frozenset(recent_entry_ids or ())
+    return (
+        tuple(r.observation for r in observations if is_visible_observation(r.observation, recent)),
+        tuple(r.reflection for r in reflections),
     )
 
 

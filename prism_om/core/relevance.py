@@ -27,15 +27,17 @@ def instant(timestamp: str) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
-def lowest_relevance_order(observations: Sequence[Observation]) -> list[int]:
-    """Indexes into ``observations`` (given in record order), least relevant first."""
+def lowest_relevance_order(
+    observations: Sequence[Observation], instants: Sequence[datetime] | None = None
+) -> list[int]:
+    """Indexes into ``observations`` (given in record order), least relevant first.
+
+    ``instants``: each observation's ``instant(observed_at)``, when the caller has them.
+    """
+    at = instants if instants is not None else [instant(o.observed_at) for o in observations]
     return sorted(
         range(len(observations)),
-        key=lambda i: (
-            PRIORITY_RANK[observations[i].priority],
-            instant(observations[i].observed_at),
-            i,
-        ),
+        key=lambda i: (PRIORITY_RANK[observations[i].priority], at[i], i),
     )
 
 

@@ -110,19 +110,32 @@ def render_observational_memory_details(
     """
     validate_limit("max_bytes", max_bytes, hard_cap=RENDERED_MEMORY_MAX_BYTES)
     red = redactor(secrets)
-    layout = _Layout(reflections, observations, outline, red)
+    # Each observedAt parsed once: the display order, the date headings and the
+    # relevance order all rest on it.
+    instants = [instant(o.observed_at) for o in observations]
+    layout = _Layout(reflections, observations, instants, outline, red)
     if layout.empty:
         return RenderedMemory("", (), (), (), ())
 
     # Omitting one more item never makes the text longer (a line outweighs the digits the
     # omission count may gain), so the smallest omission that fits is a binary search.
-    obs_order = lowest_relevance_order(observations)
+    obs_order = lowest_relevance_order(observations, instants)
     refl_order = sorted(
         range(len(reflections)), key=lambda i: (PRIORITY_RANK[reflections[i].priority], i)
     )
 
+    # Each candidate text assembled and measured once: the search's last try is, most of
+    # the time (nothing omitted), the text returned.
+    sized: dict[tuple[int, int], tuple[str, int]] = {}
+
+    def text_of(n_obs: int, n_refl: int) -> tuple[str, int]:
+        if (n_obs, n_refl) not in sized:
+            text = layout.text(obs_order[:n_obs], refl_order[:n_refl])
+            sized[(n_obs, n_refl)] = (text, utf8_len(text))
+        return sized[(n_obs, n_refl)]
+
     def fits(n_obs: int, n_refl: int) -> bool:
-        return utf8_len(layout.text(obs_order[:n_obs], refl_order[:n_refl])) <= max_bytes
+        return text_of(n_obs, n_refl)[1] <= max_bytes
 
     n_obs = _smallest(len(observations), lambda k: fits(k, 0))
     n_refl = 0
@@ -131,8 +144,8 @@ def render_observational_memory_details(
         n_refl_found = _smallest(len(reflections), lambda k: fits(n_obs, k))
         n_refl = len(reflections) if n_refl_found is None else n_refl_found
     omitted_obs, omitted_refl = obs_order[:n_obs], refl_order[:n_refl]
-    text = layout.text(omitted_obs, omitted_refl)
-    truncated = utf8_len(text) > max_bytes
+    text, size = text_of(n_obs, n_refl)
+    truncated = size > max_bytes
     if truncated:
         text = truncate_utf8(text, max_bytes, _TRUNCATED)
     gone_obs, gone_refl = set(omitted_obs), set(omitted_refl)
@@ -175,6 +188,7 @@ class _Layout:
         self,
         reflections: Sequence[Reflection],
         observations: Sequence[Observation],
+        instants: Sequence[datetime],
         outline: str | None,
         red: Redactor,
     ) -> None:
@@ -183,12 +197,13 @@ class _Layout:
         if outline and outline.strip():
             self.head += ["", "## Scope outline", red.text(outline.strip())]
         self.reflection_lines = [_reflection_line(r, red) for r in reflections]
+        # The date as written: ``instant`` only fills in a missing zone, it never shifts.
+        dates = [moment.date().isoformat() for moment in instants]
         # Display order: by date as written, then by instant, then record order.
         self.observation_display_order = sorted(
-            range(len(observations)),
-            key=lambda i: (_date_of(observations[i]), instant(observations[i].observed_at), i),
+            range(len(observations)), key=lambda i: (dates[i], instants[i], i)
         )
-        self.observation_dates = [_date_of(o) for o in observations]
+        self.observation_dates = dates
         self.restating_supports = _restating_supports(
             reflections, observations, self.observation_dates
         )
@@ -293,10 +308,6 @@ def _omission_marker(n_obs: int, n_refl: int) -> str:
     if n_refl:
         parts.append(f"{n_refl} reflection{'s' if n_refl != 1 else ''}")
     return f"[{' and '.join(parts)} omitted to fit the memory cap]"
-
-
-def _date_of(observation: Observation) -> str:
-    return datetime.fromisoformat(observation.observed_at).date().isoformat()
 
 
 def _block(text: str) -> str:
