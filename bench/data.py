@@ -147,8 +147,37 @@ def continuation(dataset: Dataset, count: int, prefix: str, seed: int = 11) -> l
     return out
 
 
+CAPPED_OBSERVATIONS_PER_RECORD: Final = 3
+"""Observations per observer pass in the capped session: with the dataset's one pass per 50
+messages this compresses the transcript ~19x, inside the 5-40x published for observational
+memory (landscape.md). The dataset alone (one per pass) compresses ~57x, sparser than any
+published figure, and its 10k session never reaches the dropper's target: it would measure a
+session the dropper has not started capping."""
+
+
+def _denser(entry: SessionEntry, rng: random.Random, per_record: int) -> SessionEntry:
+    """The record with ``per_record - 1`` more observations of the same window."""
+    assert entry.data is not None
+    first = entry.data["observations"][0]
+    base = int(first["id"], 16)
+    extra = [
+        {
+            **first,
+            # Ids stay 12 hex digits and unique: the dataset's ids count entries (< 2**40).
+            "id": f"{base | (k << 44):012x}",
+            "text": "observed " + _text(rng),
+            "priority": rng.choice(("low", "medium", "high")),
+        }
+        for k in range(1, per_record)
+    ]
+    data = {**entry.data, "observations": [first, *extra]}
+    return entry.model_copy(update={"data": data})
+
+
 def capped_entries(
-    dataset: Dataset, target_tokens: int = DEFAULT_OBSERVATIONS_POOL_TARGET_TOKENS
+    dataset: Dataset,
+    target_tokens: int = DEFAULT_OBSERVATIONS_POOL_TARGET_TOKENS,
+    per_record: int = CAPPED_OBSERVATIONS_PER_RECORD,
 ) -> list[SessionEntry]:
     """The dataset's branch with a dropper at work: the live pool stays near a cap.
 
@@ -156,10 +185,12 @@ def capped_entries(
     ``target_tokens`` (the dropper's default target), an ``om.observations.dropped``
     record retires the oldest until the pool is back at three quarters of it, as a
     dropper run would (it keeps the pool under its target, least relevant first; here
-    oldest first). The session is a realistic long one: ~300 live observations whatever
-    the transcript's length.
+    oldest first). Each pass records ``per_record`` observations (see
+    ``CAPPED_OBSERVATIONS_PER_RECORD``), so the pool reaches the target early and stays near
+    it whatever the transcript's length.
     """
     est = get_estimator()
+    rng = random.Random(13)
     live: list[tuple[str, int]] = []
     pool = 0
     out: list[SessionEntry] = []
@@ -168,6 +199,8 @@ def capped_entries(
         if rechain is not None:
             entry = entry.model_copy(update={"parent_id": rechain})
             rechain = None
+        if entry.custom_type == OBSERVATIONS_RECORDED and per_record > 1:
+            entry = _denser(entry, rng, per_record)
         out.append(entry)
         if entry.custom_type != OBSERVATIONS_RECORDED or entry.data is None:
             continue

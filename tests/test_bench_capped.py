@@ -44,3 +44,27 @@ def test_the_capped_target_is_judged_on_growth_and_speedup() -> None:
     results[1] = result("context_capped", 1_000_000, 0.006)
     (target,) = [t for t in check_targets(results, [10_000, 1_000_000]) if "capping" in t.name]
     assert not target.met
+
+
+def test_the_capped_session_is_near_the_target_from_ten_thousand_entries() -> None:
+    """The workload the issue describes: a pool the dropper keeps near its target at every
+    bench size, from a transcript compressed inside the published 5-40x range."""
+    from prism_om.core.records import OBSERVATIONS_RECORDED
+    from prism_om.observational_memory.settings import DEFAULT_OBSERVATIONS_POOL_TARGET_TOKENS
+
+    est = get_estimator()
+    entries = capped_entries(build_dataset(10_000))
+    live: dict[str, int] = {}
+    observed = 0
+    for entry in entries:
+        if entry.custom_type == OBSERVATIONS_RECORDED and entry.data is not None:
+            for obs in entry.data["observations"]:
+                live[obs["id"]] = est.count(obs["text"])
+                observed += live[obs["id"]]
+        elif entry.custom_type == OBSERVATIONS_DROPPED and entry.data is not None:
+            for memory_id in entry.data["observationIds"]:
+                del live[memory_id]
+    target = DEFAULT_OBSERVATIONS_POOL_TARGET_TOKENS
+    assert target * 3 // 4 <= sum(live.values()) <= target
+    transcript = sum(est.count(e.message.text()) for e in entries if e.message is not None)
+    assert 5 <= transcript / observed <= 40
