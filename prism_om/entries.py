@@ -535,6 +535,35 @@ def _cheap_size_bound(entry: SessionEntry) -> int | None:
     return _MAX_BYTES_PER_CHAR * chars + _ENVELOPE_BYTES
 
 
+def plain_ascii_message_within(entry: SessionEntry, max_bytes: int) -> bool:
+    """True when ``entry`` is a message of plain ASCII text (no parts, no tool calls, no
+    data) whose size bound is within ``max_bytes``: then neither ``check_entry_size`` nor
+    ``find_lone_surrogate`` can fail for it, and an append checks it with one call, not
+    one per check (False: run those checks)."""
+    message = entry.message
+    if (
+        message is None
+        or entry.data is not None
+        or not isinstance(message.content, str)
+        or message.tool_calls
+    ):
+        return False
+    text = "".join(
+        (
+            entry.id or "",
+            entry.session_id or "",
+            entry.parent_id or "",
+            entry.timestamp or "",
+            entry.summary or "",
+            message.content,
+            message.tool_call_id or "",
+            message.name or "",
+        )
+    )
+    # ASCII holds no surrogate; the bound is _cheap_size_bound's (it adds the summary).
+    return text.isascii() and _MAX_BYTES_PER_CHAR * len(text) + _ENVELOPE_BYTES <= max_bytes
+
+
 def check_entry_size(entry: SessionEntry, max_bytes: int) -> None:
     """Raise ``EntryTooLargeError`` when the entry's wire JSON is above ``max_bytes``."""
     bound = _cheap_size_bound(entry)

@@ -147,6 +147,11 @@ class TokenEstimator:
 
     def count_entry(self, entry: SessionEntry) -> int:
         """Tokens of one entry as the provider would see it, framing included."""
+        message = entry.message
+        # A plain message's text is its content (what entry_text joins to), without
+        # building the parts list every append would pay for.
+        if message is not None and not message.tool_calls and isinstance(message.content, str):
+            return self.count(message.content) + MESSAGE_OVERHEAD_TOKENS
         return self.count(entry_text(entry)) + MESSAGE_OVERHEAD_TOKENS
 
 
@@ -163,11 +168,10 @@ def get_estimator(name: str = DEFAULT_ENCODING) -> TokenEstimator:
         # No table for this name can be loaded here (no network, no offline copy).
         return TokenEstimator(HEURISTIC_ENCODING, len)
 
-    def encode(text: str) -> Any:
-        return encoding.encode(text, disallowed_special=())
-
+    # tiktoken documents encode_ordinary as encode(text, disallowed_special=()) without
+    # the special-token argument checks each call would pay for.
     memo = LineMemo() if name in _LINE_ADDITIVE_ENCODINGS else None
-    return TokenEstimator(name, encode, memo)
+    return TokenEstimator(name, encoding.encode_ordinary, memo)
 
 
 def estimate_text_tokens(text: str, estimator: TokenEstimator | None = None) -> int:

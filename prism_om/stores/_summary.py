@@ -15,6 +15,12 @@ __all__ = ["latest_timestamp", "summarize_entries", "utc_timestamp"]
 # Text already in UTC with a fixed width (now_timestamp's shape, or whole seconds): its
 # fixed-width form is known without parsing, and text order is time order.
 _UTC_SHAPE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{3})?Z")
+# A whole batch of one of those shapes, joined by newlines (which no value of the shape
+# holds, so the match splits exactly at them): one match instead of one per value.
+_SECONDS = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}"
+_ALL_ONE_SHAPE = tuple(
+    re.compile(f"(?:{_SECONDS}{end}\n)*{_SECONDS}{end}") for end in (r"\.[0-9]{3}Z", "Z")
+)
 
 
 def latest_timestamp(values: Iterable[object]) -> str | None:
@@ -24,10 +30,22 @@ def latest_timestamp(values: Iterable[object]) -> str | None:
     the UTC shapes above: of those only the latest is parsed (to check it names a real
     time), rather than every one.
     """
+    listed = list(values)
+    texts = [value for value in listed if isinstance(value, str)]
+    if texts and len(texts) == len(listed):
+        joined = "\n".join(texts)
+        for widen, shape in enumerate(_ALL_ONE_SHAPE):
+            if shape.fullmatch(joined):
+                # One shape, so text order is time order; a newest that names no time
+                # (February 30th) leaves the batch to the loop below.
+                newest = max(texts)
+                if utc_timestamp(newest) is not None:
+                    return f"{newest[:-1]}.000Z" if widen else str(newest)
+                break
     latest: str | None = None
     millis: list[str] = []
     seconds: list[str] = []
-    for value in values:
+    for value in listed:
         if isinstance(value, str) and _UTC_SHAPE.fullmatch(value):
             (millis if len(value) == 24 else seconds).append(value)
             continue

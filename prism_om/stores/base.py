@@ -21,7 +21,13 @@ from ..core.ledger_views import live_ledger, restrict_ledger
 from ..core.limits import MAX_ENTRY_BYTES, resolve_page_limit
 from ..core.scope_map import WorkScopeMap, fold_work_scope_map
 from ..core.validation import check_memory_record_caps
-from ..entries import SessionEntry, check_entry_size, find_lone_surrogate, validate_session_id
+from ..entries import (
+    SessionEntry,
+    check_entry_size,
+    find_lone_surrogate,
+    plain_ascii_message_within,
+    validate_session_id,
+)
 from ..errors import (
     DuplicateEntryError,
     EntryNotFoundError,
@@ -340,6 +346,9 @@ def _check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[Session
                 session_id=session_id,
             )
         seen.add(entry.id)
+        if plain_ascii_message_within(entry, MAX_ENTRY_BYTES):
+            # The usual entry: within the size cap, no record to cap, no surrogate.
+            continue
         # Before any store work: an oversized entry would otherwise cost its tokenisation
         # and a huge write before being refused (or worse, accepted).
         check_entry_size(entry, MAX_ENTRY_BYTES)

@@ -247,13 +247,26 @@ def first_rule_failure(
 
 
 async def first_duplicate(
-    conn: aiosqlite.Connection, entries: Sequence[SessionEntry], url: str
+    conn: aiosqlite.Connection,
+    entries: Sequence[SessionEntry],
+    url: str,
+    *,
+    stored_up_to: int | None = None,
 ) -> DuplicateEntryError | None:
-    """The error for the first of ``entries`` whose id is already stored, if any."""
+    """The error for the first of ``entries`` whose id is already stored, if any.
+
+    ``stored_up_to``: only rows up to that seq count as stored; after a failed insert
+    the rows of the batch written before the failing one are visible in the transaction,
+    and are not duplicates.
+    """
     stored: set[str] = set()
     for chunk in id_chunks([e.id for e in entries]):
         marks = ", ".join("?" * len(chunk))
-        rows = await conn.execute_fetchall(f"SELECT id FROM entries WHERE id IN ({marks})", chunk)
+        sql = f"SELECT id FROM entries WHERE id IN ({marks})"
+        params: builtins.list[Any] = chunk
+        if stored_up_to is not None:
+            sql, params = f"{sql} AND seq <= ?", [*chunk, stored_up_to]
+        rows = await conn.execute_fetchall(sql, params)
         stored.update(row[0] for row in rows)
     for entry in entries:
         if entry.id in stored:

@@ -62,7 +62,6 @@ from .point import PointConnection
 from .sql import (
     ADD_TO_SUMMARY_SQL,
     DELETE_SESSION_SQL,
-    INSERT_ENTRY_SQL,
     INSERT_SEGMENT_SQL,
     LEAF_BY_SESSION_SQL,
     ROW_DEPTH,
@@ -73,6 +72,7 @@ from .sql import (
     LeafPosition,
     fetch_first_row,
     fetch_rows,
+    insert_entry_statements,
 )
 from .translate import close_quietly, retrying, rollback_quietly, translate_error
 
@@ -448,10 +448,11 @@ class SqliteStore(OneHopReads):
             ),
         )
         try:
-            await conn.executemany(INSERT_ENTRY_SQL, rows)
+            for sql, values in insert_entry_statements(rows):
+                await conn.execute(sql, values)
         except sqlite3.IntegrityError:
             # Ids are checked by the UNIQUE index rather than a lookup per entry.
-            duplicate = await first_duplicate(conn, batch, self.url)
+            duplicate = await first_duplicate(conn, batch, self.url, stored_up_to=last_seq)
             if duplicate is None:
                 raise
             raise duplicate from None
