@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import operator
 import os
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
@@ -33,6 +34,7 @@ from .page import PAGE_SQL
 from .placement import check_leaf_session, check_page_head, id_chunks, memory_head_of, sorted_pieces
 from .sql import (
     BODIES_BY_ID_SQL,
+    BRANCH_DEPTH_COLUMN,
     BRANCH_ENTRIES_SQL,
     BRANCH_PIECES_SQL,
     BRANCH_TOKENS_SQL,
@@ -60,6 +62,9 @@ from .sql import (
     Params,
 )
 from .translate import first_line, fold_rows_parse, retrying
+
+
+_DEPTH = operator.itemgetter(BRANCH_DEPTH_COLUMN)
 
 
 class SqliteReads(StoreLifecycle):
@@ -431,19 +436,22 @@ class SqliteReads(StoreLifecycle):
         first, last = max(first_depth, 0), min(last_depth, position.depth)
         if first > last:
             return []
-        rows = await self._fetch(BRANCH_ENTRIES_SQL, position.params(first, last))
-        slots: builtins.list[SessionEntry | None] = [None] * (last - first + 1)
+        # The collector stays paused over the fetch too: its rows are as many new
+        # acyclic tuples as the parse builds entries, and a collection run in their
+        # midst finds no garbage, only a long walk over the live heap (see _gc.py).
         with collector_paused():
-            entries = self._parse_rows([row[1:] for row in rows])
-            for (depth, *_), entry in zip(rows, entries, strict=True):
-                slots[depth - first] = entry
-        if any(slot is None for slot in slots):
-            missing = first + slots.index(None)
-            raise CorruptStoreError(
-                f"{self.url}: the branch to {position.entry_id!r} has no entry at depth {missing}",
-                url=self.url,
-            )
-        return [slot for slot in slots if slot is not None]
+            rows = await self._fetch(BRANCH_ENTRIES_SQL, position.params(first, last))
+            # The pieces come leaf side first; the depth is the row's last column.
+            rows.sort(key=_DEPTH)
+            # (segment_id, depth) is unique, so a full count is every depth once.
+            if len(rows) == last - first + 1:
+                return self._parse_rows(rows)
+        found = {row[BRANCH_DEPTH_COLUMN] for row in rows}
+        missing = next(depth for depth in range(first, last + 1) if depth not in found)
+        raise CorruptStoreError(
+            f"{self.url}: the branch to {position.entry_id!r} has no entry at depth {missing}",
+            url=self.url,
+        )
 
     async def _fetch(self, sql: str, params: Params = ()) -> builtins.list[Any]:
         """All rows of one read on the reader connection, errors translated."""
