@@ -83,16 +83,8 @@ async def old_branch_range(
     return [slot for slot in slots if slot is not None]
 
 
-async def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--entries", type=int, default=10_000)
-    parser.add_argument("--rounds", type=int, default=9)
-    parser.add_argument("--keep", default=None, help="a directory to keep the store in")
-    args = parser.parse_args()
+async def run(args: argparse.Namespace, path: str, fresh: bool) -> None:
     dataset = build_dataset(args.entries)
-    workdir = args.keep or tempfile.mkdtemp()
-    path = os.path.join(workdir, f"branch-{args.entries}.db")
-    fresh = not os.path.exists(path)
     store = await open_store(f"sqlite:{path}")
     if fresh:
         for i in range(0, args.entries, 1000):
@@ -169,5 +161,15 @@ async def main() -> None:
         )
 
 
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--entries", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--keep", default=None, help="a directory to keep the store in")
+    args = parser.parse_args()
+    path = os.path.join(args.keep or tempfile.mkdtemp(), f"branch-{args.entries}.db")
+    asyncio.run(run(args, path, fresh=not os.path.exists(path)))
+
+
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

@@ -63,7 +63,6 @@ from .sql import (
 )
 from .translate import first_line, fold_rows_parse, retrying
 
-
 _DEPTH = operator.itemgetter(BRANCH_DEPTH_COLUMN)
 
 
@@ -438,14 +437,19 @@ class SqliteReads(StoreLifecycle):
             return []
         # The collector stays paused over the fetch too: its rows are as many new
         # acyclic tuples as the parse builds entries, and a collection run in their
-        # midst finds no garbage, only a long walk over the live heap (see _gc.py).
+        # midst finds no garbage, only a long walk over the live heap (see _gc.py). On
+        # PostgreSQL the fetch awaits the server, and other tasks run meanwhile with the
+        # collector paused: that only postpones their collections, nothing is lost.
         with collector_paused():
             rows = await self._fetch(BRANCH_ENTRIES_SQL, position.params(first, last))
             # The pieces come leaf side first; the depth is the row's last column.
             rows.sort(key=_DEPTH)
             # (segment_id, depth) is unique, so a full count is every depth once.
             if len(rows) == last - first + 1:
-                return self._parse_rows(rows)
+                entries = self._parse_rows(rows)
+                # Freed before the collector resumes, so its next pass has fewer to walk.
+                del rows
+                return entries
         found = {row[BRANCH_DEPTH_COLUMN] for row in rows}
         missing = next(depth for depth in range(first, last + 1) if depth not in found)
         raise CorruptStoreError(
