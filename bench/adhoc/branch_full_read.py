@@ -5,11 +5,12 @@ Usage: python bench/adhoc/branch_full_read.py [--entries N] [--rounds R] [--keep
 On one store of the benchmark transcript (N entries, default 10,000; the dataset stays
 alive in the process, as in ``python -m bench``, so the heap a collection walks is the
 bench's), side by side in one process, each way run once per round in turn so machine
-load hits them alike; the median of R rounds (default 9) of wall and CPU time, and the
-cyclic collections run during one call:
+load hits them alike; the median of R rounds (default 9) of wall and CPU time, and of
+the cyclic collections run during one call and the time they took (the profile of where
+the growth with size goes):
 
 - ``old``: the read before this change (depth first, rows sliced, slots by depth, the
-  collector running during the fetch);
+  collector running during the fetch, ``entries_from_rows`` with three calls per row);
 - ``new``: ``store.entries()`` as it is now (collector paused over fetch and parse, rows
   sorted by their last column and handed to the parser as they are);
 - ``wire``: the rejected lever, one value per row (SQLite builds each row's whole wire
@@ -45,7 +46,16 @@ from prism_om._gc import collector_paused
 from prism_om.entries import SessionEntry
 from prism_om.errors import CorruptStoreError
 from prism_om.stores import open_store
-from prism_om.stores._rows import _without_after_validators, entry_columns
+from prism_om.stores._rows import (
+    _entry,
+    _json_text,
+    _other_kind,
+    _stored_message,
+    _stored_messages,
+    _without_after_validators,
+    bad_row,
+    entry_columns,
+)
 from prism_om.stores.sqlite import reads
 from prism_om.stores.sqlite.sql import BRANCH_PATH_CTE, branch_rows_sql
 
@@ -63,6 +73,39 @@ FLOOR_SQL = (
     "SELECT id, session_id, parent_id, kind, timestamp, body FROM entries "
     "WHERE session_id = ? ORDER BY seq"
 )
+
+
+def old_messages(rows: Any) -> Any:
+    """``stores._rows._messages`` before this change."""
+    texts = [_json_text(row) for row in rows]
+    joined: Any
+    if all(isinstance(text, bytes) for text in texts):
+        joined = b"[" + b",".join(texts) + b"]"
+    else:
+        joined = "[" + ",".join(t if isinstance(t, str) else t.decode() for t in texts) + "]"
+    try:
+        parsed = _stored_messages().validate_json(joined)
+    except ValueError:
+        parsed = []
+    if len(parsed) == len(rows):
+        return parsed
+    parsed = []
+    for row, text in zip(rows, texts, strict=True):
+        try:
+            parsed.append(_stored_message(text))
+        except ValueError as exc:
+            raise bad_row(str(row[0]), "its stored JSON no longer parses") from exc
+    return parsed
+
+
+def old_entries_from_rows(rows: Any, version: int) -> list[SessionEntry]:
+    """``stores._rows.entries_from_rows`` before this change (schema 4 rows)."""
+    messages = [row for row in rows if row[3] == "message"]
+    parsed = iter(old_messages(messages) if messages else ())
+    return [
+        _entry(row, next(parsed), None, None) if row[3] == "message" else _other_kind(row)
+        for row in rows
+    ]
 
 
 async def old_branch_range(
@@ -90,6 +133,7 @@ async def run(args: argparse.Namespace, path: str, fresh: bool) -> None:
         for i in range(0, args.entries, 1000):
             await store.append_many(dataset.entries[i : i + 1000])
     new_branch_range = reads.SqliteReads._branch_range
+    new_entries_from_rows = reads.entries_from_rows
     conn = sqlite3.connect(path)
     position = await store._leaf_position(SESSION_ID, None)  # type: ignore[attr-defined]
     params = position.params()
@@ -99,10 +143,12 @@ async def run(args: argparse.Namespace, path: str, fresh: bool) -> None:
 
     async def old() -> Any:
         reads.SqliteReads._branch_range = old_branch_range  # type: ignore[method-assign]
+        reads.entries_from_rows = old_entries_from_rows
         try:
             return await store.entries(SESSION_ID)
         finally:
             reads.SqliteReads._branch_range = new_branch_range  # type: ignore[method-assign]
+            reads.entries_from_rows = new_entries_from_rows
 
     async def new() -> Any:
         return await store.entries(SESSION_ID)
@@ -130,21 +176,26 @@ async def run(args: argparse.Namespace, path: str, fresh: bool) -> None:
     assert await new() == reference and await wire() == reference, "the reads disagree"
     del reference
     counts: dict[str, int] = {}
+    in_gc: dict[str, float] = {}
+    started = [0.0]
 
     def count(phase: str, info: dict[str, Any]) -> None:
         if phase == "start":
             counts[current] = counts.get(current, 0) + 1
+            started[0] = time.perf_counter()
+        else:
+            in_gc[current] = in_gc.get(current, 0.0) + time.perf_counter() - started[0]
 
-    samples: dict[str, list[tuple[float, float, int]]] = {name: [] for name in ways}
+    samples: dict[str, list[tuple[float, float, int, float]]] = {name: [] for name in ways}
     gc.collect()
     gc.callbacks.append(count)
     for _ in range(args.rounds):
         for current, way in ways.items():
-            counts[current] = 0
+            counts[current], in_gc[current] = 0, 0.0
             wall, cpu = time.perf_counter(), time.process_time()
             result = await way()
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-            samples[current].append((wall, cpu, counts[current]))
+            samples[current].append((wall, cpu, counts[current], in_gc[current]))
             del result
     gc.callbacks.remove(count)
     await store.close()
@@ -155,9 +206,11 @@ async def run(args: argparse.Namespace, path: str, fresh: bool) -> None:
         wall = statistics.median(s[0] for s in runs)
         cpu = statistics.median(s[1] for s in runs)
         collections = statistics.median(s[2] for s in runs)
+        collecting = statistics.median(s[3] for s in runs)
         print(
             f"  {name:11} wall {wall * 1000:9.1f} ms  cpu {cpu * 1000:9.1f} ms  "
-            f"{wall / base:5.2f}x floor  collections {collections:g}"
+            f"{wall / base:5.2f}x floor  collections {collections:g} "
+            f"taking {collecting * 1000:.1f} ms"
         )
 
 
