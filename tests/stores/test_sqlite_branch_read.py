@@ -20,6 +20,7 @@ from support.postgres import with_fresh_schema
 from prism_om.entries import SessionEntry, compaction_entry, custom_entry, message_entry
 from prism_om.errors import CorruptStoreError
 from prism_om.stores import SessionStore, open_store
+from prism_om.stores.sqlite.sql import BRANCH_ENTRIES_SQL
 from prism_om.testing.memory_conformance import load_builder
 from prism_om.testing.om_factories import BranchBuilder, branch_builders
 
@@ -187,3 +188,31 @@ async def test_a_branch_missing_a_depth_is_refused_naming_it(tmp_path: Path) -> 
         assert [e.id for e in await store.entries_after("long", "m20")] == [
             f"m{n}" for n in range(21, 30)
         ]
+
+
+async def test_two_rows_at_one_depth_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Only a damaged unique index on (segment_id, depth) returns two rows at one depth:
+    # the read stands in for it by handing back one row twice.
+    async with await open_store(f"sqlite:{tmp_path / 'twice.db'}") as store:
+        await _long_session(store, 10)
+        real_fetch = store._fetch  # type: ignore[attr-defined]
+
+        async def fetch(sql: str, params: Any = ()) -> list[Any]:
+            rows: list[Any] = await real_fetch(sql, params)
+            if sql == BRANCH_ENTRIES_SQL:
+                rows[4] = rows[5]
+            return rows
+
+        monkeypatch.setattr(store, "_fetch", fetch)
+        with pytest.raises(CorruptStoreError, match=r"'m9' has no entry at depth 4"):
+            await store.entries("long")
+
+        async def fetch_extra(sql: str, params: Any = ()) -> list[Any]:
+            rows: list[Any] = await real_fetch(sql, params)
+            return [*rows, rows[5]] if sql == BRANCH_ENTRIES_SQL else rows
+
+        monkeypatch.setattr(store, "_fetch", fetch_extra)
+        with pytest.raises(CorruptStoreError, match=r"'m9' has more than one entry at a depth"):
+            await store.entries("long")

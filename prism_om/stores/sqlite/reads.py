@@ -444,17 +444,20 @@ class SqliteReads(StoreLifecycle):
             rows = await self._fetch(BRANCH_ENTRIES_SQL, position.params(first, last))
             # The pieces come leaf side first; the depth is the row's last column.
             rows.sort(key=_DEPTH)
-            # (segment_id, depth) is unique, so a full count is every depth once.
-            if len(rows) == last - first + 1:
+            # Every depth once, in order (checked in C: a damaged index could repeat one).
+            if list(map(_DEPTH, rows)) == list(range(first, last + 1)):
                 entries = self._parse_rows(rows)
                 # Freed before the collector resumes, so its next pass has fewer to walk.
                 del rows
                 return entries
         found = {row[BRANCH_DEPTH_COLUMN] for row in rows}
-        missing = next(depth for depth in range(first, last + 1) if depth not in found)
+        missing = next((depth for depth in range(first, last + 1) if depth not in found), None)
+        # Every depth there, yet not once each: the (segment_id, depth) index is damaged.
+        what = (
+            "more than one entry at a depth" if missing is None else f"no entry at depth {missing}"
+        )
         raise CorruptStoreError(
-            f"{self.url}: the branch to {position.entry_id!r} has no entry at depth {missing}",
-            url=self.url,
+            f"{self.url}: the branch to {position.entry_id!r} has {what}", url=self.url
         )
 
     async def _fetch(self, sql: str, params: Params = ()) -> builtins.list[Any]:
