@@ -185,6 +185,34 @@ def _entry(
     return entry
 
 
+_MESSAGE_FIELDS = set(_SET_BY_KIND["message"])
+_copy_fields = set.copy
+
+
+def _message_entry(row: Sequence[Any], message: Message) -> SessionEntry:
+    """``_entry`` of a message row: the same entry, in one call per row (most rows of
+    any read are messages)."""
+    entry: SessionEntry = _new(SessionEntry)
+    _set(
+        entry,
+        "__dict__",
+        {
+            "id": row[0],
+            "session_id": row[1],
+            "parent_id": row[2],
+            "kind": row[3],
+            "timestamp": row[4],
+            "message": message,
+            "data": None,
+            "summary": None,
+        },
+    )
+    _set(entry, "__pydantic_fields_set__", _copy_fields(_MESSAGE_FIELDS))
+    _set(entry, "__pydantic_extra__", None)
+    _set(entry, "__pydantic_private__", None)
+    return entry
+
+
 def _json_text(row: Sequence[Any]) -> bytes | str:
     body = row[5]
     if not isinstance(body, bytes | str):
@@ -223,12 +251,15 @@ def _other_kind(row: Sequence[Any]) -> SessionEntry:
 
 def _messages(rows: Sequence[Sequence[Any]]) -> list[Message]:
     """The message payloads of ``rows`` in one parse; per row when one of them is bad."""
-    texts = [_json_text(row) for row in rows]
+    texts = [row[5] for row in rows]
     validator = _stored_messages()
     joined: bytes | str
-    if all(isinstance(text, bytes) for text in texts):
-        joined = b"[" + b",".join(texts) + b"]"  # type: ignore[arg-type]
-    else:
+    try:
+        # SQLite's bodies are bytes (the CAST): joined as they are, no check per row.
+        joined = b"[" + b",".join(texts) + b"]"
+    except TypeError:
+        # Text bodies (PostgreSQL's), or one that is not JSON text at all (named here).
+        texts = [_json_text(row) for row in rows]
         joined = "[" + ",".join(t if isinstance(t, str) else t.decode() for t in texts) + "]"
     try:
         parsed: list[Message] = validator.validate_json(joined)
@@ -281,9 +312,12 @@ def entries_from_rows(rows: Iterable[Sequence[Any]], version: int) -> list[Sessi
         # version 3, and may meet rows already rewritten as payloads: read either shape.
         return [stored_entry(row)[0] for row in rows]
     messages = [row for row in rows if row[3] == "message"]
-    parsed = iter(_messages(messages) if messages else ())
+    parsed = _messages(messages) if messages else []
+    if len(messages) == len(rows):
+        return list(map(_message_entry, rows, parsed))
+    next_message = iter(parsed).__next__
     return [
-        _entry(row, next(parsed), None, None) if row[3] == "message" else _other_kind(row)
+        _message_entry(row, next_message()) if row[3] == "message" else _other_kind(row)
         for row in rows
     ]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import operator
 import os
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
@@ -34,6 +35,7 @@ from .placement import check_leaf_session, check_page_head, id_chunks, memory_he
 from .point_page import PageStart
 from .sql import (
     BODIES_BY_ID_SQL,
+    BRANCH_DEPTH_COLUMN,
     BRANCH_ENTRIES_SQL,
     BRANCH_PIECES_SQL,
     BRANCH_TOKENS_SQL,
@@ -61,6 +63,8 @@ from .sql import (
     Params,
 )
 from .translate import first_line, fold_rows_parse, retrying
+
+_DEPTH = operator.itemgetter(BRANCH_DEPTH_COLUMN)
 
 
 class SqliteReads(StoreLifecycle):
@@ -439,19 +443,30 @@ class SqliteReads(StoreLifecycle):
         first, last = max(first_depth, 0), min(last_depth, position.depth)
         if first > last:
             return []
-        rows = await self._fetch(BRANCH_ENTRIES_SQL, position.params(first, last))
-        slots: builtins.list[SessionEntry | None] = [None] * (last - first + 1)
+        # The collector stays paused over the fetch too: its rows are as many new
+        # acyclic tuples as the parse builds entries, and a collection run in their
+        # midst finds no garbage, only a long walk over the live heap (see _gc.py). On
+        # PostgreSQL the fetch awaits the server, and other tasks run meanwhile with the
+        # collector paused: that only postpones their collections, nothing is lost.
         with collector_paused():
-            entries = self._parse_rows([row[1:] for row in rows])
-            for (depth, *_), entry in zip(rows, entries, strict=True):
-                slots[depth - first] = entry
-        if any(slot is None for slot in slots):
-            missing = first + slots.index(None)
-            raise CorruptStoreError(
-                f"{self.url}: the branch to {position.entry_id!r} has no entry at depth {missing}",
-                url=self.url,
-            )
-        return [slot for slot in slots if slot is not None]
+            rows = await self._fetch(BRANCH_ENTRIES_SQL, position.params(first, last))
+            # The pieces come leaf side first; the depth is the row's last column.
+            rows.sort(key=_DEPTH)
+            # Every depth once, in order (checked in C: a damaged index could repeat one).
+            if list(map(_DEPTH, rows)) == list(range(first, last + 1)):
+                entries = self._parse_rows(rows)
+                # Freed before the collector resumes, so its next pass has fewer to walk.
+                del rows
+                return entries
+        found = {row[BRANCH_DEPTH_COLUMN] for row in rows}
+        missing = next((depth for depth in range(first, last + 1) if depth not in found), None)
+        # Every depth there, yet not once each: the (segment_id, depth) index is damaged.
+        what = (
+            "more than one entry at a depth" if missing is None else f"no entry at depth {missing}"
+        )
+        raise CorruptStoreError(
+            f"{self.url}: the branch to {position.entry_id!r} has {what}", url=self.url
+        )
 
     async def _fetch(self, sql: str, params: Params = ()) -> builtins.list[Any]:
         """All rows of one read on the reader connection, errors translated."""

@@ -90,7 +90,9 @@ def scope_records_query() -> str:
 
 # Rows of whole entries select ENTRY_COLUMNS (stores/_rows.py: the envelope, then body).
 ENTRY_COLUMNS = entry_columns()
-BRANCH_ENTRIES_SQL = branch_rows_sql(f"e.depth, {entry_columns('e')}", "entries", "e")
+# The depth last, so a row is handed to the parser as it is (it reads the first six).
+BRANCH_ENTRIES_SQL = branch_rows_sql(f"{entry_columns('e')}, e.depth", "entries", "e")
+BRANCH_DEPTH_COLUMN = 6
 BRANCH_PIECES_SQL = f"{BRANCH_PATH_CTE}\nSELECT segment_id, lo, hi FROM branch_path"
 # Segments belong to one session, so a row on the pieces is of the leaf's session.
 DEPTH_ON_BRANCH_SQL = f"""{BRANCH_PATH_CTE}
