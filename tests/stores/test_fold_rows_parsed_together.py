@@ -5,6 +5,7 @@ fold row damaged outside the API is still refused."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from prism_om.core.records import Observation, Reflection
 from prism_om.errors import CorruptStoreError
 from prism_om.stores.base import SessionStore
 from prism_om.stores.sqlite import SqliteStore
+from prism_om.testing.conformance import StoreOpener
 
 
 def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -31,11 +33,23 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return calls
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+async def sql_store(
+    request: pytest.FixtureRequest, make_opener: Callable[[str], StoreOpener], tmp_path: Path
+) -> AsyncIterator[SessionStore]:
+    """Only the SQL adapters keep fold rows."""
+    (tmp_path / request.param).mkdir()
+    opened = await make_opener(request.param).open()
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
 async def test_the_live_pool_is_validated_in_one_call(
-    store: SessionStore, monkeypatch: pytest.MonkeyPatch
+    sql_store: SessionStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not store.url.startswith(("sqlite", "postgres")):
-        pytest.skip("only the SQL adapters keep fold rows")
+    store = sql_store
     await store.append_many(capped_entries(build_dataset(1200), target_tokens=400))
     calls = counted(monkeypatch)
     live = await store.live_ledger(SESSION_ID)
