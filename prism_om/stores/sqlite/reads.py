@@ -447,7 +447,7 @@ class SqliteReads(StoreLifecycle):
 
     async def _fetch(self, sql: str, params: Params = ()) -> builtins.list[Any]:
         """All rows of one read on the reader connection, errors translated."""
-        reader = self._open_reader()
+        reader = await self._started_reader()
         try:
             rows = await retrying(self.url, "read", lambda: reader.execute_fetchall(sql, params))
         except CorruptStoreError as exc:
@@ -481,6 +481,10 @@ class SqliteReads(StoreLifecycle):
     def _open_reader(self) -> aiosqlite.Connection:
         self._check_open()
         return self._reader
+
+    async def _started_reader(self) -> aiosqlite.Connection:
+        """The reader, ready for statements (``SqliteStore`` may open it on first use)."""
+        return self._open_reader()
 
     def _mark_damaged(self, exc: CorruptStoreError) -> None:
         """Refuse later writes, here and (through the note) in other processes."""
