@@ -203,3 +203,19 @@ async def test_many_recent_messages_take_the_hop(
             assert len(await store.recent_messages("s", 1000)) == 30
             assert len(await store.recent_messages("s", 20)) == 20
         assert len(seen["hops"]) == 1  # the thousand; the twenty is a point read
+
+
+async def test_a_reader_that_fails_to_start_is_reported_and_retried(path: Path) -> None:
+    async with await SqliteStore.open(path) as store:
+        failed = store._start_reader
+        assert failed is not None
+
+        async def refuse() -> bool:
+            raise StoreError("could not open the reader", url=store.url)
+
+        store._start_reader = refuse
+        with pytest.raises(StoreError, match="could not open the reader"):
+            await store.entries("s")
+        # A fresh reader, opened by the next read that needs it.
+        assert len(await store.entries("s")) == 30
+        assert store._start_reader is None

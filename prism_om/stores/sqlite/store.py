@@ -542,7 +542,7 @@ class SqliteStore(OneHopReads):
             self._reader, self._start_reader = self._later_reader()
             self._reader_starting = None
             raise
-        self._start_reader = None
+        self._start_reader = self._reader_starting = None
 
     def _open_writer(self) -> aiosqlite.Connection:
         self._check_open()
