@@ -5,7 +5,8 @@ into a temporary directory as the package ``prism_om_old`` (its imports are rela
 one store per size with the current code, then times, alternating call by call in one
 process: the old code's cold start, the new code's, the floor of ``bench/floor.py``
 (connect + the last 20 rows + ``json.loads``, on the same file) and, when installed,
-openai-agents' ``SQLiteSession`` (construct + ``get_items(limit=20)``) on a file of the same
+openai-agents' ``SQLiteSession`` (construct + ``get_items(limit=20)``) and LangGraph's
+``AsyncSqliteSaver`` (connect + ``aget_tuple`` of the latest) on files of the same
 messages. The close after each open is not timed, as in ``python -m bench``. Prints medians
 of wall and CPU time (``time.process_time``: every thread of the process) in µs, and the
 ratios. The machine is shared: compare the ratios, not the absolute figures.
@@ -28,8 +29,10 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bench.data import SESSION_ID, build_dataset
-from bench.peers import _item
+from bench.data import SESSION_ID, build_dataset, continuation
+from bench.peers import _item, run_async_sqlite_saver
+from bench.timing import Timer
+from bench.workloads import AppendSample
 from prism_om.stores.sqlite import SqliteStore
 
 Opener = Callable[[], Awaitable[Callable[[], Awaitable[None]]]]
@@ -99,7 +102,33 @@ async def session_opener(path: str, messages: list[Any]) -> Opener | None:
     return run
 
 
-async def one_size(size: int, old_cls: Any, workdir: str, samples: int) -> None:
+async def saver_opener(data: Any, workdir: str) -> Opener | None:
+    """LangGraph's ``AsyncSqliteSaver`` on the file ``python -m bench`` builds for it."""
+    try:
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    except ImportError:
+        return None
+    quick = Timer(repeat=1, min_sample_s=0.0, budget_s=1.0)
+    await run_async_sqlite_saver(
+        data, AppendSample([], continuation(data, 3, "lg")), workdir, quick
+    )
+    path = os.path.join(workdir, f"langgraph-{data.size}.db")
+    thread: Any = {"configurable": {"thread_id": SESSION_ID, "checkpoint_ns": ""}}
+
+    async def run() -> Callable[[], Awaitable[None]]:
+        manager = AsyncSqliteSaver.from_conn_string(path)
+        saver = await manager.__aenter__()
+        await saver.aget_tuple(thread)
+
+        async def close() -> None:
+            await manager.__aexit__(None, None, None)
+
+        return close
+
+    return run
+
+
+async def one_size(size: int, old_cls: Any, workdir: str, samples: int, peers: bool) -> None:
     data = build_dataset(size)
     path = os.path.join(workdir, f"s-{size}.db")
     async with await SqliteStore.open(path) as store:
@@ -110,9 +139,16 @@ async def one_size(size: int, old_cls: Any, workdir: str, samples: int) -> None:
         "new": store_opener(SqliteStore, path),
         "floor": floor_opener(path),
     }
-    peer = await session_opener(os.path.join(workdir, f"agents-{size}.db"), data.messages)
+    peer = (
+        None
+        if not peers
+        else await session_opener(os.path.join(workdir, f"agents-{size}.db"), data.messages)
+    )
     if peer is not None:
         openers["SQLiteSession"] = peer
+    saver = None if not peers else await saver_opener(data, workdir)
+    if saver is not None:
+        openers["AsyncSqliteSaver"] = saver
     wall: dict[str, list[float]] = {name: [] for name in openers}
     cpu: dict[str, list[float]] = {name: [] for name in openers}
     for attempt in range(samples + 5):
@@ -136,8 +172,9 @@ async def one_size(size: int, old_cls: Any, workdir: str, samples: int) -> None:
         f"  new / old: wall {med['new'] / med['old']:.2f}, "
         f"cpu {cpu_med['new'] / cpu_med['old']:.2f}"
     )
-    if peer is not None:
-        print(f"  new / SQLiteSession: wall {med['new'] / med['SQLiteSession']:.2f}")
+    for other in ("SQLiteSession", "AsyncSqliteSaver"):
+        if other in med:
+            print(f"  new / {other}: wall {med['new'] / med[other]:.2f}")
 
 
 async def main() -> None:
@@ -145,11 +182,12 @@ async def main() -> None:
     parser.add_argument("--old", required=True, help="git revision of the old code")
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--samples", type=int, default=300)
+    parser.add_argument("--no-peers", action="store_true", help="old, new and floor only")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as workdir:
         old_cls = old_package(args.old, workdir)
         for size in (int(s) for s in args.sizes.split(",")):
-            await one_size(size, old_cls, workdir, args.samples)
+            await one_size(size, old_cls, workdir, args.samples, not args.no_peers)
 
 
 if __name__ == "__main__":
