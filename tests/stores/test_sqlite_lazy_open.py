@@ -100,8 +100,9 @@ async def test_reopen_leaf_and_recent_start_no_thread_and_one_connection(
     assert seen["threads"] == [] and seen["hops"] == []
     assert opened == 3  # journal_mode, user_version and application_id
     assert leaf == 1
-    # The leaf's position, the branch's pieces, and the one piece's last 20 messages.
-    assert len(seen["statements"]) == opened + leaf + 3
+    # The leaf's position and its segment's last 20 messages: enough, so the branch's
+    # pieces are not read.
+    assert len(seen["statements"]) == opened + leaf + 2
 
 
 async def test_the_first_unbounded_read_starts_the_reader_once_and_close_joins_it(
