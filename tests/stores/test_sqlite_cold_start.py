@@ -89,11 +89,11 @@ async def test_reopening_for_reads_leaves_the_writer_for_the_first_write(
     opened = counted_connects(monkeypatch)
     async with await SqliteStore.open(path) as store:
         assert await store.leaf("s") == "a"
-        assert len(opened) == 2  # the path probe and the reader
+        assert len(opened) == 1  # the loop's read-only connection alone (no probe, no reader)
         await store.append(
             message_entry("s", "user", "yo", parent_id="a", entry_id="b", timestamp=TS)
         )
-        assert len(opened) == 3  # the writer, at the first write
+        assert len(opened) == 2  # the writer, at the first write
         assert await store.leaf("s") == "b"
         assert (await store.connection_settings())["synchronous"] == 1
 
@@ -108,6 +108,7 @@ async def test_a_file_changed_before_the_first_write_is_prepared_then(
         calls = prepare_calls(monkeypatch)
         assert await store.leaf("s") == "a"
         await store._reader.close()  # let another connection change the journal mode
+        store._point.close()  # (the loop's read-only connection, too)
         raw = sqlite3.connect(path)
         assert raw.execute("PRAGMA journal_mode = DELETE").fetchone()[0] == "delete"
         raw.close()

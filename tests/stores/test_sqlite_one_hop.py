@@ -97,7 +97,7 @@ async def test_reads_that_took_several_statements_are_one_hop(store: Any) -> Non
     leaf = data.last_id
     calls: list[Callable[[], Awaitable[object]]] = [
         lambda: s.entries(SESSION_ID),
-        lambda: s.recent_messages(SESSION_ID, 20),
+        # recent_messages(20) is a point read now: no hop (test_sqlite_lazy_open.py).
         lambda: s.ledger(SESSION_ID),
         lambda: s.live_ledger(SESSION_ID),
         lambda: s.entries_after(SESSION_ID, data.middle_message_id()),

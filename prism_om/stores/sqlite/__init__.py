@@ -29,6 +29,14 @@ errors, inside the write transaction: the tree rules, then ``om.*`` memory recor
 the shared validation of ``core.validation``, reading only the entries a
 record names and the memory records on its branch.
 
+Opening a file that is already current (WAL, this schema version: the usual reopen) costs
+three pragmas on the event loop's own read-only connection (``point``) and starts no
+thread: the reader and the writer (aiosqlite, a thread each) open on the first read or
+write that needs them, and ``close`` stops whichever did. ``leaf`` and ``recent_messages``
+of a few run on that connection too, bounded (``hop_reads``). Any other file (new, older,
+newer, foreign, or busy at that moment) takes the full open on the threads, which checks,
+migrates or refuses it as before; the writer checks the file again when it starts.
+
 Read-only opens (``read_only=True``) never create or change the file: the connection is
 opened ``mode=ro``. A file in WAL mode needs its shared-memory file (``-shm``) for that;
 where it cannot be created (a read-only directory) and no committed writes wait in the WAL,

@@ -10,6 +10,7 @@ import sqlite3
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import aiosqlite
 
@@ -24,6 +25,7 @@ from .._rows import rewrite_bodies_as_payloads
 from .._schema import APPLICATION_ID, SCHEMA_VERSION, Schema
 from .folds import backfill_supersessions
 from .live_pool import backfill_live_pool
+from .point import NotAPoint, PointConnection
 from .sql import SUMMARIES_FROM_ENTRIES_SQL, fetch_first_row
 from .translate import close_quietly, primary_code, retrying, rollback_quietly, translate_error
 
@@ -153,11 +155,16 @@ def _ready_for_writes(mode: str) -> Callable[[sqlite3.Connection], bool]:
 
 def file_is_current(raw: sqlite3.Connection) -> bool:
     """In WAL, stamped with this ``SCHEMA_VERSION`` and our application id: nothing to do."""
-    (journal,) = raw.execute("PRAGMA journal_mode").fetchone()
-    if str(journal).lower() != "wal":
+    return marks_are_current(lambda pragma: raw.execute(pragma).fetchall())
+
+
+def marks_are_current(fetch: Callable[[str], list[Any]]) -> bool:
+    """``file_is_current``, each pragma read by ``fetch``: three pragmas, as the table-valued
+    ``pragma_*`` functions in one SELECT measured slower (a SELECT parses the schema)."""
+    if str(fetch("PRAGMA journal_mode")[0][0]).lower() != "wal":
         return False
-    (version,) = raw.execute("PRAGMA user_version").fetchone()
-    (app_id,) = raw.execute("PRAGMA application_id").fetchone()
+    (version,) = fetch("PRAGMA user_version")[0]
+    (app_id,) = fetch("PRAGMA application_id")[0]
     return bool(version == SCHEMA_VERSION and app_id == APPLICATION_ID)
 
 
@@ -188,6 +195,27 @@ def later_writer(
     it (no probe: the reader has opened the file) and answers as ``open_writer`` does."""
     target = location if uri_mode is None else _file_uri(location, uri_mode)
     return _unstarted(url, target, busy_timeout_ms, False, uri_mode, _ready_for_writes(mode))
+
+
+def later_reader(
+    url: str, location: str, busy_timeout_ms: int, *, uri_mode: str | None
+) -> tuple[aiosqlite.Connection, Callable[[], Awaitable[bool]]]:
+    """The reader connection (``query_only``) not opened yet, and how to open it, for a
+    file already checked current: ``await start()`` opens it, with no probe or checks."""
+    target = location if uri_mode is None else _file_uri(location, uri_mode)
+    return _unstarted(url, target, busy_timeout_ms, True, uri_mode, None)
+
+
+def current_on_loop(point: PointConnection) -> bool:
+    """Whether the file is current (``file_is_current``), asked on the loop's own read-only
+    connection: three pragmas that never wait. False for anything else, busy or
+    failing included, which the full open then checks and reports on its threads."""
+    if point.get() is None:
+        return False
+    try:
+        return marks_are_current(lambda pragma: point.fetch(pragma, ()))
+    except (NotAPoint, IndexError):
+        return False
 
 
 async def open_reader(

@@ -9,6 +9,7 @@ off the event loop.
 from __future__ import annotations
 
 import builtins
+import functools
 import sqlite3
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, Literal, TypeVar
@@ -26,6 +27,9 @@ from .sql import Params
 
 T = TypeVar("T")
 
+POINT_MAX_STATEMENTS = 8
+"""Statements a multi-statement point read (``recent_messages``) may run on the loop."""
+
 
 class OneHopReads(SqliteReads):
     """Every read of ``SqliteReads``, one thread hop per call."""
@@ -34,12 +38,14 @@ class OneHopReads(SqliteReads):
     _direct: ThreadSlot
     # The loop's own read-only connection for bounded point reads (``point``).
     _point: PointConnection
+    # Statements the point read running now may still run (None: no such limit).
+    _point_budget: int | None = None
 
     async def _hop(self, read: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
         if self._direct.conn is not None:
             # Already on the reader's thread (a read calling another): run it in place.
             return await read(*args)
-        reader = self._open_reader()
+        reader = await self._started_reader()
 
         def run(raw: sqlite3.Connection) -> T:
             self._direct.conn = raw
@@ -59,11 +65,18 @@ class OneHopReads(SqliteReads):
         self._check_open()
         return self._direct.conn is None and self._point.get() is not None
 
-    async def _read_point(self, reads: Callable[[], Coroutine[Any, Any, T]], keys: int) -> T:
+    async def _read_point(
+        self,
+        reads: Callable[[], Coroutine[Any, Any, T]],
+        keys: int,
+        *,
+        statements: int | None = None,
+    ) -> T:
         """``reads()``, rows by ``keys`` ids, on the loop's own connection: no hop.
 
         Too many keys take the hop at once; a read that turns out wider, or meets a busy
-        file, is redone with one hop (see ``point``).
+        file, or runs more than ``statements`` statements (when given), is redone with one
+        hop (see ``point``).
         """
         self._check_open()
         narrow = keys <= POINT_MAX_PARAMS and self._direct.conn is None
@@ -71,12 +84,14 @@ class OneHopReads(SqliteReads):
         if raw is None:
             return await self._hop(reads)
         self._direct.conn = raw
+        self._point_budget = statements
         try:
             return drive(reads())
         except NotAPoint:
             pass
         finally:
             self._direct.conn = None
+            self._point_budget = None
         return await self._hop(reads)
 
     async def _fetch(self, sql: str, params: Params = ()) -> builtins.list[Any]:
@@ -84,6 +99,10 @@ class OneHopReads(SqliteReads):
         if raw is None:
             return await super()._fetch(sql, params)
         if raw is self._point.raw:
+            if self._point_budget is not None:
+                if self._point_budget <= 0:
+                    raise NotAPoint
+                self._point_budget -= 1
             return self._point.fetch(sql, params)
         try:
             return fetch_direct(raw, self.url, sql, params)
@@ -112,7 +131,8 @@ class OneHopReads(SqliteReads):
         return await self._hop(super().leaves, session_id)
 
     async def leaf(self, session_id: str) -> str | None:
-        return await self._hop(super().leaf, session_id)
+        # One row by primary key: a point read (the open path's first read, too).
+        return await self._read_point(functools.partial(super().leaf, session_id), 1)
 
     async def is_on_branch(
         self, session_id: str, entry_id: str, leaf_id: str | None = None
@@ -139,7 +159,12 @@ class OneHopReads(SqliteReads):
     async def recent_messages(
         self, session_id: str, count: int, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
-        return await self._hop(super().recent_messages, session_id, count, leaf_id)
+        read = functools.partial(super().recent_messages, session_id, count, leaf_id)
+        if count > POINT_MAX_PARAMS:
+            return await self._hop(read)
+        # At most ``count`` rows, a statement per branch piece read: bounded by
+        # ``POINT_MAX_STATEMENTS`` on the loop, beyond which the read takes the hop.
+        return await self._read_point(read, 1, statements=POINT_MAX_STATEMENTS)
 
     async def ledger(
         self, session_id: str, leaf_id: str | None = None

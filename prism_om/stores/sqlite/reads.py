@@ -214,17 +214,24 @@ class SqliteReads(StoreLifecycle):
     ) -> builtins.list[SessionEntry]:
         """The branch's last ``count`` user/assistant/tool messages, oldest first.
 
-        Reads the pieces from the leaf back, newest first, and stops at ``count``.
+        Reads the pieces from the leaf back, newest first, and stops at ``count``. The
+        leaf's own piece comes first, before the branch's pieces are looked up: a segment
+        is one chain, so its entries down to the leaf's depth are on the branch, and when
+        they hold ``count`` messages (the usual case) the pieces are never read.
         """
         position = await self._leaf_position(session_id, leaf_id)
         if position is None or count <= 0:
             return []
-        found: builtins.list[SessionEntry] = []
-        for segment_id, lo, hi in reversed(await self._pieces(position)):
-            params = (segment_id, lo, hi, *ELIGIBLE_ROLES, count - len(found))
-            found.extend(self._parse_rows(await self._fetch(RECENT_MESSAGES_SQL, params)))
-            if len(found) >= count:
-                break
+        params = (position.segment_id, 0, position.depth, *ELIGIBLE_ROLES, count)
+        found = self._parse_rows(await self._fetch(RECENT_MESSAGES_SQL, params))
+        if len(found) < count:
+            for segment_id, lo, hi in reversed(await self._pieces(position)):
+                if segment_id == position.segment_id:
+                    continue  # read above
+                params = (segment_id, lo, hi, *ELIGIBLE_ROLES, count - len(found))
+                found.extend(self._parse_rows(await self._fetch(RECENT_MESSAGES_SQL, params)))
+                if len(found) >= count:
+                    break
         found.reverse()
         return found
 
@@ -470,7 +477,7 @@ class SqliteReads(StoreLifecycle):
 
     async def _fetch(self, sql: str, params: Params = ()) -> builtins.list[Any]:
         """All rows of one read on the reader connection, errors translated."""
-        reader = self._open_reader()
+        reader = await self._started_reader()
         try:
             rows = await retrying(self.url, "read", lambda: reader.execute_fetchall(sql, params))
         except CorruptStoreError as exc:
@@ -504,6 +511,10 @@ class SqliteReads(StoreLifecycle):
     def _open_reader(self) -> aiosqlite.Connection:
         self._check_open()
         return self._reader
+
+    async def _started_reader(self) -> aiosqlite.Connection:
+        """The reader, ready for statements (``SqliteStore`` may open it on first use)."""
+        return self._open_reader()
 
     def _mark_damaged(self, exc: CorruptStoreError) -> None:
         """Refuse later writes, here and (through the note) in other processes."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import functools
 import os
 import sqlite3
@@ -36,6 +37,8 @@ from ..base import (
 from .connect import (
     DAMAGED_SUFFIX,
     check_open_args,
+    current_on_loop,
+    later_reader,
     later_writer,
     open_read_only,
     open_reader,
@@ -79,8 +82,18 @@ from .translate import close_quietly, retrying, rollback_quietly, translate_erro
 T = TypeVar("T")
 # Makes a writer connection not opened yet, and the call that opens it.
 LaterWriter = Callable[[], tuple[aiosqlite.Connection, Callable[[], Awaitable[None]]]]
+# The same for a reader (``connect.later_reader``).
+LaterReader = Callable[[], tuple[aiosqlite.Connection, Callable[[], Awaitable[bool]]]]
 # Batches this large are serialised and counted off the event loop.
 ENCODE_IN_THREAD = 1000
+
+
+async def _check_exists(url: str, location: str) -> None:
+    """``StoreNotFoundError`` unless there is a file at ``location``."""
+    if not await asyncio.to_thread(os.path.exists, location):
+        raise StoreNotFoundError(
+            f"no store at {location!r} ({url}): the file does not exist", url=url
+        )
 
 
 class SqliteStore(OneHopReads):
@@ -94,14 +107,23 @@ class SqliteStore(OneHopReads):
         self,
         url: str,
         writer: aiosqlite.Connection | None,
-        reader: aiosqlite.Connection,
+        reader: aiosqlite.Connection | None,
         estimator: TokenEstimator,
         *,
         read_only: bool = False,
         schema_version: int = SCHEMA_VERSION,
         later: LaterWriter | None = None,
+        later_reader: LaterReader | None = None,
+        point: PointConnection | None = None,
     ) -> None:
         self.url = url
+        # Without a reader, ``later_reader`` makes one that the first read needing it opens.
+        self._later_reader = later_reader
+        self._start_reader: Callable[[], Awaitable[bool]] | None = None
+        self._reader_starting: asyncio.Future[None] | None = None
+        if reader is None:
+            assert later_reader is not None
+            reader, self._start_reader = later_reader()
         # Without a writer, ``later`` makes one that the first write opens (see open).
         self._later = later
         self._start_writer: Callable[[], Awaitable[None]] | None = None
@@ -121,7 +143,7 @@ class SqliteStore(OneHopReads):
         # Held across every write transaction: the writer connection has one transaction.
         self._lock = asyncio.Lock()
         self._direct = ThreadSlot()
-        self._point = PointConnection(None if read_only else self._location)
+        self._point = point or PointConnection(None if read_only else self._location)
         # After ``delete_session``: WAL frames its checkpoint could not copy into the file
         # (another process's reader held them); 0 when the erased bytes are gone.
         self.wal_frames_pending = 0
@@ -149,33 +171,41 @@ class SqliteStore(OneHopReads):
         location = os.fspath(path)
         mode = check_open_args(location, busy_timeout_ms, synchronous)
         url = f"sqlite:{location}"
-        if (read_only or not create) and not await asyncio.to_thread(os.path.exists, location):
-            raise StoreNotFoundError(
-                f"no store at {location!r} ({url}): the file does not exist", url=url
-            )
         if read_only:
+            await _check_exists(url, location)
             reader, version = await open_read_only(url, location, busy_timeout_ms)
             return cls(url, reader, reader, estimator, read_only=True, schema_version=version)
-        schema = load_schema()
         # Without create, "rw" keeps SQLite itself from making the file after the check.
         uri_mode = None if create else "rw"
-        # The reader opens first and checks the file: a current one (the usual reopen)
-        # needs no schema work, so the writer waits for the first write to be opened.
+
+        def later() -> tuple[aiosqlite.Connection, Callable[[], Awaitable[None]]]:
+            writer, start = later_writer(url, location, busy_timeout_ms, mode, uri_mode=uri_mode)
+
+            async def start_writer() -> None:
+                if not await start():
+                    # Changed since the check at open (another process migrated it).
+                    await prepare_file(url, writer, mode, load_schema(), create=create)
+
+            return writer, start_writer
+
+        # The usual reopen: the loop's own read-only connection (``point``) finds the file
+        # current (which it never creates), and no thread starts until a read or write
+        # needs one.
+        point = PointConnection(location)
+        if current_on_loop(point):
+            reader_later = functools.partial(
+                later_reader, url, location, busy_timeout_ms, uri_mode=uri_mode
+            )
+            return cls(
+                url, None, None, estimator, later=later, later_reader=reader_later, point=point
+            )
+        # Anything else (new, older, newer or foreign, busy, unreadable here) is checked,
+        # and reported, by the reader and writer on their threads, as it always was.
+        point.close()
+        if not create:
+            await _check_exists(url, location)
         reader, current = await open_reader(url, location, busy_timeout_ms, uri_mode=uri_mode)
         if current:
-
-            def later() -> tuple[aiosqlite.Connection, Callable[[], Awaitable[None]]]:
-                writer, start = later_writer(
-                    url, location, busy_timeout_ms, mode, uri_mode=uri_mode
-                )
-
-                async def start_writer() -> None:
-                    if not await start():
-                        # Changed since the reader looked (another process migrated it).
-                        await prepare_file(url, writer, mode, schema, create=create)
-
-                return writer, start_writer
-
             return cls(url, None, reader, estimator, later=later)
         try:
             writer, ready = await open_writer(
@@ -186,7 +216,7 @@ class SqliteStore(OneHopReads):
             raise
         try:
             if not ready:
-                await prepare_file(url, writer, mode, schema, create=create)
+                await prepare_file(url, writer, mode, load_schema(), create=create)
         except BaseException:
             await close_quietly(writer)
             await close_quietly(reader)
@@ -330,6 +360,10 @@ class SqliteStore(OneHopReads):
             return
         self._closed = True
         self._point.close()
+        if self._reader_starting is not None:
+            # A reader being opened now is closed below, once it is open.
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._reader_starting)
         # Wait for a running write transaction to finish before closing its connection.
         async with self._lock:
             # A reader holds nothing to lose; the writer's close checkpoints the WAL, so
@@ -482,6 +516,34 @@ class SqliteStore(OneHopReads):
             self._writer, self._start_writer = self._later()
             raise
         self._start_writer = None
+
+    async def _started_reader(self) -> aiosqlite.Connection:
+        """The reader, opened first if ``open`` left it for the first read that needs it."""
+        reader = self._open_reader()
+        if self._start_reader is None:
+            return reader
+        if self._reader_starting is None:
+            # One opening for every read that arrives while it runs.
+            starting = asyncio.ensure_future(self._open_later_reader())
+            # Its failure is each waiting read's to report, not the loop's to log.
+            starting.add_done_callback(lambda done: done.cancelled() or done.exception())
+            self._reader_starting = starting
+        await asyncio.shield(self._reader_starting)
+        return self._open_reader()
+
+    async def _open_later_reader(self) -> None:
+        start = self._start_reader
+        assert start is not None
+        try:
+            await start()
+        except BaseException:
+            # The next read tries again, from a fresh connection.
+            await close_quietly(self._reader)
+            assert self._later_reader is not None
+            self._reader, self._start_reader = self._later_reader()
+            self._reader_starting = None
+            raise
+        self._start_reader = self._reader_starting = None
 
     def _open_writer(self) -> aiosqlite.Connection:
         self._check_open()
