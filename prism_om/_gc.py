@@ -11,20 +11,38 @@ was enabled) as soon as the parse ends, even on error.
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 __all__ = ["collector_paused"]
 
 
+_lock = threading.Lock()
+_pausers = 0
+_we_disabled = False
+
+
 @contextmanager
 def collector_paused() -> Iterator[None]:
-    """Pause the cyclic collector for one bulk parse; a no-op if it is already off."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
+    """Pause the cyclic collector for one bulk parse; a no-op if it is already off.
+
+    Counted, because the reader thread and the loop (PostgreSQL reads await with it paused)
+    can overlap: the collector comes back when the last overlapping parse ends, and only if
+    a pause here turned it off, never against a caller who disabled it themselves.
+    """
+    global _pausers, _we_disabled
+    with _lock:
+        if _pausers == 0:
+            _we_disabled = gc.isenabled()
+            if _we_disabled:
+                gc.disable()
+        _pausers += 1
     try:
         yield
     finally:
-        gc.enable()
+        with _lock:
+            _pausers -= 1
+            if _pausers == 0 and _we_disabled:
+                _we_disabled = False
+                gc.enable()
