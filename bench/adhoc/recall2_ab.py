@@ -2,6 +2,7 @@
 
     python bench/adhoc/recall2_ab.py [--adapter sqlite|postgres] [--rev 46a686b]
                                      [--sizes 10000] [--rounds 9] [--calls 300]
+                                     [--secrets N]
 
 The older tree (``git archive REV``) is imported as ``prism_om_old``, so both versions run
 in one process, each with its own store open on the **same** file or schema. Each round
@@ -9,8 +10,9 @@ times one idle round trip (aiosqlite ``SELECT 1`` on SQLite, psycopg on PostgreS
 the public ``recall_observational_memory(store, id, session_id=...)`` of each version in
 turn (the first alternating between rounds): medians of ``--calls`` calls per round, wall
 and this process's CPU time. Printed: medians over rounds, each version's ratio to the
-round trip of its round, and new/old per round (median and quartiles). A script that
-prints numbers, not a test; the machine may be loaded by others (compare ratios).
+round trip of its round, and new/old per round (median and quartiles). ``--secrets N``
+passes N secrets (a new list each call) to every recall. A script that prints numbers,
+not a test; the machine may be loaded by others (compare ratios).
 """
 
 from __future__ import annotations
@@ -66,6 +68,11 @@ async def medians(call: Call, n: int) -> tuple[float, float]:
 async def one_size(base: str, size: int, args: Any) -> None:
     dataset = build_dataset(size)
     memory_id, _ = dataset.middle_memory_id()
+
+    def secrets() -> list[str] | None:
+        # A new list per call, as an agent passes its secrets on every tool call.
+        return [f"sk-live-{n:04d}-secret" for n in range(args.secrets)] if args.secrets else None
+
     if args.adapter == "sqlite":
         url = f"sqlite:{tempfile.mkdtemp(prefix='recall2-ab-')}/ab.db"
     else:
@@ -81,7 +88,7 @@ async def one_size(base: str, size: int, args: Any) -> None:
         om = importlib.import_module(f"{package}.observational_memory")
         stores[name] = store
         calls[f"recall {name}"] = lambda s=store, om=om: om.recall_observational_memory(
-            s, memory_id, session_id=SESSION_ID
+            s, memory_id, session_id=SESSION_ID, secrets=secrets()
         )
     if args.adapter == "sqlite":
         rtt_conn: Any = await importlib.import_module("aiosqlite").connect(url[len("sqlite:") :])
@@ -116,7 +123,8 @@ async def one_size(base: str, size: int, args: Any) -> None:
             cpu.setdefault(key, []).append(used)
             ratio.setdefault(f"{key} /rtt", []).append(took[name] / rtt)
         ratio.setdefault("recall new/old", []).append(took["new"] / took["old"])
-    head = f"{args.adapter} size {size:,}: {args.rounds} rounds x {args.calls} calls"
+    head = f"{args.adapter} size {size:,}, {args.secrets} secrets"
+    head += f": {args.rounds} rounds x {args.calls} calls"
     print(f"{head} (old = {args.rev})")
     for key in wall:
         print(
@@ -151,6 +159,7 @@ if __name__ == "__main__":
     parser.add_argument("--sizes", default="10000")
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--secrets", type=int, default=0, help="secrets passed per call")
     cli = parser.parse_args()
     cli.sizes = [int(s) for s in cli.sizes.split(",")]
     if cli.adapter == "sqlite":
