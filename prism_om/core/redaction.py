@@ -142,12 +142,37 @@ def _representations(secret: str) -> set[str]:
 _NO_SECRETS: Final = Redactor()
 
 
+_RECENT_MAX: Final = 16
+"""Redactors ``redactor`` keeps for the secret sets it was given last (oldest dropped)."""
+
+_recent: dict[frozenset[str], Redactor] = {}
+
+
 def redactor(secrets: Iterable[str] | Redactor | None) -> Redactor:
-    """A ``Redactor`` for ``secrets``, reusing one that is already built."""
+    """A ``Redactor`` for ``secrets``, reusing one that is already built.
+
+    A collection of strings passed again (an agent's secrets, on every recall and page)
+    gets the redactor built for the same set the first time: building one escapes each
+    secret at every level, many times the cost of the recall it serves.
+    """
     if secrets is None:
         # The common case, once per recall and per page: no pattern to build.
         return _NO_SECRETS
-    return secrets if isinstance(secrets, Redactor) else Redactor(secrets)
+    if isinstance(secrets, Redactor):
+        return secrets
+    if not isinstance(secrets, list | tuple | set | frozenset) or not all(
+        type(s) is str for s in secrets
+    ):
+        return Redactor(secrets)  # an iterator, or a value Redactor refuses
+    key = frozenset(secrets)
+    built = _recent.pop(key, None)
+    if built is None:
+        built = Redactor(key)
+        if len(_recent) >= _RECENT_MAX:
+            # Tolerant of a thread that evicts at the same time.
+            _recent.pop(next(iter(_recent), frozenset()), None)
+    _recent[key] = built  # the most recently used last
+    return built
 
 
 def redact_text(text: str, secrets: Iterable[str] | Redactor | None) -> str:
