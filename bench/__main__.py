@@ -159,6 +159,10 @@ STANDING_NOTES = [
     "One session, one branch: every 51st entry is an `om.observations.recorded` record "
     "with one observation citing one of the 50 messages before it; message text is 6-30 "
     "words. Peers get the same messages (om-memory also the same observations).",
+    "The capped session (SQLite only) is the same transcript with three observations per "
+    "record (~16x compression, inside the published 5-40x) and a dropped record whenever the "
+    "live pool passes the dropper's target, back to three quarters of it: the pool is near "
+    "the target at every size (`bench.data.capped_entries`).",
     "Appends are a fixed sample on top of the prepared store: 20 batches of 100, then 2,000 "
     "single entries (om-memory: as many as fit in 10 s); the figure is the median of 5 "
     "group means.",
