@@ -111,28 +111,37 @@ def find_lone_surrogate(value: object, path: str = "") -> str | None:
     return None
 
 
+def _plain_message_text(entry: SessionEntry) -> str | None:
+    """Every text field of a plain message (string content, no tool calls, no data) joined,
+    for checks that one test of the whole can settle; None for any other entry."""
+    message = entry.message
+    if (
+        message is None
+        or entry.data is not None
+        or not isinstance(message.content, str)
+        or message.tool_calls
+    ):
+        return None
+    return "".join(
+        (
+            entry.id or "",
+            entry.session_id or "",
+            entry.parent_id or "",
+            entry.timestamp or "",
+            entry.summary or "",
+            message.content,
+            message.tool_call_id or "",
+            message.name or "",
+        )
+    )
+
+
 def _entry_surrogate(entry: SessionEntry) -> str | None:
     # Field by field rather than through model_fields: this runs on every append.
     message = entry.message
-    if (
-        message is not None
-        and entry.data is None
-        and isinstance(message.content, str)
-        and not message.tool_calls
-        # Most messages are ASCII: one test of all their text, and no surrogate can hide.
-        and "".join(
-            (
-                entry.id or "",
-                entry.session_id or "",
-                entry.parent_id or "",
-                entry.timestamp or "",
-                entry.summary or "",
-                message.content,
-                message.tool_call_id or "",
-                message.name or "",
-            )
-        ).isascii()
-    ):
+    plain = _plain_message_text(entry)
+    # Most messages are ASCII: one test of all their text, and no surrogate can hide.
+    if plain is not None and plain.isascii():
         return None
     for name in ("id", "session_id", "parent_id", "timestamp", "summary"):
         if _bad(getattr(entry, name)):
@@ -540,28 +549,11 @@ def plain_ascii_message_within(entry: SessionEntry, max_bytes: int) -> bool:
     data) whose size bound is within ``max_bytes``: then neither ``check_entry_size`` nor
     ``find_lone_surrogate`` can fail for it, and an append checks it with one call, not
     one per check (False: run those checks)."""
-    message = entry.message
-    if (
-        message is None
-        or entry.data is not None
-        or not isinstance(message.content, str)
-        or message.tool_calls
-    ):
-        return False
-    text = "".join(
-        (
-            entry.id or "",
-            entry.session_id or "",
-            entry.parent_id or "",
-            entry.timestamp or "",
-            entry.summary or "",
-            message.content,
-            message.tool_call_id or "",
-            message.name or "",
-        )
-    )
+    text = _plain_message_text(entry)
     # ASCII holds no surrogate; the bound is _cheap_size_bound's (it adds the summary).
-    return text.isascii() and _MAX_BYTES_PER_CHAR * len(text) + _ENVELOPE_BYTES <= max_bytes
+    if text is None or not text.isascii():
+        return False
+    return _MAX_BYTES_PER_CHAR * len(text) + _ENVELOPE_BYTES <= max_bytes
 
 
 def check_entry_size(entry: SessionEntry, max_bytes: int) -> None:

@@ -35,7 +35,9 @@ _LEAF = {
            e.depth AS depth
     FROM (SELECT 1) one LEFT JOIN entries e ON e.id = :leaf_id""",
 }
-_HEAD = """
+# The leaf, then its branch's pieces walked back through the segments; {limit} is empty
+# or a LIMIT on the pieces. Shared by the page and the pieces statements.
+_BRANCH_PATH = """
 WITH RECURSIVE leaf AS ({leaf}
 ),
 branch_path(segment_id, lo, hi, parent_segment_id) AS (
@@ -44,8 +46,11 @@ branch_path(segment_id, lo, hi, parent_segment_id) AS (
     WHERE l.owner = :session_id
     UNION ALL
     SELECT s.segment_id, s.start_depth, bp.lo - 1, s.parent_segment_id
-    FROM branch_path bp JOIN segments s ON s.segment_id = bp.parent_segment_id
-),
+    FROM branch_path bp JOIN segments s ON s.segment_id = bp.parent_segment_id{limit}
+)"""
+_HEAD = (
+    _BRANCH_PATH.replace("{limit}", "")
+    + """,
 cursor_at AS (
     SELECT e.depth AS depth, e.kind AS kind, e.role AS role, bp.segment_id AS segment_id,
            bp.lo AS lo, bp.hi AS hi
@@ -66,6 +71,7 @@ SELECT * FROM (
       AND e.kind = 'message' AND e.role IN ({roles})
     ORDER BY e.depth {order} LIMIT :want
 )"""
+)
 # The cursor's piece and bounds as scalar subqueries, not a join: constants to SQLite, so
 # it walks the (segment_id, depth) index in page order and stops at :want (a join made
 # it read the whole rest of the piece and sort it).
@@ -92,21 +98,13 @@ PAGE_SQL: dict[tuple[str, str], str] = {
 # only when it has none: the leaf's row ``(0, leaf_id, owner, NULL)``, then one row
 # ``(1, segment_id, lo, hi)`` per piece, at most ``:max_pieces`` (the recursion stops
 # there, so a branch of many forks costs no more than that before the hop takes over).
-_PIECES = """
-WITH RECURSIVE leaf AS ({leaf}
-),
-branch_path(segment_id, lo, hi, parent_segment_id) AS (
-    SELECT s.segment_id, s.start_depth, l.depth, s.parent_segment_id
-    FROM leaf l JOIN segments s ON s.segment_id = l.segment_id
-    WHERE l.owner = :session_id
-    UNION ALL
-    SELECT s.segment_id, s.start_depth, bp.lo - 1, s.parent_segment_id
-    FROM branch_path bp JOIN segments s ON s.segment_id = bp.parent_segment_id
-    LIMIT :max_pieces
-)
+_PIECES = (
+    _BRANCH_PATH.replace("{limit}", "\n    LIMIT :max_pieces")
+    + """
 SELECT 0, l.leaf_id, l.owner, NULL FROM leaf l
 UNION ALL
 SELECT 1, segment_id, lo, hi FROM branch_path"""
+)
 PIECES_SQL: dict[str, str] = {leaf: _PIECES.format(leaf=sql) for leaf, sql in _LEAF.items()}
 # Where the cursor is, whichever branch it lies on: the caller places it on the pieces.
 CURSOR_SQL = "SELECT segment_id, depth, kind, role FROM entries WHERE id = ?"
