@@ -235,8 +235,9 @@ class PostgresStore(PostgresReads):
         and each wait for a lock on the server; past it a call raises ``StoreBusyError``
         rather than hang. A bounded read (leaf, page, recall, recent messages, entries by
         a few ids) the server has not answered ``timeout_s`` + 1 s after it was sent is
-        cancelled and raises ``StoreBusyError`` as well. ``create=False`` and
-        ``read_only=True`` refuse a database without the prism_om tables
+        cancelled and raises ``StoreBusyError`` as well: at once when the server answers
+        the cancel, within 5 s more when it does not (psycopg then closes the connection).
+        ``create=False`` and ``read_only=True`` refuse a database without the prism_om tables
         (``StoreNotFoundError``) and never create them; read-only connections are also
         read-only on the server (``default_transaction_read_only``).
         """
