@@ -101,7 +101,7 @@ async def _run(
         for adapter in adapters:
 
             async def round_trip(size: int = size) -> list[Result]:
-                return [await run_round_trip(workdir, timer, size)]
+                return await run_round_trip(workdir, timer, size)
 
             async def pg_round_trip(size: int = size, url: str | None = pg_url) -> list[Result]:
                 assert url is not None
@@ -123,7 +123,7 @@ async def _run(
             if not any(
                 r.workload == "rtt" and r.size == size and r.system != "psycopg" for r in results
             ):
-                results.append(await run_round_trip(workdir, timer, size))
+                results += await run_round_trip(workdir, timer, size)
             results += await run_floor(dataset, sample, workdir, timer)
             log("  floor done")
         if pg_base is not None:

@@ -19,6 +19,7 @@ from .model import (
     PG_FLOOR,
     PG_REFERENCE,
     REFERENCE,
+    REFERENCE_BUSY,
     WORKLOADS,
     Result,
 )
@@ -78,7 +79,17 @@ def _index(results: Iterable[Result]) -> dict[tuple[str, str, int], Result]:
 
 
 def _systems(results: Sequence[Result], workload: str) -> list[str]:
-    order = [*OURS, FLOOR, FLOOR_V3, PG_FLOOR, JSONL_FLOOR, *PEERS, REFERENCE, PG_REFERENCE]
+    order = [
+        *OURS,
+        FLOOR,
+        FLOOR_V3,
+        PG_FLOOR,
+        JSONL_FLOOR,
+        *PEERS,
+        REFERENCE,
+        REFERENCE_BUSY,
+        PG_REFERENCE,
+    ]
     present = {r.system for r in results if r.workload == workload}
     return [s for s in order if s in present]
 
@@ -133,8 +144,10 @@ def tables(results: Sequence[Result], sizes: Sequence[int]) -> str:
         out.append(
             "The round trip is measured at each size right before the SQLite (aiosqlite) or "
             "PostgreSQL (psycopg) read workloads (median of 9 samples); recall and page are "
-            "compared with the one of their size and engine. The PostgreSQL floor's ratios "
-            "are against the psycopg floor.\n"
+            "compared with the one of their size and engine. The aiosqlite round trip is "
+            "taken twice, idle and with another core kept busy by a spinning process (its "
+            "thread then wakes faster); the SQLite targets are checked against the faster "
+            "of the two. The PostgreSQL floor's ratios are against the psycopg floor.\n"
         )
     return "\n".join(out)
 
@@ -184,17 +197,29 @@ def check_targets(results: Sequence[Result], sizes: Sequence[int]) -> list[Targe
                 Target(f"SQLite {label} within {bound}x of a round trip", None, "not measured")
             )
             continue
-        ratios = [
-            index[(key, "sqlite", n)].value / index[("rtt", REFERENCE, n)].value for n in measured
-        ]
+        # Against the faster of the idle and the busy round trip of the same size: a
+        # hop-free read must beat the hop however quickly the hop's thread wakes.
+        ratios: list[float] = []
+        parts = []
+        for n in measured:
+            ours = index[(key, "sqlite", n)].value
+            trips = [
+                (system, index[("rtt", system, n)].value)
+                for system in (REFERENCE, REFERENCE_BUSY)
+                if has("rtt", system, n)
+            ]
+            ratios.append(ours / min(value for _, value in trips))
+            parts.append(
+                f"{n:,}: {fmt_value(ours, 's')} = "
+                + " / ".join(
+                    f"{ours / value:.1f}x of {fmt_value(value, 's')}"
+                    + (" (busy core)" if system == REFERENCE_BUSY else "")
+                    for system, value in trips
+                )
+            )
         flat, how = _flat(index, key, "sqlite", measured)
         met = all(r <= bound for r in ratios) and flat
-        detail = ", ".join(
-            f"{n:,}: {fmt_value(index[(key, 'sqlite', n)].value, 's')} = {r:.1f}x "
-            f"of {fmt_value(index[('rtt', REFERENCE, n)].value, 's')}"
-            for n, r in zip(measured, ratios, strict=True)
-        )
-        detail += f"; growth {how}"
+        detail = ", ".join(parts) + f"; growth {how}"
         if 1_000_000 not in measured:
             detail += " (1,000,000 not run: flatness checked up to the largest size)"
         targets.append(
