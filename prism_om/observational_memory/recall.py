@@ -64,6 +64,7 @@ from ..entries import SessionEntry
 from ..errors import InvalidIdError, InvalidInputError, PageTooLargeError
 from ..ids import is_memory_id
 from ..stores._together import point_reads_ready, read_point, read_together
+from ..stores._wire import entry_wire, observation_wire
 from ..stores.base import SessionStore
 
 __all__ = [
@@ -269,6 +270,15 @@ async def _recall_store(
         fetched = await read_sources(wanted) if wanted else {}
         return _build(plan, red, fetched.get, window)
 
+    if not invalid and not extras and leaf_id is None:
+        # The store's one-statement read of the id's rows with their sources, if it has
+        # one (SQLite on the loop, PostgreSQL); None when it cannot serve it now.
+        rows_with_sources = getattr(store, "_recall_rows", None)
+        if rows_with_sources is not None:
+            got = await rows_with_sources(session_id, memory_id)
+            if got is not None:
+                return await _recall_read_ahead(store, session_id, memory_id, red, window, *got)
+            return await read_together(store, lambda: answer(subset, store.get_many))
     if invalid or not point_reads_ready(store):
         # One unit: on SQLite, one thread hop for the subset and the sources together.
         return await read_together(store, lambda: answer(subset, store.get_many))
@@ -278,6 +288,40 @@ async def _recall_store(
         lambda: read_point(store, subset, keys=1),
         lambda wanted: read_point(store, lambda: store.get_many(wanted), keys=len(wanted)),
     )
+
+
+async def _recall_read_ahead(
+    store: SessionStore,
+    session_id: str,
+    memory_id: str,
+    red: Redactor,
+    window: tuple[int, int],
+    ledger: ObservationalMemoryLedger,
+    read_ahead: dict[str, SessionEntry],
+) -> MemoryRecall:
+    """The answer from ``memory_subset(session_id, [memory_id])`` and the sources read
+    with it (nothing withheld, no extra ledgers, the session's leaf).
+
+    A reflection's supports, and the window's sources when one of them was not read
+    ahead (beyond the store's read-ahead, or missing), are read by id, as
+    ``_recall_store`` reads them.
+    """
+    plan = _resolve(ledger, (), memory_id, frozenset())
+    if isinstance(plan, MemoryRecall):
+        return plan
+    if isinstance(plan.recorded, RecordedReflection):
+        wanted_ids = [memory_id, *plan.recorded.reflection.observation_ids]
+        ledger = await read_point(
+            store, lambda: store.memory_subset(session_id, wanted_ids), keys=1
+        )
+        plan = _resolve(ledger, (), memory_id, frozenset())
+        if isinstance(plan, MemoryRecall):  # another writer cannot remove rows; kept safe
+            return plan
+    wanted = _slice(plan.cited, window)
+    if any(i not in read_ahead for i in wanted):
+        # The slice as ``_recall_store`` reads it: by id, all of it.
+        read_ahead = await read_point(store, lambda: store.get_many(wanted), keys=len(wanted))
+    return _build(plan, red, read_ahead.get, window)
 
 
 def _recall(
@@ -394,7 +438,7 @@ def _build(
             kind="observation",
             found=True,
             text=red.text(obs.text),
-            item=red.value(obs.model_dump(by_alias=True, mode="json")),
+            item=red.value(observation_wire(obs)),
             dropped=plan.dropped,
             recorded_entry_id=recorded.recorded_entry_id,
             recorded_at=recorded.recorded_at,
@@ -412,8 +456,7 @@ def _build(
         recorded_at=recorded.recorded_at,
         **page,
         supporting_observations=tuple(
-            {**red.value(r.observation.model_dump(by_alias=True, mode="json")), "dropped": d}
-            for r, d in supports
+            {**red.value(observation_wire(r.observation)), "dropped": d} for r, d in supports
         ),
         dropped_supporting_observation_ids=tuple(r.id for r, d in supports if d),
         missing_supporting_observation_ids=plan.missing_supports,
@@ -446,7 +489,7 @@ def _sources(
         if entry is None:
             missing.append(source_id)
         else:
-            found.append(red.value(entry.to_wire()))
+            found.append(red.value(entry_wire(entry)))
     end = offset + limit
     return {
         "sources": tuple(found),
