@@ -230,6 +230,12 @@ def recall_observational_memory_from_store(
     invalid = frozenset(invalidated_ids or ())
     red = redactor(secrets)
     extras = tuple(extra_ledgers or ())
+    if not invalid and not extras and leaf_id is None:
+        # The store's one-statement read of the id's rows with their sources, if it has
+        # one (SQLite on the loop, PostgreSQL).
+        rows_with_sources = getattr(store, "_recall_rows", None)
+        if rows_with_sources is not None:
+            return _recall_read_ahead(store, rows_with_sources, session_id, memory_id, red, window)
     return _recall_store(store, session_id, leaf_id, memory_id, invalid, red, extras, window)
 
 
@@ -242,6 +248,8 @@ async def _recall_store(
     red: Redactor,
     extras: tuple[ObservationalMemoryLedger, ...],
     window: tuple[int, int],
+    *,
+    together: bool = False,
 ) -> MemoryRecall:
     async def subset() -> ObservationalMemoryLedger:
         # Only the rows of this id (and, for a reflection, its supports) are read.
@@ -270,16 +278,7 @@ async def _recall_store(
         fetched = await read_sources(wanted) if wanted else {}
         return _build(plan, red, fetched.get, window)
 
-    if not invalid and not extras and leaf_id is None:
-        # The store's one-statement read of the id's rows with their sources, if it has
-        # one (SQLite on the loop, PostgreSQL); None when it cannot serve it now.
-        rows_with_sources = getattr(store, "_recall_rows", None)
-        if rows_with_sources is not None:
-            got = await rows_with_sources(session_id, memory_id)
-            if got is not None:
-                return await _recall_read_ahead(store, session_id, memory_id, red, window, *got)
-            return await read_together(store, lambda: answer(subset, store.get_many))
-    if invalid or not point_reads_ready(store):
+    if invalid or together or not point_reads_ready(store):
         # One unit: on SQLite, one thread hop for the subset and the sources together.
         return await read_together(store, lambda: answer(subset, store.get_many))
     # Without withholding only rows by id are read: point reads (on SQLite, no hop while
@@ -290,22 +289,36 @@ async def _recall_store(
     )
 
 
+RecallRows = Callable[
+    [str, str], Awaitable[tuple[ObservationalMemoryLedger, dict[str, SessionEntry]] | None]
+]
+"""A store's ``_recall_rows(session_id, memory_id)``: ``memory_subset(session_id,
+[memory_id])`` with the source entries its observations cite (some or all), read in one
+statement; None when the store cannot read it that way now."""
+
+
 async def _recall_read_ahead(
     store: SessionStore,
+    rows_with_sources: RecallRows,
     session_id: str,
     memory_id: str,
     red: Redactor,
     window: tuple[int, int],
-    ledger: ObservationalMemoryLedger,
-    read_ahead: dict[str, SessionEntry],
 ) -> MemoryRecall:
-    """The answer from ``memory_subset(session_id, [memory_id])`` and the sources read
-    with it (nothing withheld, no extra ledgers, the session's leaf).
+    """The answer from the store's ``_recall_rows`` (nothing withheld, no extra ledgers,
+    the session's leaf); when it has none now, ``_recall_store`` in one unit.
 
     A reflection's supports, and the window's sources when one of them was not read
     ahead (beyond the store's read-ahead, or missing), are read by id, as
     ``_recall_store`` reads them.
     """
+    got = await rows_with_sources(session_id, memory_id)
+    if got is None:
+        none: frozenset[str] = frozenset()
+        return await _recall_store(
+            store, session_id, None, memory_id, none, red, (), window, together=True
+        )
+    ledger, read_ahead = got
     plan = _resolve(ledger, (), memory_id, frozenset())
     if isinstance(plan, MemoryRecall):
         return plan

@@ -20,11 +20,10 @@ from ...entries import SessionEntry, validate_session_id
 from ...errors import CorruptStoreError
 from ..base import SessionSummary
 from .direct import ThreadSlot, drive, fetch_direct, on_thread
-from .folds import ledger_from_rows
 from .point import POINT_MAX_PARAMS, NotAPoint, PointConnection
 from .point_page import PageStart, point_page_start
 from .reads import SqliteReads
-from .recall_point import recall_statement, split_recall_rows
+from .recall_point import recall_ledger, recall_statement, split_recall_rows
 from .sql import Params
 from .translate import fold_rows_parse
 
@@ -132,9 +131,7 @@ class OneHopReads(SqliteReads):
             return None
         observations, reflections, drops, supersessions, sources = split_recall_rows(rows)
         with fold_rows_parse(self.url, session_id):
-            ledger = ledger_from_rows(
-                sorted(observations), sorted(reflections), sorted(drops), [], supersessions
-            )
+            ledger = recall_ledger(observations, reflections, drops, supersessions)
         return ledger, {entry.id: entry for entry in self._parse_rows(sources)}
 
     async def memory_head(self, session_id: str, leaf_id: str | None = None) -> str | None:

@@ -15,7 +15,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["SOURCES_READ_AHEAD", "SOURCE_ROW", "recall_statement", "split_recall_rows"]
+from ...core.ledger import ObservationalMemoryLedger, RecordedObservation
+from ...core.records import Observation
+from .folds import ledger_from_rows
+
+__all__ = [
+    "SOURCES_READ_AHEAD",
+    "SOURCE_ROW",
+    "recall_ledger",
+    "recall_statement",
+    "split_recall_rows",
+]
 
 SOURCE_ROW = 4
 """The kind column of a source entry row (0-3: observation, reflection, drop and
@@ -103,3 +113,31 @@ def split_recall_rows(
             # entry_id's column holds the superseding reflection here.
             supersessions.append(row[1:5])
     return observations, reflections, drops, supersessions, sources
+
+
+def recall_ledger(
+    observations: list[Any],
+    reflections: list[Any],
+    drops: list[Any],
+    supersessions: list[Any],
+) -> ObservationalMemoryLedger:
+    """``ledger_from_rows`` of one id's rows (``split_recall_rows``), built directly in
+    the usual case: one observation row and no reflection row.
+
+    Then the ledger holds that observation, dropped when a drop row of it lies deeper
+    on the branch; no marker or supersession row can change it. Any other shape (the id
+    recorded twice, a reflection) goes through ``ledger_from_rows``. The caller wraps
+    this in ``fold_rows_parse``, which reports a body that does not parse.
+    """
+    if len(observations) != 1 or reflections:
+        return ledger_from_rows(
+            sorted(observations), sorted(reflections), sorted(drops), [], supersessions
+        )
+    ((depth, _, memory_id, entry_id, recorded_at, body),) = observations
+    recorded = RecordedObservation(
+        Observation.model_validate_json(body), entry_id, recorded_at, depth
+    )
+    dropped = any(drop[0] > depth for drop in drops)
+    return ObservationalMemoryLedger(
+        observations=(recorded,), dropped_observation_ids=(memory_id,) if dropped else ()
+    )
