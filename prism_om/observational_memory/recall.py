@@ -319,7 +319,7 @@ async def _recall_read_ahead(
             store, session_id, None, memory_id, none, red, (), window, together=True
         )
     ledger, read_ahead = got
-    plan = _resolve(ledger, (), memory_id, frozenset())
+    plan = _only_observation(ledger, memory_id) or _resolve(ledger, (), memory_id, frozenset())
     if isinstance(plan, MemoryRecall):
         return plan
     if isinstance(plan.recorded, RecordedReflection):
@@ -350,7 +350,7 @@ def _recall(
     return plan if isinstance(plan, MemoryRecall) else _build(plan, red, lookup, window)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Found:
     """A memory that recall answers with its text: what ``_build`` needs besides sources."""
 
@@ -379,6 +379,23 @@ def _resolve(
     if reflection is not None:
         return _resolve_reflection(reflection, ledgers, invalid)
     return MemoryRecall(id=memory_id, kind=None, found=False, reason="unknown")
+
+
+def _only_observation(ledger: ObservationalMemoryLedger, memory_id: str) -> _Found | None:
+    """``_resolve``'s answer, nothing withheld, for the usual subset: this one observation
+    (a memory id read by id, no reflection of it); None for any other ledger."""
+    observations = ledger.observations
+    if len(observations) != 1 or ledger.reflections:
+        return None
+    recorded = observations[0]
+    obs = recorded.observation
+    if obs.id != memory_id:
+        return None
+    return _Found(
+        recorded,
+        cited=list(obs.source_entry_ids),
+        dropped=memory_id in ledger.dropped_observation_ids,
+    )
 
 
 def _first(key: str, maps: Iterable[Mapping[str, Any]]) -> Any:
