@@ -219,7 +219,10 @@ def recall_observational_memory_from_store(
 ) -> Awaitable[MemoryRecall]:
     """Recall from a store: the branch's ledger rows of this id, then each source by id.
 
-    The arguments are checked now, before anything is read; the reads run when awaited.
+    A store with a ``_recall_rows`` method (SQLite, PostgreSQL) reads the rows and the
+    sources they cite in one statement when nothing is withheld, no extra ledger is given
+    and the branch is the session's own. The arguments are checked now, before anything
+    is read; the reads run when awaited.
     """
     try:
         memory_id = check_memory_id(memory_id)

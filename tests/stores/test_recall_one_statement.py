@@ -19,6 +19,7 @@ from prism_om.core.records import Observation
 from prism_om.entries import SessionEntry
 from prism_om.observational_memory import recall_observational_memory
 from prism_om.stores.base import SessionStore
+from prism_om.stores.sqlite.recall_point import recall_statement
 from prism_om.testing.memory_conformance import load_builder
 
 from ..observational_memory.test_recall import SECRET, Story
@@ -102,5 +103,25 @@ async def test_sqlite_recall_is_one_statement_on_the_loop(make_opener: Any, tmp_
             assert len(statements) == 1, statements
             assert len(got[0].sources) == sources
             assert got[0] == recall_observational_memory(story.path, memory_id)
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("with_supersessions", [True, False])
+async def test_sqlite_recall_statement_is_index_searches(
+    make_opener: Any, tmp_path: Path, with_supersessions: bool
+) -> None:
+    # Each table is searched by index; only the branch pieces and the source ids read
+    # ahead (a few rows each) are scanned, and SQLite builds no automatic index per call.
+    story = Story()
+    store: Any = await opened("sqlite", make_opener, tmp_path)
+    try:
+        await load_builder(store, story.builder)
+        await recall_observational_memory(store, story.o1, session_id="s1")
+        sql, params = recall_statement("s1", story.o1, with_supersessions)
+        plan = [row[3] for row in store._point.raw.execute(f"EXPLAIN QUERY PLAN {sql}", params)]
+        assert not [step for step in plan if "AUTOMATIC" in step], plan
+        scans = {step for step in plan if step.startswith("SCAN")}
+        assert scans <= {"SCAN bp", "SCAN w"}, plan
     finally:
         await store.close()

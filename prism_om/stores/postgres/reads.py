@@ -211,9 +211,9 @@ class PostgresReads(SqliteReads):
     """``SqliteReads`` with a page, a recall's rows and lookups by id in one statement."""
 
     # Source entries (id -> stored entry row) read by the latest memory_subset, for the
-    # get_many a recall makes next. Entries never change once written (no update or
-    # delete exists), so a row read here is the row get_many would read; a get_many of
-    # other ids reads them from the server.
+    # get_many a recall makes next, which takes them (a later one reads the server: a
+    # session may have been deleted since). Entries never change once written, so a row
+    # read here is the row that get_many would read; other ids come from the server.
     _sources_read: dict[str, tuple[Any, ...]]
 
     def _pool_reader(self) -> PoolReader:
