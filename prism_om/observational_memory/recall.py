@@ -64,6 +64,7 @@ from ..entries import SessionEntry
 from ..errors import InvalidIdError, InvalidInputError, PageTooLargeError
 from ..ids import is_memory_id
 from ..stores._together import point_reads_ready, read_point, read_together
+from ..stores._wire import entry_wire, observation_wire
 from ..stores.base import SessionStore
 
 __all__ = [
@@ -218,7 +219,10 @@ def recall_observational_memory_from_store(
 ) -> Awaitable[MemoryRecall]:
     """Recall from a store: the branch's ledger rows of this id, then each source by id.
 
-    The arguments are checked now, before anything is read; the reads run when awaited.
+    A store with a ``_recall_rows`` method (SQLite, PostgreSQL) reads the rows and the
+    sources they cite in one statement when nothing is withheld, no extra ledger is given
+    and the branch is the session's own. The arguments are checked now, before anything
+    is read; the reads run when awaited.
     """
     try:
         memory_id = check_memory_id(memory_id)
@@ -229,6 +233,12 @@ def recall_observational_memory_from_store(
     invalid = frozenset(invalidated_ids or ())
     red = redactor(secrets)
     extras = tuple(extra_ledgers or ())
+    if not invalid and not extras and leaf_id is None:
+        # The store's one-statement read of the id's rows with their sources, if it has
+        # one (SQLite on the loop, PostgreSQL).
+        rows_with_sources = getattr(store, "_recall_rows", None)
+        if rows_with_sources is not None:
+            return _recall_read_ahead(store, rows_with_sources, session_id, memory_id, red, window)
     return _recall_store(store, session_id, leaf_id, memory_id, invalid, red, extras, window)
 
 
@@ -241,6 +251,8 @@ async def _recall_store(
     red: Redactor,
     extras: tuple[ObservationalMemoryLedger, ...],
     window: tuple[int, int],
+    *,
+    together: bool = False,
 ) -> MemoryRecall:
     async def subset() -> ObservationalMemoryLedger:
         # Only the rows of this id (and, for a reflection, its supports) are read.
@@ -269,7 +281,7 @@ async def _recall_store(
         fetched = await read_sources(wanted) if wanted else {}
         return _build(plan, red, fetched.get, window)
 
-    if invalid or not point_reads_ready(store):
+    if invalid or together or not point_reads_ready(store):
         # One unit: on SQLite, one thread hop for the subset and the sources together.
         return await read_together(store, lambda: answer(subset, store.get_many))
     # Without withholding only rows by id are read: point reads (on SQLite, no hop while
@@ -278,6 +290,54 @@ async def _recall_store(
         lambda: read_point(store, subset, keys=1),
         lambda wanted: read_point(store, lambda: store.get_many(wanted), keys=len(wanted)),
     )
+
+
+RecallRows = Callable[
+    [str, str], Awaitable[tuple[ObservationalMemoryLedger, dict[str, SessionEntry]] | None]
+]
+"""A store's ``_recall_rows(session_id, memory_id)``: ``memory_subset(session_id,
+[memory_id])`` with the source entries its observations cite (some or all), read in one
+statement; None when the store cannot read it that way now."""
+
+
+async def _recall_read_ahead(
+    store: SessionStore,
+    rows_with_sources: RecallRows,
+    session_id: str,
+    memory_id: str,
+    red: Redactor,
+    window: tuple[int, int],
+) -> MemoryRecall:
+    """The answer from the store's ``_recall_rows`` (nothing withheld, no extra ledgers,
+    the session's leaf); when it has none now, ``_recall_store`` in one unit.
+
+    A reflection's supports, and the window's sources when one of them was not read
+    ahead (beyond the store's read-ahead, or missing), are read by id, as
+    ``_recall_store`` reads them.
+    """
+    got = await rows_with_sources(session_id, memory_id)
+    if got is None:
+        none: frozenset[str] = frozenset()
+        return await _recall_store(
+            store, session_id, None, memory_id, none, red, (), window, together=True
+        )
+    ledger, read_ahead = got
+    plan = _only_observation(ledger, memory_id) or _resolve(ledger, (), memory_id, frozenset())
+    if isinstance(plan, MemoryRecall):
+        return plan
+    if isinstance(plan.recorded, RecordedReflection):
+        wanted_ids = [memory_id, *plan.recorded.reflection.observation_ids]
+        ledger = await read_point(
+            store, lambda: store.memory_subset(session_id, wanted_ids), keys=1
+        )
+        plan = _resolve(ledger, (), memory_id, frozenset())
+        if isinstance(plan, MemoryRecall):  # another writer cannot remove rows; kept safe
+            return plan
+    wanted = _slice(plan.cited, window)
+    if any(i not in read_ahead for i in wanted):
+        # The slice as ``_recall_store`` reads it: by id, all of it.
+        read_ahead = await read_point(store, lambda: store.get_many(wanted), keys=len(wanted))
+    return _build(plan, red, read_ahead.get, window)
 
 
 def _recall(
@@ -293,7 +353,7 @@ def _recall(
     return plan if isinstance(plan, MemoryRecall) else _build(plan, red, lookup, window)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Found:
     """A memory that recall answers with its text: what ``_build`` needs besides sources."""
 
@@ -322,6 +382,23 @@ def _resolve(
     if reflection is not None:
         return _resolve_reflection(reflection, ledgers, invalid)
     return MemoryRecall(id=memory_id, kind=None, found=False, reason="unknown")
+
+
+def _only_observation(ledger: ObservationalMemoryLedger, memory_id: str) -> _Found | None:
+    """``_resolve``'s answer, nothing withheld, for the usual subset: this one observation
+    (a memory id read by id, no reflection of it); None for any other ledger."""
+    observations = ledger.observations
+    if len(observations) != 1 or ledger.reflections:
+        return None
+    recorded = observations[0]
+    obs = recorded.observation
+    if obs.id != memory_id:
+        return None
+    return _Found(
+        recorded,
+        cited=list(obs.source_entry_ids),
+        dropped=memory_id in ledger.dropped_observation_ids,
+    )
 
 
 def _first(key: str, maps: Iterable[Mapping[str, Any]]) -> Any:
@@ -394,7 +471,7 @@ def _build(
             kind="observation",
             found=True,
             text=red.text(obs.text),
-            item=red.value(obs.model_dump(by_alias=True, mode="json")),
+            item=red.value(observation_wire(obs)),
             dropped=plan.dropped,
             recorded_entry_id=recorded.recorded_entry_id,
             recorded_at=recorded.recorded_at,
@@ -412,8 +489,7 @@ def _build(
         recorded_at=recorded.recorded_at,
         **page,
         supporting_observations=tuple(
-            {**red.value(r.observation.model_dump(by_alias=True, mode="json")), "dropped": d}
-            for r, d in supports
+            {**red.value(observation_wire(r.observation)), "dropped": d} for r, d in supports
         ),
         dropped_supporting_observation_ids=tuple(r.id for r, d in supports if d),
         missing_supporting_observation_ids=plan.missing_supports,
@@ -446,7 +522,7 @@ def _sources(
         if entry is None:
             missing.append(source_id)
         else:
-            found.append(red.value(entry.to_wire()))
+            found.append(red.value(entry_wire(entry)))
     end = offset + limit
     return {
         "sources": tuple(found),

@@ -57,7 +57,9 @@ async def test_observation_built_once(store: SessionStore) -> None:
     assert SECRET not in str(out.to_json())
     # Its fields once and each of its two sources once.
     assert calls == {"value": 3}
-    assert fetches == 1
+    # A store that reads the sources with the memory rows (SQLite, PostgreSQL) fetches
+    # none by id.
+    assert fetches == (0 if hasattr(store, "_recall_rows") else 1)
 
 
 async def test_reflection_built_once(store: SessionStore) -> None:

@@ -8,7 +8,6 @@ text (``dialect.postgres_sql``), so those modules run unchanged on both engines.
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import contextlib
 import re
@@ -28,6 +27,7 @@ from ..sqlite.sql import (
     LEAF_BY_SESSION_SQL,
     RECENT_MESSAGES_SQL,
 )
+from .deadlines import ReadDeadlines
 from .dialect import postgres_sql
 
 __all__ = [
@@ -152,6 +152,7 @@ class PoolReader:
         # pool's wait for a connection, and the server's lock_timeout) plus a second, so
         # that a lock wait ends with the server's own error first.
         self.read_deadline_s = float(pool.timeout) + READ_DEADLINE_MARGIN_S
+        self._deadlines = ReadDeadlines(self.read_deadline_s)
         self._lane: psycopg.AsyncConnection[Any] | None = None
         self._lane_cursor: psycopg.AsyncCursor[Any] | None = None
         self._lane_busy = False
@@ -171,6 +172,7 @@ class PoolReader:
         """Give the lane back to the pool (before the pool closes); a read using it
         gives it back when it ends."""
         self._closed = True
+        self._deadlines.close()
         if not self._lane_busy:
             await self._give_back_lane()
 
@@ -191,8 +193,7 @@ class PoolReader:
         # and the read is cancelled (psycopg asks the server to cancel it, and closes the
         # connection if the server does not answer that within 5 s) instead of hanging.
         try:
-            async with asyncio.timeout(self.read_deadline_s):
-                return await self._read_unbounded(text, params)
+            return await self._deadlines.run(self._read_unbounded(text, params))
         except TimeoutError as exc:
             raise StoreBusyError(
                 f"read on {self.url}: no answer from the server within {self.read_deadline_s:g} s",

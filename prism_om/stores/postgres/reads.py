@@ -36,6 +36,7 @@ from ..base import check_page_args
 from ..sqlite.folds import ledger_from_rows
 from ..sqlite.placement import check_leaf_session, check_page_head
 from ..sqlite.reads import SqliteReads
+from ..sqlite.recall_point import recall_ledger
 from ..sqlite.translate import fold_rows_parse
 from .connection import PoolReader
 
@@ -210,9 +211,9 @@ class PostgresReads(SqliteReads):
     """``SqliteReads`` with a page, a recall's rows and lookups by id in one statement."""
 
     # Source entries (id -> stored entry row) read by the latest memory_subset, for the
-    # get_many a recall makes next. Entries never change once written (no update or
-    # delete exists), so a row read here is the row get_many would read; a get_many of
-    # other ids reads them from the server.
+    # get_many a recall makes next, which takes them (a later one reads the server: a
+    # session may have been deleted since). Entries never change once written, so a row
+    # read here is the row that get_many would read; other ids come from the server.
     _sources_read: dict[str, tuple[Any, ...]]
 
     def _pool_reader(self) -> PoolReader:
@@ -239,7 +240,9 @@ class PostgresReads(SqliteReads):
         wanted = sorted(set(entry_ids))
         self._open_reader()
         found: dict[str, SessionEntry] = {}
-        read = self._sources_read
+        # Read once: the get_many of the recall that read them, not a later one (a
+        # session deleted since, here or by another process, must not be served).
+        read, self._sources_read = self._sources_read, {}
         rest = []
         rows = []
         for entry_id in wanted:
@@ -293,6 +296,32 @@ class PostgresReads(SqliteReads):
             return ledger_from_rows(
                 sorted(observations), sorted(reflections), sorted(drops), [], sorted(supersessions)
             )
+
+    async def _recall_rows(
+        self, session_id: str, memory_id: str
+    ) -> tuple[ObservationalMemoryLedger, dict[str, SessionEntry]]:
+        """``memory_subset(session_id, [memory_id])`` at the session's leaf with the
+        source entries read ahead, parsed here and returned (nothing kept for later)."""
+        session_id = self._session(session_id)
+        params = {"session_id": session_id, "id": memory_id}
+        sql = MEMORY_SUBSET_SQL[("one", "session", self._has_supersessions)]
+        rows = await self._fetch_native(sql, params, 1)
+        observations, reflections, drops, supersessions, sources = [], [], [], [], []
+        for kind, depth, ordinal, found_id, entry_id, recorded_at, body, *source in rows:
+            if kind == 0:
+                observations.append((depth, ordinal, found_id, entry_id, recorded_at, body))
+            elif kind == 1:
+                reflections.append((depth, ordinal, found_id, entry_id, recorded_at, body))
+            elif kind == 2:
+                drops.append((depth, ordinal, found_id))
+            elif kind == 3:
+                parent_id, entry_kind = source
+                sources.append((found_id, entry_id, parent_id, entry_kind, recorded_at, body))
+            elif kind == 5:
+                supersessions.append((depth, ordinal, found_id, entry_id))
+        with fold_rows_parse(self.url, session_id):
+            ledger = recall_ledger(observations, reflections, drops, sorted(supersessions))
+        return ledger, {entry.id: entry for entry in self._parse_rows(sources)}
 
     async def page_messages(
         self,

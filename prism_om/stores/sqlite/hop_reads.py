@@ -16,14 +16,16 @@ from typing import Any, Literal, TypeVar
 
 from ...core.ledger import ObservationalMemoryLedger
 from ...core.scope_map import WorkScopeMap
-from ...entries import SessionEntry
+from ...entries import SessionEntry, validate_session_id
 from ...errors import CorruptStoreError
 from ..base import SessionSummary
 from .direct import ThreadSlot, drive, fetch_direct, on_thread
 from .point import POINT_MAX_PARAMS, NotAPoint, PointConnection
 from .point_page import PageStart, point_page_start
 from .reads import SqliteReads
+from .recall_point import recall_ledger, recall_statement, split_recall_rows
 from .sql import Params
+from .translate import fold_rows_parse
 
 T = TypeVar("T")
 
@@ -109,6 +111,28 @@ class OneHopReads(SqliteReads):
         except CorruptStoreError as exc:
             self._mark_damaged(exc)
             raise
+
+    async def _recall_rows(
+        self, session_id: str, memory_id: str
+    ) -> tuple[ObservationalMemoryLedger, dict[str, SessionEntry]] | None:
+        """``memory_subset(session_id, [memory_id])`` with the entries its observations
+        cite, from one statement on the loop's own connection (``recall_point``).
+
+        None when no point read can serve it now (a read-only store, another thread, a
+        busy or failing file): the caller then reads with one hop.
+        """
+        if not self._point_ready():
+            return None
+        session_id = validate_session_id(session_id)
+        sql, params = recall_statement(session_id, memory_id, self._has_supersessions)
+        try:
+            rows = self._point.fetch(sql, params)
+        except NotAPoint:
+            return None
+        observations, reflections, drops, supersessions, sources = split_recall_rows(rows)
+        with fold_rows_parse(self.url, session_id):
+            ledger = recall_ledger(observations, reflections, drops, supersessions)
+        return ledger, {entry.id: entry for entry in self._parse_rows(sources)}
 
     async def memory_head(self, session_id: str, leaf_id: str | None = None) -> str | None:
         return await self._hop(super().memory_head, session_id, leaf_id)
