@@ -294,15 +294,16 @@ class PostgresReads(SqliteReads):
                 sorted(observations), sorted(reflections), sorted(drops), [], sorted(supersessions)
             )
 
-    async def page_messages(
+    async def _page_rows(
         self,
         session_id: str,
         cursor: str,
         limit: int,
-        direction: Literal["forward", "backward"] = "forward",
-        leaf_id: str | None = None,
-    ) -> tuple[builtins.list[SessionEntry], bool]:
-        """Up to ``limit`` eligible messages after/before ``cursor``: one statement."""
+        direction: Literal["forward", "backward"],
+        leaf_id: str | None,
+    ) -> builtins.list[Any]:
+        """The page's entry rows (``SqliteReads.page_messages`` and ``page_message_parts``
+        parse them): one statement."""
         check_page_args(limit, direction)
         session_id = self._session(session_id)
         params = {"session_id": session_id, "leaf_id": leaf_id, "cursor": cursor}
@@ -317,9 +318,4 @@ class PostgresReads(SqliteReads):
             head=(current, owner, depth, kind, role),
             url=self.url,
         )
-        found = self._parse_rows([row[5:] for row in rows if row[5] is not None])
-        more = len(found) > limit
-        page = found[:limit]
-        if direction != "forward":
-            page.reverse()
-        return page, more
+        return [row[5:] for row in rows if row[5] is not None]

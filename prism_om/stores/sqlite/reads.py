@@ -7,7 +7,7 @@ import contextlib
 import operator
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import aiosqlite
 
@@ -20,9 +20,10 @@ from ...errors import (
     EntryNotFoundError,
 )
 from ...tokens import TokenEstimator
-from .._rows import bad_row_reason, entries_from_rows
+from .._rows import bad_row_reason, entries_from_rows, message_parts_from_rows
 from .._schema import LIVE_POOL_SINCE_VERSION, SUPERSESSIONS_SINCE_VERSION
 from ..base import (
+    MessagePart,
     SessionSummary,
     StoreLifecycle,
     check_page_args,
@@ -63,6 +64,8 @@ from .sql import (
     Params,
 )
 from .translate import first_line, fold_rows_parse, retrying
+
+_T = TypeVar("_T")
 
 _DEPTH = operator.itemgetter(BRANCH_DEPTH_COLUMN)
 
@@ -356,6 +359,48 @@ class SqliteReads(StoreLifecycle):
         and the rows of the cursor's piece; a page that crosses a fork reads the rest
         piece by piece.
         """
+        rows = await self._page_rows(session_id, cursor, limit, direction, leaf_id)
+        found = self._parse_rows(rows)
+        return self._page_of(found, limit, direction)
+
+    async def page_message_parts(
+        self,
+        session_id: str,
+        cursor: str,
+        limit: int,
+        direction: Literal["forward", "backward"] = "forward",
+        leaf_id: str | None = None,
+    ) -> tuple[builtins.list[MessagePart], bool]:
+        """``page_messages`` as ``(id, timestamp, message)`` parts (``base.MessagePart``):
+        the same rows, checks and errors, without an entry built per row."""
+        rows = await self._page_rows(session_id, cursor, limit, direction, leaf_id)
+        try:
+            found = message_parts_from_rows(rows, self._schema_version)
+        except CorruptStoreError as exc:
+            raise self._store_named(exc) from exc
+        return self._page_of(found, limit, direction)
+
+    @staticmethod
+    def _page_of(
+        found: builtins.list[_T], limit: int, direction: str
+    ) -> tuple[builtins.list[_T], bool]:
+        """The page of ``found`` (page order, one more than ``limit`` when more follow)."""
+        more = len(found) > limit
+        page = found[:limit]
+        if direction != "forward":
+            page.reverse()
+        return page, more
+
+    async def _page_rows(
+        self,
+        session_id: str,
+        cursor: str,
+        limit: int,
+        direction: Literal["forward", "backward"],
+        leaf_id: str | None,
+    ) -> builtins.list[Any]:
+        """The entry rows of the page in page order, one more than ``limit`` when more
+        follow; the arguments and the cursor checked first."""
         check_page_args(limit, direction)
         session_id = self._session(session_id)
         want = limit + 1  # one more tells whether another page follows
@@ -366,7 +411,7 @@ class SqliteReads(StoreLifecycle):
         )
         depth = head[2]
         assert depth is not None  # check_page_head refuses a cursor off the branch
-        found = self._parse_rows(rows)
+        found = builtins.list(rows)
         if len(found) < want:
             # The cursor's piece ran out: the pieces beyond it, in page order.
             pieces = sorted_pieces(piece_rows)
@@ -375,14 +420,10 @@ class SqliteReads(StoreLifecycle):
                     continue
                 sql = PAGE_FORWARD_SQL if forward else RECENT_MESSAGES_SQL
                 more_params = (segment_id, lo, hi, *ELIGIBLE_ROLES, want - len(found))
-                found.extend(self._parse_rows(await self._fetch(sql, more_params)))
+                found.extend(await self._fetch(sql, more_params))
                 if len(found) >= want:
                     break
-        more = len(found) > limit
-        page = found[:limit]
-        if not forward:
-            page.reverse()
-        return page, more
+        return found
 
     async def _page_start(
         self, session_id: str, leaf_id: str | None, cursor: str, want: int, forward: bool
@@ -497,11 +538,15 @@ class SqliteReads(StoreLifecycle):
         try:
             return entries_from_rows(rows, self._schema_version)
         except CorruptStoreError as exc:
-            raise CorruptStoreError(
-                f"entry {exc.entry_id!r} in {self.url}: {bad_row_reason(exc)}",
-                entry_id=exc.entry_id,
-                url=self.url,
-            ) from exc
+            raise self._store_named(exc) from exc
+
+    def _store_named(self, exc: CorruptStoreError) -> CorruptStoreError:
+        """``bad_row``'s error with this store named."""
+        return CorruptStoreError(
+            f"entry {exc.entry_id!r} in {self.url}: {bad_row_reason(exc)}",
+            entry_id=exc.entry_id,
+            url=self.url,
+        )
 
     def _session(self, session_id: str) -> str:
         """Check the store is open, then that ``session_id`` is a valid name."""
