@@ -301,9 +301,10 @@ class PostgresReads(SqliteReads):
         limit: int,
         direction: Literal["forward", "backward"],
         leaf_id: str | None,
+        parts: bool,
     ) -> builtins.list[Any]:
-        """The page's entry rows (``SqliteReads.page_messages`` and ``page_message_parts``
-        parse them): one statement."""
+        """The page's entry rows (``parts``: ``_rows.PART_COLUMNS`` rows), for
+        ``SqliteReads.page_messages`` and ``page_message_parts``: one statement."""
         check_page_args(limit, direction)
         session_id = self._session(session_id)
         params = {"session_id": session_id, "leaf_id": leaf_id, "cursor": cursor}
@@ -318,4 +319,6 @@ class PostgresReads(SqliteReads):
             head=(current, owner, depth, kind, role),
             url=self.url,
         )
+        if parts:
+            return [(row[5], row[9], row[10]) for row in rows if row[5] is not None]
         return [row[5:] for row in rows if row[5] is not None]

@@ -232,9 +232,15 @@ class OneHopReads(SqliteReads):
         return await self._hop(read, *args)
 
     async def _page_start(
-        self, session_id: str, leaf_id: str | None, cursor: str, want: int, forward: bool
+        self,
+        session_id: str,
+        leaf_id: str | None,
+        cursor: str,
+        want: int,
+        forward: bool,
+        parts: bool,
     ) -> PageStart:
         point = self._point
         if self._direct.conn is None or self._direct.conn is not point.raw:
-            return await super()._page_start(session_id, leaf_id, cursor, want, forward)
-        return point_page_start(point, session_id, leaf_id, cursor, want, forward)
+            return await super()._page_start(session_id, leaf_id, cursor, want, forward, parts)
+        return point_page_start(point, session_id, leaf_id, cursor, want, forward, parts)
