@@ -86,7 +86,9 @@ branch_path(segment_id, lo, hi, parent_segment_id) AS (
 )"""
 
 # A page: one header row when the cursor is not an eligible message on the branch, else
-# a row per message (the header columns repeated). The per-piece LATERAL reads at most a
+# a row per message (the header columns repeated). A row's session is the branch's owner
+# (a parent is always of its child's session) and its kind 'message' (the filter), so
+# neither is sent: fewer values per row to send and convert. The per-piece LATERAL reads at most a
 # page off the index in branch order; the outer LIMIT keeps the first page across pieces.
 _PAGE = f""",
 cursor_at AS (
@@ -94,14 +96,13 @@ cursor_at AS (
     WHERE e.id = %(cursor)s AND e.segment_id = bp.segment_id
       AND e.depth BETWEEN bp.lo AND bp.hi
 )
-SELECT l.leaf_id, l.owner, c.depth, c.kind, c.role,
-       r.id, r.session_id, r.parent_id, r.kind, r.timestamp, r.body
+SELECT l.leaf_id, l.owner, c.depth, c.kind, c.role, r.id, r.parent_id, r.timestamp, r.body
 FROM leaf l
 LEFT JOIN cursor_at c ON true
 LEFT JOIN LATERAL (
-    SELECT p.depth, p.id, p.session_id, p.parent_id, p.kind, p.timestamp, p.body
+    SELECT p.depth, p.id, p.parent_id, p.timestamp, p.body
     FROM branch_path bp CROSS JOIN LATERAL (
-        SELECT e.depth, e.id, e.session_id, e.parent_id, e.kind, e.timestamp, e.body
+        SELECT e.depth, e.id, e.parent_id, e.timestamp, e.body
         FROM entries e
         WHERE e.segment_id = bp.segment_id AND {{range}}
           AND e.kind = 'message' AND e.role IN ({_ROLES})
@@ -320,5 +321,8 @@ class PostgresReads(SqliteReads):
             url=self.url,
         )
         if parts:
-            return [(row[5], row[9], row[10]) for row in rows if row[5] is not None]
-        return [row[5:] for row in rows if row[5] is not None]
+            return [(row[5], row[7], row[8]) for row in rows if row[5] is not None]
+        # Whole entry rows (``_rows.entry_columns``) for ``page_messages``.
+        return [
+            (row[5], owner, row[6], "message", row[7], row[8]) for row in rows if row[5] is not None
+        ]
