@@ -15,6 +15,11 @@ Revoked messages (``invalidated_ids``) keep their place on the page, so paging a
 cursors do not shift, but carry only ``id``, ``role``, ``timestamp`` and ``reason:
 "revoked"``: no text, no message.
 
+A store that answers ``page_message_parts`` (the SQL stores) is paged through it: the same
+messages as ``page_messages``, as ``(id, timestamp, message)`` parts read from its rows, so
+no entry is built only to be turned into an item; other stores are paged through
+``page_messages``. The pages are equal either way.
+
 Result shape (``BranchPage.to_json()``)::
 
     {"cursor": "...", "direction": "forward", "detail": "summary", "limit": 20,

@@ -11,7 +11,8 @@ piece off the ``(segment_id, depth)`` index. A branch of more than ``POINT_MAX_P
 pieces is left to the hop (``NotAPoint``).
 
 The rows and the head are the ones ``PAGE_SQL`` gives, so ``SqliteReads.page_messages``
-checks and parses them the same way.
+checks and parses them the same way; ``page_message_parts`` reads three columns of each
+row instead (``_rows.PART_COLUMNS``).
 """
 
 from __future__ import annotations
