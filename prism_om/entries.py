@@ -49,6 +49,7 @@ __all__ = [
     "entry_wire_bytes",
     "find_lone_surrogate",
     "message_entry",
+    "message_text",
     "now_timestamp",
     "sanitize_surrogates",
     "sanitize_surrogates_value",
@@ -413,15 +414,20 @@ def entry_from_wire(wire: object, *, where: str = "entry") -> SessionEntry:
 def entry_text(entry: SessionEntry) -> str:
     """The text a token estimate or a render sees for an entry."""
     if entry.message is not None:
-        if not entry.message.tool_calls:  # most messages: no parts to join
-            return entry.message.text()
-        parts = [entry.message.text()]
-        for call in entry.message.tool_calls:
-            parts.append(f"{call.name}({_compact_json(call.arguments)})")
-        return "\n".join(p for p in parts if p)
+        return message_text(entry.message)
     if entry.kind == "compaction":
         return entry.summary or ""
     return _compact_json(entry.data or {})
+
+
+def message_text(message: Message) -> str:
+    """``entry_text`` of a message entry, from its message alone."""
+    if not message.tool_calls:  # most messages: no parts to join
+        return message.text()
+    parts = [message.text()]
+    for call in message.tool_calls:
+        parts.append(f"{call.name}({_compact_json(call.arguments)})")
+    return "\n".join(p for p in parts if p)
 
 
 def _compact_json(value: object) -> str:

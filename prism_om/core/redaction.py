@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, Final, TypeVar
 
-from ..entries import SessionEntry, entry_text
+from ..entries import Message, SessionEntry, entry_text, message_text
 from ..errors import InvalidInputError
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "redact_text",
     "redact_value",
     "redacted_entry_text",
+    "redacted_message_text",
     "redactor",
 ]
 
@@ -185,6 +186,19 @@ def redact_value(value: _T, secrets: Iterable[str] | Redactor | None) -> _T:
     return redactor(secrets).value(value)
 
 
+def redacted_message_text(message: Message, secrets: Iterable[str] | Redactor | None) -> str:
+    """``redacted_entry_text`` of a message entry, from its message alone."""
+    red = redactor(secrets)
+    if not red:
+        return message_text(message)
+    if message.tool_calls:
+        calls = [
+            c.model_copy(update={"arguments": red.value(c.arguments)}) for c in message.tool_calls
+        ]
+        message = message.model_copy(update={"tool_calls": calls})
+    return red.text(message_text(message))
+
+
 def redacted_entry_text(entry: SessionEntry, secrets: Iterable[str] | Redactor | None) -> str:
     """``entry_text(entry)`` with every secret replaced, redacting structure first.
 
@@ -196,12 +210,8 @@ def redacted_entry_text(entry: SessionEntry, secrets: Iterable[str] | Redactor |
     if not red:
         return entry_text(entry)
     message = entry.message
-    if message is not None and message.tool_calls:
-        calls = [
-            c.model_copy(update={"arguments": red.value(c.arguments)}) for c in message.tool_calls
-        ]
-        message = message.model_copy(update={"tool_calls": calls})
-        entry = entry.model_copy(update={"message": message})
-    elif message is None and entry.data:
+    if message is not None:
+        return redacted_message_text(message, red)
+    if entry.data:
         entry = entry.model_copy(update={"data": red.value(entry.data)})
     return red.text(entry_text(entry))

@@ -38,6 +38,7 @@ __all__ = [
     "resolve_invalidation",
     "resolve_invalidation_sync",
     "withheld_memory_ids",
+    "withheld_page_item",
     "withheld_page_message",
 ]
 
@@ -139,9 +140,10 @@ def withheld_memory_ids(
 
 def withheld_page_message(entry: SessionEntry) -> dict[str, Any]:
     """A page item for a revoked message: where it sits, never what it said."""
-    return {
-        "id": entry.id,
-        "role": entry.message.role if entry.message is not None else entry.kind,
-        "timestamp": entry.timestamp,
-        "reason": REVOKED_REASON,
-    }
+    role = entry.message.role if entry.message is not None else entry.kind
+    return withheld_page_item(entry.id, role, entry.timestamp)
+
+
+def withheld_page_item(entry_id: str, role: str, timestamp: str) -> dict[str, Any]:
+    """``withheld_page_message`` from the message's id, role and timestamp alone."""
+    return {"id": entry_id, "role": role, "timestamp": timestamp, "reason": REVOKED_REASON}

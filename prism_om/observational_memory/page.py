@@ -15,6 +15,11 @@ Revoked messages (``invalidated_ids``) keep their place on the page, so paging a
 cursors do not shift, but carry only ``id``, ``role``, ``timestamp`` and ``reason:
 "revoked"``: no text, no message.
 
+A store that answers ``page_message_parts`` (the SQL stores) is paged through it: the same
+messages as ``page_messages``, as ``(id, timestamp, message)`` parts read from its rows, so
+no entry is built only to be turned into an item; other stores are paged through
+``page_messages``. The pages are equal either way.
+
 Result shape (``BranchPage.to_json()``)::
 
     {"cursor": "...", "direction": "forward", "detail": "summary", "limit": 20,
@@ -33,11 +38,11 @@ from typing import Any, Literal
 from ..core.branch_reads import page_around_cursor
 from ..core.limits import PAGE_LIMIT_DEFAULT, resolve_page_limit
 from ..core.records import ENTRY_ID_MAX_CHARS
-from ..core.redaction import Redactor, redacted_entry_text, redactor
-from ..core.withheld import withheld_page_message
-from ..entries import SessionEntry, entry_text
+from ..core.redaction import Redactor, redacted_entry_text, redacted_message_text, redactor
+from ..core.withheld import withheld_page_item, withheld_page_message
+from ..entries import Message, SessionEntry, entry_text, message_text
 from ..errors import InvalidIdError, InvalidInputError
-from ..stores.base import SessionStore
+from ..stores.base import MessagePart, SessionStore
 
 __all__ = [
     "SUMMARY_CHARS",
@@ -126,17 +131,35 @@ def _page_item(entry: SessionEntry, summary: bool, red: Redactor) -> dict[str, A
     if summary:
         # Redact before cutting: a cut first could leave a secret's prefix behind.
         text = redacted_entry_text(entry, red) if red else entry_text(entry)
-        return {
-            "id": entry.id,
-            "role": message.role,
-            "timestamp": entry.timestamp,
-            "text": text[:SUMMARY_CHARS],
-            "truncated": len(text) > SUMMARY_CHARS,
-        }
+        return _summary_item(entry.id, message.role, entry.timestamp, text)
+    return _full_item(entry.id, entry.timestamp, message, red)
+
+
+def _message_item(
+    entry_id: str, timestamp: str, message: Message, summary: bool, red: Redactor
+) -> dict[str, Any]:
+    """``_page_item`` from a store's (id, timestamp, message) part: the same item."""
+    if summary:
+        text = redacted_message_text(message, red) if red else message_text(message)
+        return _summary_item(entry_id, message.role, timestamp, text)
+    return _full_item(entry_id, timestamp, message, red)
+
+
+def _summary_item(entry_id: str, role: str, timestamp: str, text: str) -> dict[str, Any]:
     return {
-        "id": entry.id,
+        "id": entry_id,
+        "role": role,
+        "timestamp": timestamp,
+        "text": text[:SUMMARY_CHARS],
+        "truncated": len(text) > SUMMARY_CHARS,
+    }
+
+
+def _full_item(entry_id: str, timestamp: str, message: Message, red: Redactor) -> dict[str, Any]:
+    return {
+        "id": entry_id,
         "role": message.role,
-        "timestamp": entry.timestamp,
+        "timestamp": timestamp,
         "message": red.value(message.model_dump(by_alias=True, mode="json")),
     }
 
@@ -246,6 +269,11 @@ async def _page_store(
     red: Redactor,
     invalid: frozenset[str],
 ) -> BranchPage:
+    parts_of = getattr(store, "page_message_parts", None)
+    if parts_of is not None:
+        # The store's rows straight to items: no SessionEntry built only to be read here.
+        parts, more = await parts_of(session_id, cursor, limit, direction, leaf_id)
+        return _page_from_parts(parts, more, cursor, limit, direction, detail, red, invalid)
     chosen, more = await store.page_messages(session_id, cursor, limit, direction, leaf_id)
     return build_branch_page(
         chosen,
@@ -257,3 +285,62 @@ async def _page_store(
         secrets=red,
         invalidated_ids=invalid,
     )
+
+
+def _page_from_parts(
+    parts: Sequence[MessagePart],
+    more: bool,
+    cursor: str,
+    limit: int,
+    direction: PageDirection,
+    detail: PageDetail,
+    red: Redactor,
+    invalid: frozenset[str],
+) -> BranchPage:
+    """``build_branch_page`` over a store's ``page_message_parts``: the same page."""
+    next_cursor = None
+    if more and parts:
+        next_cursor = parts[-1][0] if direction == "forward" else parts[0][0]
+    summary = detail == "summary"
+    if summary and not red:
+        messages = _plain_summaries(parts, invalid)
+    else:
+        messages = tuple(
+            withheld_page_item(entry_id, message.role, timestamp)
+            if entry_id in invalid
+            else _message_item(entry_id, timestamp, message, summary, red)
+            for entry_id, timestamp, message in parts
+        )
+    return BranchPage(
+        cursor=cursor,
+        direction=direction,
+        detail=detail,
+        limit=limit,
+        messages=messages,
+        next_cursor=next_cursor,
+    )
+
+
+def _plain_summaries(
+    parts: Sequence[MessagePart], invalid: frozenset[str]
+) -> tuple[dict[str, Any], ...]:
+    """``_message_item`` of each part in summary detail with no secret, in one loop: the
+    page's common case, where a call per item cost as much as the item."""
+    items = []
+    for entry_id, timestamp, message in parts:
+        if entry_id in invalid:
+            items.append(withheld_page_item(entry_id, message.role, timestamp))
+            continue
+        content = message.content
+        # message_text(message), inlined for the plain-text message without tool calls.
+        text = content if type(content) is str and not message.tool_calls else message_text(message)
+        items.append(
+            {
+                "id": entry_id,
+                "role": message.role,
+                "timestamp": timestamp,
+                "text": text[:SUMMARY_CHARS],
+                "truncated": len(text) > SUMMARY_CHARS,
+            }
+        )
+    return tuple(items)

@@ -40,6 +40,9 @@ __all__ = [
     "stored_entry",
     "entries_from_rows",
     "entry_columns",
+    "PART_COLUMNS",
+    "message_parts",
+    "message_parts_from_rows",
     "payload_json",
     "wire_from_row",
 ]
@@ -320,6 +323,63 @@ def entries_from_rows(rows: Iterable[Sequence[Any]], version: int) -> list[Sessi
         _message_entry(row, next_message()) if row[3] == "message" else _other_kind(row)
         for row in rows
     ]
+
+
+def message_parts_from_rows(
+    rows: Sequence[Sequence[Any]], version: int
+) -> list[tuple[str, str, Message]]:
+    """``(id, timestamp, message)`` of rows of ``entry_columns()`` that are all messages
+    (the page's rows: its statements select ``kind = 'message'``), in order: what
+    ``entries_from_rows`` would give of each, without building the entries."""
+    if version < PAYLOAD_SINCE_VERSION:
+        entries = entries_from_rows(rows, version)
+        return [(e.id, e.timestamp, e.message) for e in entries if e.message is not None]
+    return message_parts([(row[0], row[4], row[5]) for row in rows])
+
+
+PART_COLUMNS = "id, timestamp, CAST(body AS BLOB)"
+"""The columns of a message part's row (schema 4 or later): id, timestamp, payload."""
+
+
+def message_parts(rows: Sequence[Sequence[Any]]) -> list[tuple[str, str, Message]]:
+    """``(id, timestamp, message)`` of ``PART_COLUMNS`` rows of message entries of a store
+    of schema 4 or later, in order.
+
+    The payloads parse in one pydantic-core call, SQLite's bytes and PostgreSQL's text
+    alike; a row that does not parse raises ``bad_row`` naming its entry, as
+    ``entries_from_rows`` does.
+    """
+    if not rows:
+        return []
+    texts = [row[2] for row in rows]
+    joined: bytes | str | None
+    try:
+        joined = b"[" + b",".join(texts) + b"]"
+    except TypeError:
+        try:
+            joined = "[" + ",".join(texts) + "]"
+        except TypeError:
+            joined = None  # a body that is not JSON text: named below
+    parsed: list[Message] = []
+    if joined is not None:
+        try:
+            parsed = _stored_messages().validate_json(joined)
+        except (ValidationError, ValueError):
+            parsed = []
+    if len(parsed) != len(rows):
+        # Find the row to blame, each alone (a bad one can swallow its neighbours).
+        parsed = []
+        for row in rows:
+            body = row[2]
+            if not isinstance(body, bytes | str):
+                raise bad_row(str(row[0]), f"the body is {type(body).__name__}, not JSON text")
+            try:
+                parsed.append(_stored_message(body))
+            except (ValidationError, ValueError) as exc:
+                raise bad_row(
+                    str(row[0]), f"its stored JSON no longer parses ({_first_line(exc)})"
+                ) from exc
+    return [(row[0], row[1], message) for row, message in zip(rows, parsed, strict=True)]
 
 
 def wire_from_row(row: Sequence[Any], version: int) -> Any:

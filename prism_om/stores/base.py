@@ -22,6 +22,7 @@ from ..core.limits import MAX_ENTRY_BYTES, resolve_page_limit
 from ..core.scope_map import WorkScopeMap, fold_work_scope_map
 from ..core.validation import check_memory_record_caps
 from ..entries import (
+    Message,
     SessionEntry,
     check_entry_size,
     find_lone_surrogate,
@@ -45,6 +46,7 @@ __all__ = [
     "ANY_MEMORY_HEAD",
     "AnyMemoryHead",
     "AppendFault",
+    "MessagePart",
     "StoreLifecycle",
     "SessionStore",
     "SessionSummary",
@@ -56,6 +58,12 @@ __all__ = [
     "check_page_args",
     "session_not_found",
 ]
+
+
+MessagePart = tuple[str, str, Message]
+"""(entry id, timestamp, message) of one message of a page: what a SQL store's
+``page_message_parts`` answers in place of ``page_messages``' entries (the same messages,
+in the same order), so the public page builds its items without an entry per row."""
 
 
 class AnyMemoryHead(enum.Enum):

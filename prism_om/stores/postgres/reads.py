@@ -87,7 +87,9 @@ branch_path(segment_id, lo, hi, parent_segment_id) AS (
 )"""
 
 # A page: one header row when the cursor is not an eligible message on the branch, else
-# a row per message (the header columns repeated). The per-piece LATERAL reads at most a
+# a row per message (the header columns repeated). A row's session is the branch's owner
+# (a parent is always of its child's session) and its kind 'message' (the filter), so
+# neither is sent: fewer values per row to send and convert. The per-piece LATERAL reads at most a
 # page off the index in branch order; the outer LIMIT keeps the first page across pieces.
 _PAGE = f""",
 cursor_at AS (
@@ -95,14 +97,13 @@ cursor_at AS (
     WHERE e.id = %(cursor)s AND e.segment_id = bp.segment_id
       AND e.depth BETWEEN bp.lo AND bp.hi
 )
-SELECT l.leaf_id, l.owner, c.depth, c.kind, c.role,
-       r.id, r.session_id, r.parent_id, r.kind, r.timestamp, r.body
+SELECT l.leaf_id, l.owner, c.depth, c.kind, c.role, r.id, r.parent_id, r.timestamp, r.body
 FROM leaf l
 LEFT JOIN cursor_at c ON true
 LEFT JOIN LATERAL (
-    SELECT p.depth, p.id, p.session_id, p.parent_id, p.kind, p.timestamp, p.body
+    SELECT p.depth, p.id, p.parent_id, p.timestamp, p.body
     FROM branch_path bp CROSS JOIN LATERAL (
-        SELECT e.depth, e.id, e.session_id, e.parent_id, e.kind, e.timestamp, e.body
+        SELECT e.depth, e.id, e.parent_id, e.timestamp, e.body
         FROM entries e
         WHERE e.segment_id = bp.segment_id AND {{range}}
           AND e.kind = 'message' AND e.role IN ({_ROLES})
@@ -323,15 +324,17 @@ class PostgresReads(SqliteReads):
             ledger = recall_ledger(observations, reflections, drops, sorted(supersessions))
         return ledger, {entry.id: entry for entry in self._parse_rows(sources)}
 
-    async def page_messages(
+    async def _page_rows(
         self,
         session_id: str,
         cursor: str,
         limit: int,
-        direction: Literal["forward", "backward"] = "forward",
-        leaf_id: str | None = None,
-    ) -> tuple[builtins.list[SessionEntry], bool]:
-        """Up to ``limit`` eligible messages after/before ``cursor``: one statement."""
+        direction: Literal["forward", "backward"],
+        leaf_id: str | None,
+        parts: bool,
+    ) -> builtins.list[Any]:
+        """The page's entry rows (``parts``: ``_rows.PART_COLUMNS`` rows), for
+        ``SqliteReads.page_messages`` and ``page_message_parts``: one statement."""
         check_page_args(limit, direction)
         session_id = self._session(session_id)
         params = {"session_id": session_id, "leaf_id": leaf_id, "cursor": cursor}
@@ -346,9 +349,9 @@ class PostgresReads(SqliteReads):
             head=(current, owner, depth, kind, role),
             url=self.url,
         )
-        found = self._parse_rows([row[5:] for row in rows if row[5] is not None])
-        more = len(found) > limit
-        page = found[:limit]
-        if direction != "forward":
-            page.reverse()
-        return page, more
+        if parts:
+            return [(row[5], row[7], row[8]) for row in rows if row[5] is not None]
+        # Whole entry rows (``_rows.entry_columns``) for ``page_messages``.
+        return [
+            (row[5], owner, row[6], "message", row[7], row[8]) for row in rows if row[5] is not None
+        ]

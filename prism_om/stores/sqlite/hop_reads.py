@@ -18,7 +18,7 @@ from ...core.ledger import ObservationalMemoryLedger
 from ...core.scope_map import WorkScopeMap
 from ...entries import SessionEntry, validate_session_id
 from ...errors import CorruptStoreError
-from ..base import SessionSummary
+from ..base import MessagePart, SessionSummary
 from .direct import ThreadSlot, drive, fetch_direct, on_thread
 from .point import POINT_MAX_PARAMS, NotAPoint, PointConnection
 from .point_page import PageStart, point_page_start
@@ -225,22 +225,46 @@ class OneHopReads(SqliteReads):
         """On the loop's own connection when the page is narrow (``point_page``): no hop;
         a wide page, a branch of many forks or a busy file take the hop."""
         args = (session_id, cursor, limit, direction, leaf_id)
+        return await self._page_read(super().page_messages, args)
+
+    async def page_message_parts(
+        self,
+        session_id: str,
+        cursor: str,
+        limit: int,
+        direction: Literal["forward", "backward"] = "forward",
+        leaf_id: str | None = None,
+    ) -> tuple[builtins.list[MessagePart], bool]:
+        args = (session_id, cursor, limit, direction, leaf_id)
+        return await self._page_read(super().page_message_parts, args)
+
+    async def _page_read(
+        self, read: Callable[..., Coroutine[Any, Any, T]], args: tuple[Any, ...]
+    ) -> T:
+        """``read(*args)``, a page: on the loop's connection when narrow, else one hop."""
+        limit = args[2]
         narrow = type(limit) is int and limit < POINT_MAX_PARAMS
         if narrow and self._point_ready():
             self._direct.conn = self._point.raw
             try:
                 with self._point.snapshot():
-                    return drive(super().page_messages(*args))
+                    return drive(read(*args))
             except NotAPoint:
                 pass
             finally:
                 self._direct.conn = None
-        return await self._hop(super().page_messages, *args)
+        return await self._hop(read, *args)
 
     async def _page_start(
-        self, session_id: str, leaf_id: str | None, cursor: str, want: int, forward: bool
+        self,
+        session_id: str,
+        leaf_id: str | None,
+        cursor: str,
+        want: int,
+        forward: bool,
+        parts: bool,
     ) -> PageStart:
         point = self._point
         if self._direct.conn is None or self._direct.conn is not point.raw:
-            return await super()._page_start(session_id, leaf_id, cursor, want, forward)
-        return point_page_start(point, session_id, leaf_id, cursor, want, forward)
+            return await super()._page_start(session_id, leaf_id, cursor, want, forward, parts)
+        return point_page_start(point, session_id, leaf_id, cursor, want, forward, parts)

@@ -18,9 +18,10 @@ Rows: ``(0, leaf_id, owner, cursor depth, cursor kind, cursor role, NULL)``, the
 from __future__ import annotations
 
 from ...core.sources import ELIGIBLE_SOURCE_ROLES
-from .._rows import entry_columns
+from .._rows import PART_COLUMNS, entry_columns
+from .sql import ENTRY_COLUMNS, PAGE_FORWARD_SQL, RECENT_MESSAGES_SQL
 
-__all__ = ["CURSOR_SQL", "PAGE_SQL", "PIECES_SQL"]
+__all__ = ["CURSOR_SQL", "PAGE_SQL", "PIECES_SQL", "PIECE_ROWS_SQL"]
 
 _ROLES = ", ".join(f"'{role}'" for role in sorted(ELIGIBLE_SOURCE_ROLES))
 _LEAF = {
@@ -108,3 +109,14 @@ SELECT 1, segment_id, lo, hi FROM branch_path"""
 PIECES_SQL: dict[str, str] = {leaf: _PIECES.format(leaf=sql) for leaf, sql in _LEAF.items()}
 # Where the cursor is, whichever branch it lies on: the caller places it on the pieces.
 CURSOR_SQL = "SELECT segment_id, depth, kind, role FROM entries WHERE id = ?"
+
+# The rows of one piece in page order (forward, backward), whole entry rows or message
+# parts (``_rows.PART_COLUMNS``: three columns, where a part needs no more; fewer columns
+# are measurably cheaper to step and convert, ~7 of ~24 µs for 21 rows).
+PIECE_ROWS_SQL: dict[tuple[bool, bool], str] = {
+    (True, False): PAGE_FORWARD_SQL,
+    (False, False): RECENT_MESSAGES_SQL,
+    (True, True): PAGE_FORWARD_SQL.replace(ENTRY_COLUMNS, PART_COLUMNS, 1),
+    (False, True): RECENT_MESSAGES_SQL.replace(ENTRY_COLUMNS, PART_COLUMNS, 1),
+}
+assert all(PART_COLUMNS in PIECE_ROWS_SQL[way, True] for way in (True, False))

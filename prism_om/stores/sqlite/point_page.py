@@ -11,7 +11,8 @@ piece off the ``(segment_id, depth)`` index. A branch of more than ``POINT_MAX_P
 pieces is left to the hop (``NotAPoint``).
 
 The rows and the head are the ones ``PAGE_SQL`` gives, so ``SqliteReads.page_messages``
-checks and parses them the same way.
+checks and parses them the same way; ``page_message_parts`` reads three columns of each
+row instead (``_rows.PART_COLUMNS``).
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.sources import ELIGIBLE_SOURCE_ROLES
-from .page import CURSOR_SQL, PIECES_SQL
+from .page import CURSOR_SQL, PIECE_ROWS_SQL, PIECES_SQL
 from .placement import sorted_pieces
 from .point import NotAPoint, PointConnection
-from .sql import ELIGIBLE_ROLES, PAGE_FORWARD_SQL, RECENT_MESSAGES_SQL
+from .sql import ELIGIBLE_ROLES
 
 __all__ = ["POINT_MAX_PIECES", "PageHead", "PageStart", "point_page_start"]
 
@@ -71,8 +72,10 @@ def point_page_start(
     cursor: str,
     want: int,
     forward: bool,
+    parts: bool = False,
 ) -> PageStart:
-    """``page.PAGE_SQL``'s answer, from the kept pieces; call inside ``point.snapshot()``."""
+    """``page.PAGE_SQL``'s answer, from the kept pieces; call inside ``point.snapshot()``.
+    ``parts``: the rows are ``_rows.PART_COLUMNS`` rows."""
     branch = _branch(point, session_id, leaf_id)
     head: PageHead = (branch.leaf_id, branch.owner, None, None, None)
     found = point.fetch(CURSOR_SQL, (cursor,)) if branch.pieces else []
@@ -89,6 +92,6 @@ def point_page_start(
         return head, branch.pieces, []
     if forward:
         params = (segment_id, depth + 1, hi, *ELIGIBLE_ROLES, want)
-        return head, branch.pieces, point.fetch(PAGE_FORWARD_SQL, params)
-    params = (segment_id, lo, depth - 1, *ELIGIBLE_ROLES, want)
-    return head, branch.pieces, point.fetch(RECENT_MESSAGES_SQL, params)
+    else:
+        params = (segment_id, lo, depth - 1, *ELIGIBLE_ROLES, want)
+    return head, branch.pieces, point.fetch(PIECE_ROWS_SQL[forward, parts], params)

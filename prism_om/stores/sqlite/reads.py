@@ -7,7 +7,7 @@ import contextlib
 import operator
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import aiosqlite
 
@@ -20,9 +20,16 @@ from ...errors import (
     EntryNotFoundError,
 )
 from ...tokens import TokenEstimator
-from .._rows import bad_row_reason, entries_from_rows
+from .._rows import (
+    PAYLOAD_SINCE_VERSION,
+    bad_row_reason,
+    entries_from_rows,
+    message_parts,
+    message_parts_from_rows,
+)
 from .._schema import LIVE_POOL_SINCE_VERSION, SUPERSESSIONS_SINCE_VERSION
 from ..base import (
+    MessagePart,
     SessionSummary,
     StoreLifecycle,
     check_page_args,
@@ -30,7 +37,7 @@ from ..base import (
 from .connect import DAMAGED_SUFFIX
 from .folds import ledger_from_rows
 from .live_pool import POOL_SQL
-from .page import PAGE_SQL
+from .page import PAGE_SQL, PIECE_ROWS_SQL
 from .placement import check_leaf_session, check_page_head, id_chunks, memory_head_of, sorted_pieces
 from .point_page import PageStart
 from .sql import (
@@ -53,7 +60,6 @@ from .sql import (
     MEMORY_SUBSET_SQL,
     MEMORY_SUBSET_WITH_SUPERSESSIONS_AT_LEAF_SQL,
     MEMORY_SUBSET_WITH_SUPERSESSIONS_SQL,
-    PAGE_FORWARD_SQL,
     RECENT_MESSAGES_SQL,
     SCOPE_RECORDS_SQL,
     SUMMARIES_FROM_ENTRIES_SQL,
@@ -63,6 +69,8 @@ from .sql import (
     Params,
 )
 from .translate import first_line, fold_rows_parse, retrying
+
+_T = TypeVar("_T")
 
 _DEPTH = operator.itemgetter(BRANCH_DEPTH_COLUMN)
 
@@ -356,45 +364,102 @@ class SqliteReads(StoreLifecycle):
         and the rows of the cursor's piece; a page that crosses a fork reads the rest
         piece by piece.
         """
+        rows = await self._page_rows(session_id, cursor, limit, direction, leaf_id, False)
+        found = self._parse_rows(rows)
+        return self._page_of(found, limit, direction)
+
+    async def page_message_parts(
+        self,
+        session_id: str,
+        cursor: str,
+        limit: int,
+        direction: Literal["forward", "backward"] = "forward",
+        leaf_id: str | None = None,
+    ) -> tuple[builtins.list[MessagePart], bool]:
+        """``page_messages`` as ``(id, timestamp, message)`` parts (``base.MessagePart``):
+        the same rows, checks and errors, without an entry built per row."""
+        # Part rows (three columns) only where bodies are payloads: a reader of an older
+        # schema reads whole rows, and may meet either shape.
+        parts = self._schema_version >= PAYLOAD_SINCE_VERSION
+        rows = await self._page_rows(session_id, cursor, limit, direction, leaf_id, parts)
+        try:
+            if parts:
+                found = message_parts(rows)
+            else:
+                found = message_parts_from_rows(rows, self._schema_version)
+        except CorruptStoreError as exc:
+            raise self._store_named(exc) from exc
+        return self._page_of(found, limit, direction)
+
+    @staticmethod
+    def _page_of(
+        found: builtins.list[_T], limit: int, direction: str
+    ) -> tuple[builtins.list[_T], bool]:
+        """The page of ``found`` (page order, one more than ``limit`` when more follow)."""
+        more = len(found) > limit
+        page = found[:limit]
+        if direction != "forward":
+            page.reverse()
+        return page, more
+
+    async def _page_rows(
+        self,
+        session_id: str,
+        cursor: str,
+        limit: int,
+        direction: Literal["forward", "backward"],
+        leaf_id: str | None,
+        parts: bool,
+    ) -> builtins.list[Any]:
+        """The entry rows (``parts``: ``_rows.PART_COLUMNS`` rows) of the page in page
+        order, one more than ``limit`` when more follow; the arguments and the cursor
+        checked first."""
         check_page_args(limit, direction)
         session_id = self._session(session_id)
         want = limit + 1  # one more tells whether another page follows
         forward = direction == "forward"
-        head, piece_rows, rows = await self._page_start(session_id, leaf_id, cursor, want, forward)
+        head, piece_rows, rows = await self._page_start(
+            session_id, leaf_id, cursor, want, forward, parts
+        )
         check_page_head(
             session_id=session_id, leaf_id=leaf_id, cursor=cursor, head=head, url=self.url
         )
         depth = head[2]
         assert depth is not None  # check_page_head refuses a cursor off the branch
-        found = self._parse_rows(rows)
+        found = builtins.list(rows)
         if len(found) < want:
             # The cursor's piece ran out: the pieces beyond it, in page order.
             pieces = sorted_pieces(piece_rows)
             for segment_id, lo, hi in pieces if forward else reversed(pieces):
                 if (lo <= depth) if forward else (hi >= depth):
                     continue
-                sql = PAGE_FORWARD_SQL if forward else RECENT_MESSAGES_SQL
                 more_params = (segment_id, lo, hi, *ELIGIBLE_ROLES, want - len(found))
-                found.extend(self._parse_rows(await self._fetch(sql, more_params)))
+                found.extend(await self._fetch(PIECE_ROWS_SQL[forward, parts], more_params))
                 if len(found) >= want:
                     break
-        more = len(found) > limit
-        page = found[:limit]
-        if not forward:
-            page.reverse()
-        return page, more
+        return found
 
     async def _page_start(
-        self, session_id: str, leaf_id: str | None, cursor: str, want: int, forward: bool
+        self,
+        session_id: str,
+        leaf_id: str | None,
+        cursor: str,
+        want: int,
+        forward: bool,
+        parts: bool,
     ) -> PageStart:
-        """The page's head, the branch's pieces and the rows of the cursor's own piece, in
-        one statement (``page.PAGE_SQL``)."""
+        """The page's head, the branch's pieces and the rows of the cursor's own piece
+        (whole, or ``parts`` rows), in one statement (``page.PAGE_SQL``)."""
         params = {"session_id": session_id, "leaf_id": leaf_id, "cursor": cursor, "want": want}
         key = ("forward" if forward else "backward", "session" if leaf_id is None else "given")
         rows = await self._fetch(PAGE_SQL[key], params)
         _, current, owner, depth, kind, role, _ = rows[0]
         pieces = [row[1:4] for row in rows if row[0] == 1]
-        return (current, owner, depth, kind, role), pieces, [row[1:] for row in rows if row[0] == 2]
+        if parts:
+            found = [(row[1], row[5], row[6]) for row in rows if row[0] == 2]
+        else:
+            found = [row[1:] for row in rows if row[0] == 2]
+        return (current, owner, depth, kind, role), pieces, found
 
     # -- helpers later features reuse -------------------------------------------------
 
@@ -497,11 +562,15 @@ class SqliteReads(StoreLifecycle):
         try:
             return entries_from_rows(rows, self._schema_version)
         except CorruptStoreError as exc:
-            raise CorruptStoreError(
-                f"entry {exc.entry_id!r} in {self.url}: {bad_row_reason(exc)}",
-                entry_id=exc.entry_id,
-                url=self.url,
-            ) from exc
+            raise self._store_named(exc) from exc
+
+    def _store_named(self, exc: CorruptStoreError) -> CorruptStoreError:
+        """``bad_row``'s error with this store named."""
+        return CorruptStoreError(
+            f"entry {exc.entry_id!r} in {self.url}: {bad_row_reason(exc)}",
+            entry_id=exc.entry_id,
+            url=self.url,
+        )
 
     def _session(self, session_id: str) -> str:
         """Check the store is open, then that ``session_id`` is a valid name."""
