@@ -146,6 +146,61 @@ class Placer:
             body,
         )
 
+    def place_chain(
+        self, batch: Sequence[SessionEntry], encoded: Sequence[tuple[str, int]]
+    ) -> ChainRows:
+        """The rows of a checked message chain (``is_message_chain``), for
+        ``sql.insert_chain_statements``.
+
+        Each entry after the first is the first child of the one before, so it continues
+        that entry's segment one deeper: its seq, depth, segment and parent follow from
+        the first entry's, and only what differs per entry is listed, without the
+        per-entry lookups ``place`` makes for a parent anywhere in the batch. Call it last:
+        the batch's own entries are not remembered as parents.
+        """
+        body, tokens = encoded[0]
+        first = self.place(batch[0], body, tokens)
+        first_id = batch[0].id
+        path = self.path_tokens[first_id]
+        values: builtins.list[Any] = [first_id, first[5], first[7], tokens, path, body]
+        for index in range(1, len(batch)):
+            entry = batch[index]
+            body, tokens = encoded[index]
+            if path is not None:
+                path += tokens
+            values += (entry.id, entry.message.role, entry.timestamp, tokens, path, body)  # type: ignore[union-attr]
+        head = (
+            self.session_id,
+            self.encoding,
+            self.seq,
+            self.depth[first_id],
+            self.segment_of[first_id],
+            batch[0].parent_id,
+        )
+        self.seq += len(batch) - 1
+        return ChainRows(head, values)
+
+
+class ChainRows(NamedTuple):
+    """A placed message chain: ``head`` is (session id, token encoding, and the first
+    entry's seq, depth, segment and parent id); ``values`` holds ``CHAIN_ROW_VALUES`` per
+    entry: its id, role, timestamp, tokens, path tokens and body."""
+
+    head: tuple[Any, ...]
+    values: builtins.list[Any]
+
+
+def is_message_chain(batch: Sequence[SessionEntry]) -> bool:
+    """True when every entry is a message and each after the first names the one before
+    as its parent: what an agent appends (a turn, a transcript), and the shape whose rule
+    checks and placement need only look at the first entry."""
+    previous = None
+    for entry in batch:
+        if entry.kind != "message" or (previous is not None and entry.parent_id != previous):
+            return False
+        previous = entry.id
+    return True
+
 
 def encode_batch(batch: Sequence[SessionEntry], estimator: TokenEstimator) -> list[tuple[str, int]]:
     """Each entry's stored body (its payload, ``stores/_rows.py``) and token count,
