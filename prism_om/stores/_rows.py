@@ -40,6 +40,7 @@ __all__ = [
     "stored_entry",
     "entries_from_rows",
     "entry_columns",
+    "message_serializer",
     "payload_json",
     "wire_from_row",
 ]
@@ -101,6 +102,10 @@ def _message_serializer() -> SchemaSerializer:
     ``arguments``) writes the same bytes, without a Python call per model.
     """
     return SchemaSerializer(_without_drop_absent(Message.__pydantic_core_schema__))
+
+
+# The serializer of a message payload, for an encoder that looks it up once per batch.
+message_serializer = _message_serializer
 
 
 def payload_json(entry: SessionEntry) -> str:

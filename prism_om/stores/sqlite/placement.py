@@ -30,8 +30,8 @@ from ...errors import (
     StoreRuleError,
     UnknownParentError,
 )
-from ...tokens import TokenEstimator
-from .._rows import payload_json
+from ...tokens import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
+from .._rows import message_serializer, payload_json
 from .sql import (
     BRANCH_PIECES_SQL,
     ENTRIES_BY_ID_SQL,
@@ -204,9 +204,27 @@ def is_message_chain(batch: Sequence[SessionEntry]) -> bool:
 
 def encode_batch(batch: Sequence[SessionEntry], estimator: TokenEstimator) -> list[tuple[str, int]]:
     """Each entry's stored body (its payload, ``stores/_rows.py``) and token count,
-    computed once at append."""
+    computed once at append: ``(payload_json(e), estimator.count_entry(e))``.
+
+    A plain message (string content, no tool calls) takes both straight from its message,
+    as those two functions do for it, without their two calls per entry (unless the
+    estimator counts entries its own way)."""
+    if type(estimator).count_entry is not TokenEstimator.count_entry:
+        with collector_paused():
+            return [(payload_json(e), estimator.count_entry(e)) for e in batch]
+    serializer = message_serializer()
+    count = estimator.count
+    encoded: list[tuple[str, int]] = []
+    add = encoded.append
     with collector_paused():
-        return [(payload_json(e), estimator.count_entry(e)) for e in batch]
+        for e in batch:
+            message = e.message
+            if message is not None and not message.tool_calls and isinstance(message.content, str):
+                body = serializer.to_json(message, by_alias=True, exclude_none=True).decode()
+                add((body, count(message.content) + MESSAGE_OVERHEAD_TOKENS))
+            else:
+                add((payload_json(e), estimator.count_entry(e)))
+    return encoded
 
 
 def outside_parent_ids(batch: Sequence[SessionEntry]) -> builtins.list[str]:
