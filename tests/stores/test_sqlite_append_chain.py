@@ -26,6 +26,7 @@ from prism_om.stores.sqlite import SqliteStore
 from prism_om.stores.sqlite import placement as placement_module
 from prism_om.stores.sqlite import store as store_module
 from prism_om.stores.sqlite.direct import DirectConnection
+from prism_om.stores.sqlite.placement import is_message_chain
 from prism_om.stores.sqlite.sql import (
     CHAIN_ROW_VALUES,
     ENTRY_ROWS_PER_INSERT,
@@ -138,6 +139,18 @@ def test_chain_statements_cover_every_row_once_in_order(count: int) -> None:
         assert params[:6] == ["s", "enc", 10 + start, 3 + start, 7, parent]
         start += size
     assert start == count
+
+
+def test_only_a_chain_of_messages_is_a_chain() -> None:
+    data = build_dataset(60)
+    batch = continuation(data, 3, "x")
+    assert is_message_chain(batch) and is_message_chain(batch[:1])
+    # A fork inside the batch, a memory record, a message copied without its message.
+    assert not is_message_chain(
+        [batch[0], batch[1], batch[2].model_copy(update={"parent_id": batch[0].id})]
+    )
+    assert not is_message_chain([*batch, data.entries[50]])
+    assert not is_message_chain([batch[0], batch[1].model_copy(update={"message": None})])
 
 
 # -- the chain's rows equal the general path's ----------------------------------------

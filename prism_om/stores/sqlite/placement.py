@@ -168,7 +168,8 @@ class Placer:
             body, tokens = encoded[index]
             if path is not None:
                 path += tokens
-            values += (entry.id, entry.message.role, entry.timestamp, tokens, path, body)  # type: ignore[union-attr]
+            role = entry.message.role  # type: ignore[union-attr]  # a chain's are messages
+            values += (entry.id, role, entry.timestamp, tokens, path, body)
         head = (
             self.session_id,
             self.encoding,
@@ -196,7 +197,12 @@ def is_message_chain(batch: Sequence[SessionEntry]) -> bool:
     checks and placement need only look at the first entry."""
     previous = None
     for entry in batch:
-        if entry.kind != "message" or (previous is not None and entry.parent_id != previous):
+        # (A message without one is possible only through model_copy: the general path.)
+        if (
+            entry.kind != "message"
+            or entry.message is None
+            or (previous is not None and entry.parent_id != previous)
+        ):
             return False
         previous = entry.id
     return True
