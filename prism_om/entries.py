@@ -9,6 +9,7 @@ fields that are absent on the wire stay absent.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -560,6 +561,52 @@ def plain_ascii_message_within(entry: SessionEntry, max_bytes: int) -> bool:
     if text is None or not text.isascii():
         return False
     return _MAX_BYTES_PER_CHAR * len(text) + _ENVELOPE_BYTES <= max_bytes
+
+
+def plain_ascii_messages_within(batch: Sequence[object], max_bytes: int) -> bool:
+    """True when every item of ``batch`` is a ``SessionEntry`` passing
+    ``plain_ascii_message_within``, all of one session (the first's) and no id twice: then
+    every per-entry append check passes, settled for the whole batch in one loop, one
+    ``isascii`` and one size sum (False: check entry by entry, which names the culprit)."""
+    first = batch[0] if batch else None
+    if not isinstance(first, SessionEntry) or not isinstance(first.session_id, str):
+        return False
+    session_id = first.session_id
+    parts: list[str] = []
+    for entry in batch:
+        if not isinstance(entry, SessionEntry):
+            return False
+        message = entry.message
+        if (
+            message is None
+            or entry.data is not None
+            or entry.session_id != session_id
+            or not isinstance(message.content, str)
+            or message.tool_calls
+        ):
+            return False
+        parts += (
+            entry.id or "",
+            entry.parent_id or "",
+            entry.timestamp or "",
+            entry.summary or "",
+            message.content,
+            message.tool_call_id or "",
+            message.name or "",
+        )
+    try:
+        if len(set(parts[::7])) != len(batch):
+            return False
+        text = "".join(parts)
+    except TypeError:  # a field set to a non-string by model_copy: the slow path says which
+        return False
+    # Each entry's bound (its text with the session id) is within the bound of the sum.
+    chars = len(text) + len(session_id) * len(batch)
+    return (
+        text.isascii()
+        and session_id.isascii()
+        and _MAX_BYTES_PER_CHAR * chars + _ENVELOPE_BYTES <= max_bytes
+    )
 
 
 def check_entry_size(entry: SessionEntry, max_bytes: int) -> None:

@@ -43,6 +43,7 @@ __all__ = [
     "PART_COLUMNS",
     "message_parts",
     "message_parts_from_rows",
+    "message_serializer",
     "payload_json",
     "wire_from_row",
 ]
@@ -104,6 +105,10 @@ def _message_serializer() -> SchemaSerializer:
     ``arguments``) writes the same bytes, without a Python call per model.
     """
     return SchemaSerializer(_without_drop_absent(Message.__pydantic_core_schema__))
+
+
+# The serializer of a message payload, for an encoder that looks it up once per batch.
+message_serializer = _message_serializer
 
 
 def payload_json(entry: SessionEntry) -> str:

@@ -27,6 +27,7 @@ from ..entries import (
     check_entry_size,
     find_lone_surrogate,
     plain_ascii_message_within,
+    plain_ascii_messages_within,
     validate_session_id,
 )
 from ..errors import (
@@ -328,6 +329,10 @@ def check_batch_shape(
 def _check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[SessionEntry]:
     batch = builtins.list(entries)
     if not batch:
+        return batch
+    if plain_ascii_messages_within(batch, MAX_ENTRY_BYTES):
+        # The usual batch (a turn, a transcript): every check below passes for it.
+        validate_session_id(batch[0].session_id)
         return batch
     seen: set[str] = set()
     session_id = None

@@ -30,8 +30,8 @@ from ...errors import (
     StoreRuleError,
     UnknownParentError,
 )
-from ...tokens import TokenEstimator
-from .._rows import payload_json
+from ...tokens import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
+from .._rows import message_serializer, payload_json
 from .sql import (
     BRANCH_PIECES_SQL,
     ENTRIES_BY_ID_SQL,
@@ -146,12 +146,91 @@ class Placer:
             body,
         )
 
+    def place_chain(
+        self, batch: Sequence[SessionEntry], encoded: Sequence[tuple[str, int]]
+    ) -> ChainRows:
+        """The rows of a checked message chain (``is_message_chain``), for
+        ``sql.insert_chain_statements``.
+
+        Each entry after the first is the first child of the one before, so it continues
+        that entry's segment one deeper: its seq, depth, segment and parent follow from
+        the first entry's, and only what differs per entry is listed, without the
+        per-entry lookups ``place`` makes for a parent anywhere in the batch. Call it last:
+        the batch's own entries are not remembered as parents.
+        """
+        body, tokens = encoded[0]
+        first = self.place(batch[0], body, tokens)
+        first_id = batch[0].id
+        path = self.path_tokens[first_id]
+        values: builtins.list[Any] = [first_id, first[5], first[7], tokens, path, body]
+        for index in range(1, len(batch)):
+            entry = batch[index]
+            body, tokens = encoded[index]
+            if path is not None:
+                path += tokens
+            role = entry.message.role  # type: ignore[union-attr]  # a chain's are messages
+            values += (entry.id, role, entry.timestamp, tokens, path, body)
+        head = (
+            self.session_id,
+            self.encoding,
+            self.seq,
+            self.depth[first_id],
+            self.segment_of[first_id],
+            batch[0].parent_id,
+        )
+        self.seq += len(batch) - 1
+        return ChainRows(head, values)
+
+
+class ChainRows(NamedTuple):
+    """A placed message chain: ``head`` is (session id, token encoding, and the first
+    entry's seq, depth, segment and parent id); ``values`` holds ``CHAIN_ROW_VALUES`` per
+    entry: its id, role, timestamp, tokens, path tokens and body."""
+
+    head: tuple[Any, ...]
+    values: builtins.list[Any]
+
+
+def is_message_chain(batch: Sequence[SessionEntry]) -> bool:
+    """True when every entry is a message and each after the first names the one before
+    as its parent: what an agent appends (a turn, a transcript), and the shape whose rule
+    checks and placement need only look at the first entry."""
+    previous = None
+    for entry in batch:
+        # (A message without one is possible only through model_copy: the general path.)
+        if (
+            entry.kind != "message"
+            or entry.message is None
+            or (previous is not None and entry.parent_id != previous)
+        ):
+            return False
+        previous = entry.id
+    return True
+
 
 def encode_batch(batch: Sequence[SessionEntry], estimator: TokenEstimator) -> list[tuple[str, int]]:
     """Each entry's stored body (its payload, ``stores/_rows.py``) and token count,
-    computed once at append."""
+    computed once at append: ``(payload_json(e), estimator.count_entry(e))``.
+
+    A plain message (string content, no tool calls) takes both straight from its message,
+    as those two functions do for it, without their two calls per entry (unless the
+    estimator counts entries its own way)."""
+    if type(estimator).count_entry is not TokenEstimator.count_entry:
+        with collector_paused():
+            return [(payload_json(e), estimator.count_entry(e)) for e in batch]
+    serializer = message_serializer()
+    count = estimator.count
+    encoded: list[tuple[str, int]] = []
+    add = encoded.append
     with collector_paused():
-        return [(payload_json(e), estimator.count_entry(e)) for e in batch]
+        for e in batch:
+            message = e.message
+            if message is not None and not message.tool_calls and isinstance(message.content, str):
+                body = serializer.to_json(message, by_alias=True, exclude_none=True).decode()
+                add((body, count(message.content) + MESSAGE_OVERHEAD_TOKENS))
+            else:
+                add((payload_json(e), estimator.count_entry(e)))
+    return encoded
 
 
 def outside_parent_ids(batch: Sequence[SessionEntry]) -> builtins.list[str]:

@@ -187,6 +187,51 @@ def insert_entry_statements(
         yield insert_entries_sql(count), builtins.list(itertools.chain.from_iterable(chunk))
 
 
+# A chain of messages (placement.ChainRows): each row binds only what differs per entry,
+# in CHAIN_ROW_VALUES parameters; the batch's constants are bound once (?1 session id, ?2
+# token encoding) and the chain's arithmetic is SQL (seq and depth count up from the
+# first row's ?3 and ?4 in segment ?5; each parent is the id bound for the row before,
+# the first one's ?6). Binding six values a row instead of fourteen is most of its cost.
+CHAIN_ROW_VALUES = 6
+_CHAIN_HEAD_VALUES = 6
+
+
+@functools.cache
+def insert_chain_sql(count: int) -> str:
+    """The INSERT of ``count`` rows of a chain, numbered parameters as described above."""
+    rows = []
+    for n in range(count):
+        first = _CHAIN_HEAD_VALUES + 1 + n * CHAIN_ROW_VALUES
+        entry_id, role, timestamp, tokens, path, body = (
+            f"?{first + k}" for k in range(CHAIN_ROW_VALUES)
+        )
+        parent = "?6" if n == 0 else f"?{first - CHAIN_ROW_VALUES}"
+        rows.append(
+            f"(?3 + {n}, {entry_id}, ?1, {parent}, 'message', {role}, NULL, {timestamp}, "
+            f"?4 + {n}, ?5, {tokens}, ?2, {path}, {body})"
+        )
+    return INSERT_ENTRY_SQL.replace(_ONE_ENTRY_ROW, ", ".join(rows))
+
+
+def insert_chain_statements(
+    head: Sequence[Any], values: Sequence[Any]
+) -> Iterator[tuple[str, builtins.list[Any]]]:
+    """The statements that insert a placed chain (``head``, ``values``: see
+    ``placement.ChainRows``), cut as ``insert_entry_statements`` cuts rows; at most
+    6 + 64 x 6 values a statement, under SQLite's smallest limit of 999."""
+    session_id, encoding, seq, depth, segment, parent_id = head
+    total = len(values) // CHAIN_ROW_VALUES
+    start = 0
+    while start < total:
+        count = min(ENTRY_ROWS_PER_INSERT, 1 << ((total - start).bit_length() - 1))
+        if start:
+            parent_id = values[(start - 1) * CHAIN_ROW_VALUES]
+        params = [session_id, encoding, seq + start, depth + start, segment, parent_id]
+        params += values[start * CHAIN_ROW_VALUES : (start + count) * CHAIN_ROW_VALUES]
+        yield insert_chain_sql(count), params
+        start += count
+
+
 INSERT_SEGMENT_SQL = """
 INSERT INTO segments (segment_id, session_id, parent_segment_id, start_depth)
 VALUES (?, ?, ?, ?)"""

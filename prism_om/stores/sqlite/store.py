@@ -10,7 +10,7 @@ import os
 import sqlite3
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import aiosqlite
 
@@ -57,6 +57,7 @@ from .placement import (
     first_duplicate,
     first_memory_failure,
     first_rule_failure,
+    is_message_chain,
     memory_head_of,
     outside_parent_ids,
     state_and_parents,
@@ -75,6 +76,7 @@ from .sql import (
     LeafPosition,
     fetch_first_row,
     fetch_rows,
+    insert_chain_statements,
     insert_entry_statements,
 )
 from .translate import close_quietly, retrying, rollback_quietly, translate_error
@@ -439,25 +441,38 @@ class SqliteStore(OneHopReads):
         encoded: Sequence[tuple[str, int]],
     ) -> None:
         session_id = batch[0].session_id
-        state, parents = await state_and_parents(conn, session_id, outside_parent_ids(batch))
+        # A chain of messages can break a rule only at its first entry, holds no memory
+        # record, and places without lookups: its checks and placement skip the rest.
+        chain = is_message_chain(batch)
+        checked = batch[:1] if chain else batch
+        state, parents = await state_and_parents(conn, session_id, outside_parent_ids(checked))
         root_id, last_session_seq, last_seq, last_segment = state
-        failure = first_rule_failure(batch, root_id, parents, self.url)
-        # Entries before a rule failure are checked as memory records, as the reference
-        # index does entry by entry; a record at the failing entry itself comes second.
-        limit = len(batch) if failure is None else failure[0]
+        failure = first_rule_failure(checked, root_id, parents, self.url)
         records: dict[str, MemoryRecord] = {}
-        failure = await first_memory_failure(conn, batch, limit, self._parse, records) or failure
+        if not chain:
+            # Entries before a rule failure are checked as memory records, as the
+            # reference index does entry by entry; a record at the failing entry itself
+            # comes second.
+            limit = len(batch) if failure is None else failure[0]
+            failure = (
+                await first_memory_failure(conn, batch, limit, self._parse, records) or failure
+            )
         if failure is not None:
             index, error = failure
             error.add_context(url=self.url)
             # An earlier (or the same) entry that already exists is reported first.
             raise await first_duplicate(conn, batch[: index + 1], self.url) or error
         placer = Placer(session_id, parents, last_seq, last_segment, self._estimator.name)
+        rows: builtins.list[tuple[Any, ...]] = []
         with collector_paused():
-            rows = [
-                placer.place(entry, body, tokens)
-                for entry, (body, tokens) in zip(batch, encoded, strict=True)
-            ]
+            if chain:
+                statements = insert_chain_statements(*placer.place_chain(batch, encoded))
+            else:
+                rows = [
+                    placer.place(entry, body, tokens)
+                    for entry, (body, tokens) in zip(batch, encoded, strict=True)
+                ]
+                statements = insert_entry_statements(rows)
         if root_id is None:
             await conn.execute(
                 "INSERT INTO sessions (session_id, seq, root_id, leaf_id, created_at) "
@@ -476,13 +491,13 @@ class SqliteStore(OneHopReads):
             (
                 session_id,
                 len(batch),
-                sum(1 for entry in batch if entry.kind == "message"),
+                len(batch) if chain else sum(1 for entry in batch if entry.kind == "message"),
                 len(placer.segments),
                 latest_timestamp(entry.timestamp for entry in batch),
             ),
         )
         try:
-            for sql, values in insert_entry_statements(rows):
+            for sql, values in statements:
                 await conn.execute(sql, values)
         except sqlite3.IntegrityError:
             # Ids are checked by the UNIQUE index rather than a lookup per entry.
@@ -491,12 +506,16 @@ class SqliteStore(OneHopReads):
                 raise
             raise duplicate from None
         # Messages write no fold rows: only the other entries are placed for the folds.
-        with collector_paused():
-            placed = [
-                PlacedEntry(entry, row[ROW_SEQ], row[ROW_SEGMENT], row[ROW_DEPTH], row[ROW_TOKENS])
-                for entry, row in zip(batch, rows, strict=True)
-                if entry.kind != "message"
-            ]
+        placed: builtins.list[PlacedEntry] = []
+        if not chain:
+            with collector_paused():
+                placed = [
+                    PlacedEntry(
+                        entry, row[ROW_SEQ], row[ROW_SEGMENT], row[ROW_DEPTH], row[ROW_TOKENS]
+                    )
+                    for entry, row in zip(batch, rows, strict=True)
+                    if entry.kind != "message"
+                ]
         if placed:
             await write_memory_folds(conn, placed, records, batch)
         # Last inside the transaction: a fault that raises rolls every row back.

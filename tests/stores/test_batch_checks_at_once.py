@@ -1,0 +1,146 @@
+"""The store-free batch checks of every append (``check_batch_shape``) settled for a whole
+batch of plain ASCII messages at once (issue 16, append_many of 100): the per-entry
+check calls counted, and every outcome equal to the entry-by-entry checks'.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bench.data import build_dataset, continuation
+from prism_om.core.limits import MAX_ENTRY_BYTES
+from prism_om.entries import (
+    SessionEntry,
+    message_entry,
+    plain_ascii_message_within,
+    plain_ascii_messages_within,
+)
+from prism_om.errors import PrismMemoryError
+from prism_om.stores import base as base_module
+from prism_om.stores.base import check_batch_shape
+
+TS = "2026-06-01T00:00:00.000Z"
+
+
+def test_a_batch_of_100_plain_messages_makes_no_per_entry_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    batch = continuation(build_dataset(50), 100, "x")
+    calls: list[str] = []
+
+    def counting(entry: SessionEntry, max_bytes: int) -> bool:
+        calls.append(entry.id)
+        return plain_ascii_message_within(entry, max_bytes)
+
+    monkeypatch.setattr(base_module, "plain_ascii_message_within", counting)
+    assert check_batch_shape(batch) == batch
+    # One call per entry before.
+    assert calls == []
+    # A batch the whole-batch test does not settle is still checked entry by entry.
+    mixed = [*batch[:99], batch[99].model_copy(update={"id": batch[0].id})]
+    with pytest.raises(PrismMemoryError):
+        check_batch_shape(mixed)
+    assert calls == [e.id for e in batch[:99]]
+
+
+def _message(session: str, entry_id: str, text: str, **extra: Any) -> SessionEntry:
+    return message_entry(session, "user", text, entry_id=entry_id, timestamp=TS, **extra)
+
+
+# Entries (or not) that each break one check, or the plain path, or nothing.
+_kinds = st.sampled_from(
+    [
+        "plain",
+        "plain",
+        "plain",
+        "unicode",
+        "surrogate",
+        "tool_call",
+        "other_session",
+        "bad_session",
+        "duplicate",
+        "not_an_entry",
+        "int_id",
+        "list_id",
+        "huge",
+        "custom",
+    ]
+)
+
+
+def _build(kinds: list[str]) -> list[Any]:
+    batch: list[Any] = []
+    for n, kind in enumerate(kinds):
+        entry = _message("s", f"e{n}", f"hello {n}")
+        if kind == "unicode":
+            entry = _message("s", f"e{n}", "héllo ✓")
+        elif kind == "surrogate":
+            entry = entry.model_copy(update={"id": f"e{n}\ud800"})
+        elif kind == "tool_call":
+            entry = message_entry(
+                "s",
+                "assistant",
+                "",
+                entry_id=f"e{n}",
+                timestamp=TS,
+                tool_calls=[{"id": "c", "name": "f", "arguments": {}}],
+            )
+        elif kind == "other_session":
+            entry = _message("t", f"e{n}", "x")
+        elif kind == "bad_session":
+            entry = entry.model_copy(update={"session_id": "../x"})
+        elif kind == "duplicate" and n:
+            entry = _message("s", "e0", "again")
+        elif kind == "not_an_entry":
+            entry = {"id": f"e{n}"}
+        elif kind == "int_id":
+            entry = entry.model_copy(update={"id": n})
+        elif kind == "list_id":
+            entry = entry.model_copy(update={"id": [n]})
+        elif kind == "huge":
+            entry = entry.model_copy(
+                update={"message": entry.message.model_copy(update={"content": "x" * 1_500_000})}
+            )
+        elif kind == "custom":
+            entry = SessionEntry(
+                id=f"e{n}", session_id="s", kind="custom", timestamp=TS, data={"type": "t"}
+            )
+        batch.append(entry)
+    return batch
+
+
+def _outcome(batch: list[Any]) -> Any:
+    try:
+        return ("ok", check_batch_shape(batch))
+    except Exception as exc:  # the type and message are the outcome compared
+        return (type(exc).__name__, str(exc))
+
+
+@settings(max_examples=300, deadline=None)
+@given(kinds=st.lists(_kinds, max_size=8))
+def test_the_whole_batch_test_answers_as_the_checks_entry_by_entry(kinds: list[str]) -> None:
+    batch = _build(kinds)
+    at_once = _outcome(batch)
+    real = base_module.plain_ascii_messages_within
+    base_module.plain_ascii_messages_within = lambda batch, max_bytes: False
+    try:
+        one_by_one = _outcome(batch)
+    finally:
+        base_module.plain_ascii_messages_within = real
+    assert at_once == one_by_one
+    if all(kind == "plain" for kind in kinds) and kinds:
+        assert plain_ascii_messages_within(batch, MAX_ENTRY_BYTES)
+
+
+def test_the_size_bound_of_the_batch_holds_each_entrys() -> None:
+    # Each entry alone is within the cap, the sum of the batch is not: entry by entry.
+    big = "x" * ((MAX_ENTRY_BYTES - 1024) // 6 // 2)
+    batch = [_message("s", "a", big), _message("s", "b", big, parent_id="a")]
+    assert all(plain_ascii_message_within(e, MAX_ENTRY_BYTES) for e in batch)
+    assert plain_ascii_messages_within(batch[:1], MAX_ENTRY_BYTES)
+    assert not plain_ascii_messages_within([*batch, _message("s", "c", big)], MAX_ENTRY_BYTES)
+    assert check_batch_shape(batch) == batch
