@@ -17,11 +17,13 @@ Rows: ``(0, leaf_id, owner, cursor depth, cursor kind, cursor role, NULL)``, the
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+
 from ...core.sources import ELIGIBLE_SOURCE_ROLES
 from .._rows import PART_COLUMNS, entry_columns
 from .sql import ENTRY_COLUMNS, PAGE_FORWARD_SQL, RECENT_MESSAGES_SQL
 
-__all__ = ["CURSOR_SQL", "PAGE_SQL", "PIECES_SQL", "PIECE_ROWS_SQL"]
+__all__ = ["CURSOR_SQL", "PAGE_SQL", "PIECES_SQL", "PIECE_ROWS_SQL", "pieces_beyond"]
 
 _ROLES = ", ".join(f"'{role}'" for role in sorted(ELIGIBLE_SOURCE_ROLES))
 _LEAF = {
@@ -120,3 +122,13 @@ PIECE_ROWS_SQL: dict[tuple[bool, bool], str] = {
     (False, True): RECENT_MESSAGES_SQL.replace(ENTRY_COLUMNS, PART_COLUMNS, 1),
 }
 assert all(PART_COLUMNS in PIECE_ROWS_SQL[way, True] for way in (True, False))
+
+
+def pieces_beyond(
+    pieces: Sequence[tuple[int, int, int]], depth: int, forward: bool
+) -> Iterator[tuple[int, int, int]]:
+    """The pieces (root first) past the cursor's at ``depth``, in page order: where a page
+    that runs out of the cursor's piece goes on reading."""
+    for segment_id, lo, hi in pieces if forward else reversed(pieces):
+        if not ((lo <= depth) if forward else (hi >= depth)):
+            yield segment_id, lo, hi
