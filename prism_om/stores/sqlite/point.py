@@ -102,16 +102,13 @@ class PointConnection:
         try:
             ((version,),) = self.fetch("PRAGMA data_version", ())
         except BaseException:
-            self._end()
+            self.__exit__()
             raise
         if version != self._version or len(self.kept) > KEPT_MAX:
             self.kept.clear()
             self._version = version
 
     def __exit__(self, *exc: object) -> None:
-        self._end()
-
-    def _end(self) -> None:
         raw = self.raw
         if raw is not None and raw.in_transaction:
             try:
