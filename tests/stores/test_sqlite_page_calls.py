@@ -172,3 +172,25 @@ def test_a_pieces_rows_build_no_temporary_table(tmp_path: Path, forward: bool, p
     conn.close()
     assert "OpenEphemeral" not in program
     assert program.count("DeferredSeek") == 1  # still one walk of the (segment, depth) index
+
+
+async def test_a_raw_page_reads_four_columns_a_row(pair: Any) -> None:
+    # The loop's page_messages read six columns a row (the whole entry row); the session
+    # and the kind are the page's own, so it reads four and builds the same entries.
+    store, memory = pair
+    await store.page_messages("p", "t10", 20)
+    statements: list[str] = []
+    raw = store._point.raw
+    assert raw is not None
+    raw.set_trace_callback(statements.append)
+    try:
+        for way in ("forward", "backward"):
+            got = await store.page_messages("p", "t30", 20, way)
+            assert got == await memory.page_messages("p", "t30", 20, way)
+    finally:
+        raw.set_trace_callback(None)
+    rows = [s for s in statements if "ORDER BY depth" in s]
+    assert len(rows) == 2
+    for statement in rows:
+        columns = statement.split("SELECT", 1)[1].split("FROM", 1)[0]
+        assert columns.count(",") + 1 == 4, statement  # was 6

@@ -20,7 +20,7 @@ from ...entries import SessionEntry, validate_session_id
 from ...errors import CorruptStoreError
 from ..base import MessagePart, SessionSummary, check_page_args
 from .direct import ThreadSlot, drive, fetch_direct, on_thread
-from .page import PIECE_ROWS_SQL, pieces_beyond
+from .page import ENTRY_PART_ROWS_SQL, PIECE_ROWS_SQL, pieces_beyond
 from .placement import check_page_head
 from .point import POINT_MAX_PARAMS, NotAPoint, PointConnection
 from .point_page import point_page_start
@@ -228,11 +228,16 @@ class OneHopReads(SqliteReads):
         a wide page, a branch of many forks or a busy file take the hop."""
         check_page_args(limit, direction)
         session_id = self._session(session_id)
-        rows = self._point_page_rows(session_id, cursor, limit, direction, leaf_id, False)
+        forward = direction == "forward"
+        short = self._part_rows  # a payload body: the short row (page.ENTRY_PART_ROWS_SQL)
+        rows_sql = ENTRY_PART_ROWS_SQL[forward] if short else PIECE_ROWS_SQL[forward, False]
+        rows = self._point_page_rows(session_id, cursor, limit, direction, leaf_id, rows_sql)
         if rows is None:
             return await self._hop(
                 super().page_messages, session_id, cursor, limit, direction, leaf_id
             )
+        if short:  # the whole entry rows (_rows.entry_columns) they stand for
+            rows = [(row[0], session_id, row[3], "message", row[1], row[2]) for row in rows]
         return self._entries_page(rows, limit, direction)
 
     async def page_message_parts(
@@ -265,7 +270,8 @@ class OneHopReads(SqliteReads):
         calls; None when only the hop can serve it. The public page calls it directly, so
         its arguments are checked once, by the public function."""
         parts = self._part_rows
-        rows = self._point_page_rows(session_id, cursor, limit, direction, leaf_id, parts)
+        rows_sql = PIECE_ROWS_SQL[direction == "forward", parts]
+        rows = self._point_page_rows(session_id, cursor, limit, direction, leaf_id, rows_sql)
         return None if rows is None else self._parts_page(rows, limit, direction, parts)
 
     def _point_page_rows(
@@ -275,11 +281,12 @@ class OneHopReads(SqliteReads):
         limit: int,
         direction: Literal["forward", "backward"],
         leaf_id: str | None,
-        parts: bool,
+        rows_sql: str,
     ) -> builtins.list[Any] | None:
         """``_page_rows`` of checked arguments, read in one snapshot of the loop's own
-        connection (``point_page``), or None: a wide page, a branch of many forks, a busy
-        file or no point connection here take the hop."""
+        connection (``point_page``) by ``rows_sql`` (see ``point_page_start``), or None: a
+        wide page, a branch of many forks, a busy file or no point connection here take
+        the hop."""
         if limit >= POINT_MAX_PARAMS or not self._point_ready():
             return None
         point = self._point
@@ -288,7 +295,7 @@ class OneHopReads(SqliteReads):
         try:
             with point.snapshot():
                 head, pieces, rows = point_page_start(
-                    point, session_id, leaf_id, cursor, want, forward, parts
+                    point, session_id, leaf_id, cursor, want, forward, rows_sql
                 )
                 check_page_head(
                     session_id=session_id, leaf_id=leaf_id, cursor=cursor, head=head, url=self.url
@@ -299,7 +306,7 @@ class OneHopReads(SqliteReads):
                     # The cursor's piece ran out: the pieces beyond it, in page order.
                     for segment_id, lo, hi in pieces_beyond(pieces, depth, forward):
                         params = (segment_id, lo, hi, *ELIGIBLE_ROLES, want - len(rows))
-                        rows.extend(point.fetch(PIECE_ROWS_SQL[forward, parts], params))
+                        rows.extend(point.fetch(rows_sql, params))
                         if len(rows) >= want:
                             break
         except NotAPoint:

@@ -23,7 +23,14 @@ from ...core.sources import ELIGIBLE_SOURCE_ROLES
 from .._rows import PART_COLUMNS, entry_columns
 from .sql import ELIGIBLE_ROLES, ENTRY_COLUMNS, PAGE_FORWARD_SQL, RECENT_MESSAGES_SQL
 
-__all__ = ["CURSOR_SQL", "PAGE_SQL", "PIECES_SQL", "PIECE_ROWS_SQL", "pieces_beyond"]
+__all__ = [
+    "CURSOR_SQL",
+    "ENTRY_PART_ROWS_SQL",
+    "PAGE_SQL",
+    "PIECES_SQL",
+    "PIECE_ROWS_SQL",
+    "pieces_beyond",
+]
 
 _ROLES = ", ".join(f"'{role}'" for role in sorted(ELIGIBLE_SOURCE_ROLES))
 _LEAF = {
@@ -133,6 +140,13 @@ PIECE_ROWS_SQL: dict[tuple[bool, bool], str] = {
     for parts in (True, False)
 }
 assert all(PART_COLUMNS in PIECE_ROWS_SQL[way, True] for way in (True, False))
+# The loop's ``page_messages`` (schema 4 or later) reads a part's columns and the parent
+# id: every row of a page is a message of the page's own session (its branch's segments
+# are the session's), so those two columns need not be read and converted per row.
+ENTRY_PART_ROWS_SQL: dict[bool, str] = {
+    way: PIECE_ROWS_SQL[way, True].replace(PART_COLUMNS, f"{PART_COLUMNS}, parent_id", 1)
+    for way in (True, False)
+}
 
 
 def pieces_beyond(
