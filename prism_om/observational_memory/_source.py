@@ -691,7 +691,10 @@ def recall_observational_memory_branch_page(
     if is_store(entries):
         return recall_observational_memory_branch_page_from_store(
             entries,
-            store_session(session_id, "recall_observational_memory_branch_page"),
+            # store_session's None check alone: the page validates the id itself, once.
+            session_id
+            if session_id is not None
+            else store_session(session_id, "recall_observational_memory_branch_page"),
             cursor,
             leaf_id=leaf_id,
             limit=limit,

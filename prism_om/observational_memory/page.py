@@ -40,7 +40,7 @@ from ..core.limits import PAGE_LIMIT_DEFAULT, resolve_page_limit
 from ..core.records import ENTRY_ID_MAX_CHARS
 from ..core.redaction import Redactor, redacted_entry_text, redacted_message_text, redactor
 from ..core.withheld import withheld_page_item, withheld_page_message
-from ..entries import Message, SessionEntry, entry_text, message_text
+from ..entries import Message, SessionEntry, entry_text, message_text, validate_session_id
 from ..errors import InvalidIdError, InvalidInputError
 from ..stores.base import MessagePart, SessionStore
 
@@ -250,6 +250,7 @@ def recall_observational_memory_branch_page_from_store(
 
     The arguments are checked now, before anything is read; the read runs when awaited.
     """
+    session_id = validate_session_id(session_id)
     cursor, size, way, level = validate_page_request(
         cursor, limit, direction, detail, default_limit
     )
@@ -269,6 +270,14 @@ async def _page_store(
     red: Redactor,
     invalid: frozenset[str],
 ) -> BranchPage:
+    point_parts = getattr(store, "_point_page_parts", None)
+    if point_parts is not None:
+        # SQLite on the loop: the page read in plain calls, of arguments checked here
+        # already (None: the store's hop serves it, below).
+        found = point_parts(session_id, cursor, limit, direction, leaf_id)
+        if found is not None:
+            parts, more = found
+            return _page_from_parts(parts, more, cursor, limit, direction, detail, red, invalid)
     parts_of = getattr(store, "page_message_parts", None)
     if parts_of is not None:
         # The store's rows straight to items: no SessionEntry built only to be read here.
@@ -326,18 +335,20 @@ def _plain_summaries(
 ) -> tuple[dict[str, Any], ...]:
     """``_message_item`` of each part in summary detail with no secret, in one loop: the
     page's common case, where a call per item cost as much as the item."""
-    items = []
+    items: list[dict[str, Any]] = []
+    append = items.append
     for entry_id, timestamp, message in parts:
+        role = message.role
         if entry_id in invalid:
-            items.append(withheld_page_item(entry_id, message.role, timestamp))
+            append(withheld_page_item(entry_id, role, timestamp))
             continue
-        content = message.content
-        # message_text(message), inlined for the plain-text message without tool calls.
-        text = content if type(content) is str and not message.tool_calls else message_text(message)
-        items.append(
+        text = message.content
+        if type(text) is not str or message.tool_calls:
+            text = message_text(message)  # parts to join; plain text is the content itself
+        append(
             {
                 "id": entry_id,
-                "role": message.role,
+                "role": role,
                 "timestamp": timestamp,
                 "text": text[:SUMMARY_CHARS],
                 "truncated": len(text) > SUMMARY_CHARS,

@@ -18,13 +18,15 @@ from ...core.ledger import ObservationalMemoryLedger
 from ...core.scope_map import WorkScopeMap
 from ...entries import SessionEntry, validate_session_id
 from ...errors import CorruptStoreError
-from ..base import MessagePart, SessionSummary
+from ..base import MessagePart, SessionSummary, check_page_args
 from .direct import ThreadSlot, drive, fetch_direct, on_thread
+from .page import ENTRY_PART_ROWS_SQL, PIECE_ROWS_SQL, pieces_beyond
+from .placement import check_page_head
 from .point import POINT_MAX_PARAMS, NotAPoint, PointConnection
-from .point_page import PageStart, point_page_start
+from .point_page import point_page_start
 from .reads import SqliteReads
 from .recall_point import recall_ledger, recall_statement, split_recall_rows
-from .sql import Params
+from .sql import ELIGIBLE_ROLES, Params
 from .translate import fold_rows_parse
 
 T = TypeVar("T")
@@ -224,8 +226,19 @@ class OneHopReads(SqliteReads):
     ) -> tuple[builtins.list[SessionEntry], bool]:
         """On the loop's own connection when the page is narrow (``point_page``): no hop;
         a wide page, a branch of many forks or a busy file take the hop."""
-        args = (session_id, cursor, limit, direction, leaf_id)
-        return await self._page_read(super().page_messages, args)
+        check_page_args(limit, direction)
+        session_id = self._session(session_id)
+        forward = direction == "forward"
+        short = self._part_rows  # a payload body: the short row (page.ENTRY_PART_ROWS_SQL)
+        rows_sql = ENTRY_PART_ROWS_SQL[forward] if short else PIECE_ROWS_SQL[forward, False]
+        rows = self._point_page_rows(session_id, cursor, limit, direction, leaf_id, rows_sql)
+        if rows is None:
+            return await self._hop(
+                super().page_messages, session_id, cursor, limit, direction, leaf_id
+            )
+        if short:  # the whole entry rows (_rows.entry_columns) they stand for
+            rows = [(row[0], session_id, row[3], "message", row[1], row[2]) for row in rows]
+        return self._entries_page(rows, limit, direction)
 
     async def page_message_parts(
         self,
@@ -235,36 +248,67 @@ class OneHopReads(SqliteReads):
         direction: Literal["forward", "backward"] = "forward",
         leaf_id: str | None = None,
     ) -> tuple[builtins.list[MessagePart], bool]:
-        args = (session_id, cursor, limit, direction, leaf_id)
-        return await self._page_read(super().page_message_parts, args)
+        check_page_args(limit, direction)
+        session_id = self._session(session_id)
+        page = self._point_page_parts(session_id, cursor, limit, direction, leaf_id)
+        if page is None:
+            return await self._hop(
+                super().page_message_parts, session_id, cursor, limit, direction, leaf_id
+            )
+        return page
 
-    async def _page_read(
-        self, read: Callable[..., Coroutine[Any, Any, T]], args: tuple[Any, ...]
-    ) -> T:
-        """``read(*args)``, a page: on the loop's connection when narrow, else one hop."""
-        limit = args[2]
-        narrow = type(limit) is int and limit < POINT_MAX_PARAMS
-        if narrow and self._point_ready():
-            self._direct.conn = self._point.raw
-            try:
-                with self._point.snapshot():
-                    return drive(read(*args))
-            except NotAPoint:
-                pass
-            finally:
-                self._direct.conn = None
-        return await self._hop(read, *args)
-
-    async def _page_start(
+    def _point_page_parts(
         self,
         session_id: str,
-        leaf_id: str | None,
         cursor: str,
-        want: int,
-        forward: bool,
-        parts: bool,
-    ) -> PageStart:
+        limit: int,
+        direction: Literal["forward", "backward"],
+        leaf_id: str | None,
+    ) -> tuple[builtins.list[MessagePart], bool] | None:
+        """``page_message_parts`` of arguments already checked (the session id valid, the
+        limit and direction ``check_page_args``' own), on the loop's connection, in plain
+        calls; None when only the hop can serve it. The public page calls it directly, so
+        its arguments are checked once, by the public function."""
+        parts = self._part_rows
+        rows_sql = PIECE_ROWS_SQL[direction == "forward", parts]
+        rows = self._point_page_rows(session_id, cursor, limit, direction, leaf_id, rows_sql)
+        return None if rows is None else self._parts_page(rows, limit, direction, parts)
+
+    def _point_page_rows(
+        self,
+        session_id: str,
+        cursor: str,
+        limit: int,
+        direction: Literal["forward", "backward"],
+        leaf_id: str | None,
+        rows_sql: str,
+    ) -> builtins.list[Any] | None:
+        """``_page_rows`` of checked arguments, read in one snapshot of the loop's own
+        connection (``point_page``) by ``rows_sql`` (see ``point_page_start``), or None: a
+        wide page, a branch of many forks, a busy file or no point connection here take
+        the hop."""
+        if limit >= POINT_MAX_PARAMS or not self._point_ready():
+            return None
         point = self._point
-        if self._direct.conn is None or self._direct.conn is not point.raw:
-            return await super()._page_start(session_id, leaf_id, cursor, want, forward, parts)
-        return point_page_start(point, session_id, leaf_id, cursor, want, forward, parts)
+        want = limit + 1  # one more tells whether another page follows
+        forward = direction == "forward"
+        try:
+            with point.snapshot():
+                head, pieces, rows = point_page_start(
+                    point, session_id, leaf_id, cursor, want, forward, rows_sql
+                )
+                check_page_head(
+                    session_id=session_id, leaf_id=leaf_id, cursor=cursor, head=head, url=self.url
+                )
+                depth = head[2]
+                assert depth is not None  # check_page_head refuses a cursor off the branch
+                if len(rows) < want:
+                    # The cursor's piece ran out: the pieces beyond it, in page order.
+                    for segment_id, lo, hi in pieces_beyond(pieces, depth, forward):
+                        params = (segment_id, lo, hi, *ELIGIBLE_ROLES, want - len(rows))
+                        rows.extend(point.fetch(rows_sql, params))
+                        if len(rows) >= want:
+                            break
+        except NotAPoint:
+            return None
+        return rows

@@ -12,7 +12,7 @@ pieces is left to the hop (``NotAPoint``).
 
 The rows and the head are the ones ``PAGE_SQL`` gives, so ``SqliteReads.page_messages``
 checks and parses them the same way; ``page_message_parts`` reads three columns of each
-row instead (``_rows.PART_COLUMNS``).
+row instead (``_rows.PART_COLUMNS``), and ``page_messages`` four (``ENTRY_PART_ROWS_SQL``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.sources import ELIGIBLE_SOURCE_ROLES
-from .page import CURSOR_SQL, PIECE_ROWS_SQL, PIECES_SQL
+from .page import CURSOR_SQL, PIECES_SQL
 from .placement import sorted_pieces
 from .point import NotAPoint, PointConnection
 from .sql import ELIGIBLE_ROLES
@@ -72,10 +72,11 @@ def point_page_start(
     cursor: str,
     want: int,
     forward: bool,
-    parts: bool = False,
+    rows_sql: str,
 ) -> PageStart:
     """``page.PAGE_SQL``'s answer, from the kept pieces; call inside ``point.snapshot()``.
-    ``parts``: the rows are ``_rows.PART_COLUMNS`` rows."""
+    ``rows_sql``: the statement of the rows (one of ``page.PIECE_ROWS_SQL`` or
+    ``page.ENTRY_PART_ROWS_SQL`` for the direction), whose columns they have."""
     branch = _branch(point, session_id, leaf_id)
     head: PageHead = (branch.leaf_id, branch.owner, None, None, None)
     found = point.fetch(CURSOR_SQL, (cursor,)) if branch.pieces else []
@@ -94,4 +95,4 @@ def point_page_start(
         params = (segment_id, depth + 1, hi, *ELIGIBLE_ROLES, want)
     else:
         params = (segment_id, lo, depth - 1, *ELIGIBLE_ROLES, want)
-    return head, branch.pieces, point.fetch(PIECE_ROWS_SQL[forward, parts], params)
+    return head, branch.pieces, point.fetch(rows_sql, params)

@@ -37,7 +37,7 @@ from ..base import (
 from .connect import DAMAGED_SUFFIX
 from .folds import ledger_from_rows
 from .live_pool import POOL_SQL
-from .page import PAGE_SQL, PIECE_ROWS_SQL
+from .page import PAGE_SQL, PIECE_ROWS_SQL, pieces_beyond
 from .placement import check_leaf_session, check_page_head, id_chunks, memory_head_of, sorted_pieces
 from .point_page import PageStart
 from .sql import (
@@ -365,8 +365,7 @@ class SqliteReads(StoreLifecycle):
         piece by piece.
         """
         rows = await self._page_rows(session_id, cursor, limit, direction, leaf_id, False)
-        found = self._parse_rows(rows)
-        return self._page_of(found, limit, direction)
+        return self._entries_page(rows, limit, direction)
 
     async def page_message_parts(
         self,
@@ -378,10 +377,26 @@ class SqliteReads(StoreLifecycle):
     ) -> tuple[builtins.list[MessagePart], bool]:
         """``page_messages`` as ``(id, timestamp, message)`` parts (``base.MessagePart``):
         the same rows, checks and errors, without an entry built per row."""
-        # Part rows (three columns) only where bodies are payloads: a reader of an older
-        # schema reads whole rows, and may meet either shape.
-        parts = self._schema_version >= PAYLOAD_SINCE_VERSION
+        parts = self._part_rows
         rows = await self._page_rows(session_id, cursor, limit, direction, leaf_id, parts)
+        return self._parts_page(rows, limit, direction, parts)
+
+    @property
+    def _part_rows(self) -> bool:
+        """Whether a page reads part rows (``_rows.PART_COLUMNS``): only where bodies are
+        payloads; a reader of an older schema reads whole rows, and may meet either shape."""
+        return self._schema_version >= PAYLOAD_SINCE_VERSION
+
+    def _entries_page(
+        self, rows: builtins.list[Any], limit: int, direction: str
+    ) -> tuple[builtins.list[SessionEntry], bool]:
+        """The page of entries of ``_page_rows``' rows."""
+        return self._page_of(self._parse_rows(rows), limit, direction)
+
+    def _parts_page(
+        self, rows: builtins.list[Any], limit: int, direction: str, parts: bool
+    ) -> tuple[builtins.list[MessagePart], bool]:
+        """The page of message parts of ``_page_rows``' rows (``parts``: part rows)."""
         try:
             if parts:
                 found = message_parts(rows)
@@ -429,10 +444,7 @@ class SqliteReads(StoreLifecycle):
         found = builtins.list(rows)
         if len(found) < want:
             # The cursor's piece ran out: the pieces beyond it, in page order.
-            pieces = sorted_pieces(piece_rows)
-            for segment_id, lo, hi in pieces if forward else reversed(pieces):
-                if (lo <= depth) if forward else (hi >= depth):
-                    continue
+            for segment_id, lo, hi in pieces_beyond(sorted_pieces(piece_rows), depth, forward):
                 more_params = (segment_id, lo, hi, *ELIGIBLE_ROLES, want - len(found))
                 found.extend(await self._fetch(PIECE_ROWS_SQL[forward, parts], more_params))
                 if len(found) >= want:
