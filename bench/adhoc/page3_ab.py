@@ -29,44 +29,17 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 sys.path.insert(0, ROOT)
 
+from bench.adhoc._ab import Call, medians, old_tree  # noqa: E402
 from bench.data import SESSION_ID, build_dataset  # noqa: E402
 from prism_om.testing.postgres_cluster import (  # noqa: E402
     throwaway_cluster,
     with_fresh_schema,
 )
-
-Call = Callable[[], Awaitable[Any]]
-
-
-def old_tree(rev: str) -> str:
-    """A directory holding ``prism_om_old``: the package at ``rev``."""
-    out = tempfile.mkdtemp(prefix="prism-old-")
-    archive = subprocess.run(
-        ["git", "-C", ROOT, "archive", rev, "prism_om", "schema.sql"],
-        check=True,
-        capture_output=True,
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", out], input=archive, check=True)
-    os.rename(os.path.join(out, "prism_om"), os.path.join(out, "prism_om_old"))
-    return out
-
-
-async def medians(call: Call, n: int) -> tuple[float, float]:
-    """Median wall and CPU µs per call."""
-    wall, cpu = [], []
-    for _ in range(n):
-        started, used = time.perf_counter_ns(), time.process_time_ns()
-        await call()
-        wall.append(time.perf_counter_ns() - started)
-        cpu.append(time.process_time_ns() - used)
-    return statistics.median(wall) / 1000, statistics.median(cpu) / 1000
 
 
 async def one_size(base: str, size: int, args: Any) -> None:

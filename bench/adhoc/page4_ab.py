@@ -32,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
-from bench.adhoc.page3_ab import Call, medians, old_tree
+from bench.adhoc._ab import Call, medians, old_tree
 from bench.data import SESSION_ID, build_dataset
 
 
