@@ -36,7 +36,7 @@ from prism_om.stores._schema import load_schema
 from prism_om.stores.memory import MemoryStore
 from prism_om.stores.sqlite import SqliteStore
 from prism_om.stores.sqlite.page import PIECE_ROWS_SQL
-from prism_om.stores.sqlite.sql import ELIGIBLE_ROLES
+from prism_om.stores.sqlite.sql import ELIGIBLE_ROLES, PAGE_FORWARD_SQL, RECENT_MESSAGES_SQL
 from prism_om.testing.generate import make_message
 
 from .test_sqlite_one_hop import hops
@@ -159,16 +159,23 @@ async def test_a_closed_store_refuses_the_public_page(tmp_path: Path) -> None:
         await recall_observational_memory_branch_page(store, "t1", session_id="p", limit=2)
 
 
-@pytest.mark.parametrize("parts", [True, False])
-@pytest.mark.parametrize("forward", [True, False])
-def test_a_pieces_rows_build_no_temporary_table(tmp_path: Path, forward: bool, parts: bool) -> None:
+_ROWS_STATEMENTS = {
+    **{f"piece rows {key}": sql for key, sql in PIECE_ROWS_SQL.items()},
+    # A turn's recent messages (context) and the reopen's tail read these two as they are.
+    "recent messages": RECENT_MESSAGES_SQL,
+    "page forward": PAGE_FORWARD_SQL,
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ROWS_STATEMENTS))
+def test_a_pieces_rows_build_no_temporary_table(tmp_path: Path, name: str) -> None:
     # ``role IN (?, ?, ?)`` made SQLite build a temporary b-tree of the roles on every
     # run (an OpenEphemeral in the program): ~2.5 µs of a page of 20, for three values.
     conn = sqlite3.connect(tmp_path / "plan.db")
     for statement in load_schema().statements:
         conn.execute(statement)
     params = (1, 0, 10, *ELIGIBLE_ROLES, 21)
-    program = [row[1] for row in conn.execute("EXPLAIN " + PIECE_ROWS_SQL[forward, parts], params)]
+    program = [row[1] for row in conn.execute("EXPLAIN " + _ROWS_STATEMENTS[name], params)]
     conn.close()
     assert "OpenEphemeral" not in program
     assert program.count("DeferredSeek") == 1  # still one walk of the (segment, depth) index

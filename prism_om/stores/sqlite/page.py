@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 
 from ...core.sources import ELIGIBLE_SOURCE_ROLES
 from .._rows import PART_COLUMNS, entry_columns
-from .sql import ELIGIBLE_ROLES, ENTRY_COLUMNS, PAGE_FORWARD_SQL, RECENT_MESSAGES_SQL
+from .sql import ENTRY_COLUMNS, PAGE_FORWARD_SQL, RECENT_MESSAGES_SQL
 
 __all__ = [
     "CURSOR_SQL",
@@ -121,16 +121,10 @@ CURSOR_SQL = "SELECT segment_id, depth, kind, role FROM entries WHERE id = ?"
 
 # The rows of one piece in page order (forward, backward), whole entry rows or message
 # parts (``_rows.PART_COLUMNS``: three columns, where a part needs no more; fewer columns
-# are measurably cheaper to step and convert, ~7 of ~24 µs for 21 rows). The role test is
-# written as equalities ORed: SQLite builds a temporary b-tree of an ``IN (?, ?, ?)`` list
-# on every run of the statement (~2.5 µs of a page of 20), and none for these.
-_ROLE_IN = f"role IN ({', '.join('?' * len(ELIGIBLE_ROLES))})"
-_ROLE_OR = "(" + " OR ".join("role = ?" for _ in ELIGIBLE_ROLES) + ")"
+# are measurably cheaper to step and convert, ~7 of ~24 µs for 21 rows).
 
 
 def _piece_rows(sql: str, parts: bool) -> str:
-    assert _ROLE_IN in sql
-    sql = sql.replace(_ROLE_IN, _ROLE_OR, 1)
     return sql.replace(ENTRY_COLUMNS, PART_COLUMNS, 1) if parts else sql
 
 

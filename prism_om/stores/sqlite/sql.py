@@ -103,11 +103,15 @@ CURSOR_ON_BRANCH_SQL = DEPTH_ON_BRANCH_SQL.replace(
     "SELECT e.depth ", "SELECT e.depth, e.kind, e.role "
 )
 ELIGIBLE_ROLES = tuple(sorted(ELIGIBLE_SOURCE_ROLES))
+# The role test of a piece's rows, one ``?`` per eligible role. Written as equalities ORed:
+# SQLite builds a temporary b-tree of an ``IN (?, ?, ?)`` list on every run of the
+# statement (~2.5 µs of a page of 20 or a turn's recent messages), and none for these.
+ROLE_IS_ELIGIBLE = "(" + " OR ".join("role = ?" for _ in ELIGIBLE_ROLES) + ")"
 # Newest first within one piece, straight off the (segment_id, depth) index.
 RECENT_MESSAGES_SQL = f"""
 SELECT {ENTRY_COLUMNS} FROM entries
 WHERE segment_id = ? AND depth BETWEEN ? AND ?
-  AND kind = 'message' AND role IN ({", ".join("?" * len(ELIGIBLE_ROLES))})
+  AND kind = 'message' AND {ROLE_IS_ELIGIBLE}
 ORDER BY depth DESC LIMIT ?"""
 # Where a memory id was recorded, any branch: the caller keeps the rows on its path.
 MEMORY_BY_ID_SQL = "SELECT entry_seq, segment_id, depth FROM {table} WHERE memory_id IN ({marks})"
@@ -337,7 +341,7 @@ SELECT entry_id FROM om_markers WHERE segment_id = ? AND depth BETWEEN ? AND ?
 PAGE_FORWARD_SQL = f"""
 SELECT {ENTRY_COLUMNS} FROM entries
 WHERE segment_id = ? AND depth BETWEEN ? AND ?
-  AND kind = 'message' AND role IN ({", ".join("?" * len(ELIGIBLE_ROLES))})
+  AND kind = 'message' AND {ROLE_IS_ELIGIBLE}
 ORDER BY depth LIMIT ?"""
 
 # Per-session summaries (schema.sql: session_summary). An appended batch adds its counts;
