@@ -36,6 +36,7 @@ The hierarchy::
     │   ├── StoreBusyError           the store stayed locked past its timeout
     │   ├── StoreClosedError         use after close()
     │   ├── StoreNotFoundError       opening a store that does not exist, without create
+    │   ├── StoreUnreachableError    a store's server that cannot be connected to (reason)
     │   ├── ReadOnlyStoreError       a write to a store opened read-only
     │   └── CopyVerificationError    a copy whose target counts differ from the source
     ├── WorkerError                  a memory worker run failed
@@ -94,6 +95,7 @@ __all__ = [
     "StoreError",
     "StoreNotFoundError",
     "StoreRuleError",
+    "StoreUnreachableError",
     "UnknownParentError",
     "WorkerError",
     "WorkerRunError",
@@ -258,6 +260,10 @@ class CopyVerificationError(StoreError):
 
 class StoreNotFoundError(StoreError, LookupError):
     """No store at the path, and the caller asked not to create one (reads never do)."""
+
+
+class StoreUnreachableError(StoreError):
+    """The store's server cannot be connected to: its message gives the server's reason."""
 
 
 class ReadOnlyStoreError(StoreError):

@@ -24,6 +24,7 @@ from prism_om.errors import (
     StoreBusyError,
     StoreError,
     StoreNotFoundError,
+    StoreUnreachableError,
 )
 from prism_om.stores import open_store
 from prism_om.stores.postgres import split_postgres_url
@@ -102,7 +103,7 @@ def test_driver_errors_become_typed_store_errors() -> None:
         (psycopg.errors.DeadlockDetected("x"), StoreBusyError),
         (psycopg.errors.DataCorrupted("x"), CorruptStoreError),
         (psycopg.errors.ReadOnlySqlTransaction("x"), ReadOnlyStoreError),
-        (psycopg.OperationalError("x"), StoreError),
+        (psycopg.OperationalError("x"), StoreUnreachableError),
     ]
     for exc, kind in cases:
         translated = translate_pg_error(url, "append", exc)

@@ -28,7 +28,10 @@ What differs from SQLite:
   refuse a schema without them and never create it. Read-only connections are also
   read-only on the server.
 - Every driver and pool error is translated into ``StoreError`` and its subclasses
-  (``connection.translate_pg_error``); waiting for a connection, and for a lock on the
+  (``connection.translate_pg_error``). The open makes its first connection itself
+  (``connect``): what waiting cannot fix (an unknown database or role, authentication)
+  raises ``StoreUnreachableError`` at once, a refusal a restart explains is retried for
+  ``timeout_s``. Waiting for a connection, and for a lock on the
   server (``lock_timeout``), is bounded by ``timeout_s`` (30 s) and then raises
   ``StoreBusyError``; so is a bounded read the server does not answer (a frozen server
   or network), cancelled at ``timeout_s`` + 1 s (``connection.BOUNDED_READS``): the

@@ -20,7 +20,13 @@ from psycopg import pq
 from psycopg.types.numeric import Int8Dumper
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from ...errors import CorruptStoreError, ReadOnlyStoreError, StoreBusyError, StoreError
+from ...errors import (
+    CorruptStoreError,
+    ReadOnlyStoreError,
+    StoreBusyError,
+    StoreError,
+    StoreUnreachableError,
+)
 from ..sqlite.sql import (
     BRANCH_PIECES_SQL,
     LEAF_BY_ID_SQL,
@@ -341,5 +347,7 @@ def translate_pg_error(url: str, action: str, exc: BaseException) -> StoreError:
     if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
         return ReadOnlyStoreError(f"{action} on {url}: the connection is read-only", url=url)
     if isinstance(exc, psycopg.OperationalError):
-        return StoreError(f"{action} on {url}: the server is unreachable ({text})", url=url)
+        return StoreUnreachableError(
+            f"{action} on {url}: the server is unreachable ({text})", url=url
+        )
     return StoreError(f"{action} on {url} failed: {text}", url=url)

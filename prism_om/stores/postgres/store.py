@@ -65,6 +65,7 @@ from ..sqlite.sql import (
     SESSION_ENTRY_COUNT_SQL,
     LeafPosition,
 )
+from .connect import first_connection
 from .connection import (
     PgConnection,
     PoolReader,
@@ -249,21 +250,30 @@ class PostgresStore(PostgresReads):
         options = f"-c search_path={schema} -c lock_timeout={max(1, round(timeout_s * 1000))}"
         if read_only:
             options += " -c default_transaction_read_only=on"
+        kwargs: dict[str, Any] = {"autocommit": True, "options": options}
+        # The first connection is the open's own (connect.py): a server that cannot be
+        # reached says why at once, or after timeout_s when waiting could have helped.
+        first = await first_connection(conninfo, shown, timeout_s, **kwargs)
+        try:
+            await configure_connection(first)
+            await _prepare_schema(PgConnection(first), schema, shown, read_only, create)
+            row = await (await first.execute(ANALYZED_ROWS_SQL)).fetchone()
+        except psycopg.Error as exc:
+            raise translate_pg_error(shown, "open", exc) from exc
+        finally:
+            await first.close()
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             conninfo,
             min_size=1,
             # One more than pool_size: the reader keeps one connection for reads.
             max_size=pool_size + 1,
-            kwargs={"autocommit": True, "options": options},
+            kwargs=kwargs,
             configure=configure_connection,
             timeout=timeout_s,
             open=False,
         )
         try:
             await pool.open(wait=True, timeout=timeout_s)
-            async with pool.connection() as raw:
-                await _prepare_schema(PgConnection(raw), schema, shown, read_only, create)
-                row = await (await raw.execute(ANALYZED_ROWS_SQL)).fetchone()
         except BaseException as exc:
             await pool.close()
             if isinstance(exc, (psycopg.Error, PoolTimeout)):

@@ -1,0 +1,107 @@
+"""The store's first server connection, made at open: fail fast on what waiting cannot fix.
+
+Opening the pool straight away hid why a server could not be reached: psycopg_pool
+retries every failed connection in the background, logs a warning per attempt and, at
+``timeout_s``, reports only that no connection came in time. A wrong database name, an
+unknown role or a rejected password then cost the full 30 s and ended in a message about
+waiting. So the open makes its first connection itself:
+
+- a failure that waiting can end (the server refusing connections or not listening yet,
+  starting up, shutting down for a restart, out of connection slots, a connect timeout)
+  is retried, quietly, with a growing pause, until ``timeout_s`` has passed;
+- any other failure (unknown database or role, authentication, a host name that does not
+  resolve, an SSL or URL problem) raises at once;
+
+both as ``StoreUnreachableError`` with the URL (password hidden) and the server's reason.
+The connection then serves the schema check, and the pool opens behind it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+import psycopg
+
+from ...errors import StoreUnreachableError
+
+__all__ = [
+    "TRANSIENT_CONNECT_FAILURES",
+    "first_connection",
+    "is_transient_connect_failure",
+    "reason",
+]
+
+_log = logging.getLogger("prism_om.stores.postgres")
+
+# Lower-cased pieces of libpq's messages for failures a wait can end (libpq reports them
+# without an SQLSTATE: psycopg's ``sqlstate`` is None for every failure to connect).
+TRANSIENT_CONNECT_FAILURES = (
+    "connection refused",  # nothing listens on the port (yet, or during a restart)
+    "no such file or directory",  # the Unix socket is gone while the server restarts
+    "the database system is starting up",
+    "the database system is shutting down",
+    "the database system is in recovery mode",
+    "the database system is not yet accepting connections",
+    "too many clients already",
+    "remaining connection slots are reserved",
+    "timeout expired",  # libpq's connect_timeout
+    "server closed the connection unexpectedly",
+    "connection reset by peer",
+)
+_FIRST_PAUSE_S = 0.05
+_LONGEST_PAUSE_S = 1.0
+
+
+def is_transient_connect_failure(exc: BaseException) -> bool:
+    """True when waiting could end this failure to connect (see the module docstring)."""
+    text = str(exc).lower()
+    return any(piece in text for piece in TRANSIENT_CONNECT_FAILURES)
+
+
+def reason(exc: BaseException) -> str:
+    """The driver's message on one line: libpq splits it with newlines and tabs."""
+    text = " ".join(str(exc).split())
+    return text.removeprefix("connection failed: ") or type(exc).__name__
+
+
+async def first_connection(
+    conninfo: str, url: str, timeout_s: float, **kwargs: Any
+) -> psycopg.AsyncConnection[Any]:
+    """A connection to the server, retried while the failure is transient, for at most
+    ``timeout_s``; ``StoreUnreachableError`` naming ``url`` and the reason otherwise."""
+    deadline = time.monotonic() + timeout_s
+    pause = _FIRST_PAUSE_S
+    warned = False
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            # libpq's connect_timeout is whole seconds (2 at least), per attempt.
+            attempt = max(2, int(left) + 1)
+            return await psycopg.AsyncConnection.connect(
+                conninfo, connect_timeout=attempt, **kwargs
+            )
+        except psycopg.Error as exc:
+            transient = is_transient_connect_failure(exc)
+            left = deadline - time.monotonic()
+            if not transient:
+                raise StoreUnreachableError(
+                    f"open on {url}: cannot connect to the server ({reason(exc)})", url=url
+                ) from exc
+            if left <= 0:
+                raise StoreUnreachableError(
+                    f"open on {url}: no connection to the server within {timeout_s:g} s"
+                    f" ({reason(exc)})",
+                    url=url,
+                ) from exc
+            if not warned:
+                # Once per open: a server that is restarting is worth one line, not one
+                # per attempt (a logging warning, so an application decides where it goes).
+                _log.warning(
+                    "waiting up to %g s for the server at %s: %s", timeout_s, url, reason(exc)
+                )
+                warned = True
+            await asyncio.sleep(min(pause, left))
+            pause = min(pause * 2, _LONGEST_PAUSE_S)

@@ -1,0 +1,128 @@
+"""Opening a PostgreSQL store that cannot connect: the reason at once, or after the wait.
+
+Before ``stores/postgres/connect.py`` the pool made the first connection: an unknown
+database or role waited the whole ``timeout_s`` (30 s) and then reported only that no
+connection came free, while psycopg_pool logged a warning for every attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import pytest
+
+from prism_om.cli.app import main
+from prism_om.errors import StoreError, StoreUnreachableError
+from prism_om.stores import open_store
+from prism_om.stores.postgres import PostgresStore
+from prism_om.stores.postgres.connect import is_transient_connect_failure
+from prism_om.testing.generate import make_message
+
+# Longer than any failure that is reported at once, far shorter than the 30 s open wait.
+AT_ONCE_S = 10.0
+
+
+def _with(url: str, *, user: str | None = None, database: str | None = None) -> str:
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if user is not None:
+        netloc = user + "@" + netloc.split("@", 1)[1]
+    path = f"/{database}" if database is not None else parts.path
+    return urlunsplit(parts._replace(netloc=netloc, path=path))
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"database": "prism_no_such_db"}, 'database "prism_no_such_db" does not exist'),
+        ({"user": "prism_no_such_role"}, 'role "prism_no_such_role" does not exist'),
+    ],
+)
+async def test_a_failure_waiting_cannot_fix_is_reported_at_once(
+    postgres_url: str, change: dict[str, str], said: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = _with(postgres_url, **change)
+    with caplog.at_level(logging.WARNING), pytest.raises(StoreUnreachableError) as caught:
+        # The default 30 s wait: a retried failure would outlast AT_ONCE_S.
+        await asyncio.wait_for(open_store(url), AT_ONCE_S)
+    message = str(caught.value)
+    assert said in message and "cannot connect to the server" in message
+    assert caught.value.url is not None and caught.value.url in message
+    assert not isinstance(caught.value.__cause__, StoreError)
+    assert isinstance(caught.value.__cause__, psycopg.Error)  # chained, never raised bare
+    assert not caplog.records  # no retries, so nothing logged
+
+
+async def test_a_refused_connection_is_retried_quietly_until_the_timeout(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    url = "postgresql://nobody:hunter2@127.0.0.1:1/db"
+    with caplog.at_level(logging.DEBUG), pytest.raises(StoreUnreachableError) as caught:
+        await asyncio.wait_for(PostgresStore.open(url, timeout_s=1), AT_ONCE_S)
+    message = str(caught.value)
+    assert "no connection to the server within 1 s" in message
+    assert "Connection refused" in message and "127.0.0.1:1" in message
+    assert "hunter2" not in message and ":***@" in message
+    # One line for the whole wait, from prism_om; the pool logged one per attempt.
+    logged = [(r.name, r.getMessage()) for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(logged) == 1, logged
+    assert logged[0][0] == "prism_om.stores.postgres"
+    assert "waiting up to 1 s" in logged[0][1] and "hunter2" not in logged[0][1]
+
+
+async def test_a_server_that_answers_during_the_wait_is_used(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = psycopg.AsyncConnection.connect.__func__  # type: ignore[attr-defined]
+    calls: list[str] = []
+
+    async def refused_twice(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append("connect")
+        if len(calls) <= 2:
+            raise psycopg.OperationalError("connection failed: the database system is starting up")
+        return await real(cls, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.AsyncConnection, "connect", classmethod(refused_twice))
+    async with await PostgresStore.open(postgres_url, timeout_s=10) as store:
+        await store.append(make_message("s", "a", None, "user", "hello", 1))
+        assert [e.id for e in await store.list("s")] == ["a"]
+    assert len(calls) >= 3  # two refusals, then the open's connection (the pool's after)
+
+
+def test_which_failures_are_worth_waiting_for() -> None:
+    transient = [
+        'connection to server at "127.0.0.1", port 1 failed: Connection refused',
+        'connection to server on socket "/tmp/x/.s.PGSQL.5432" failed: No such file or directory',
+        "FATAL:  the database system is starting up",
+        "FATAL:  the database system is shutting down",
+        "FATAL:  sorry, too many clients already",
+        "timeout expired",
+    ]
+    final = [
+        'FATAL:  database "x" does not exist',
+        'FATAL:  role "x" does not exist',
+        'FATAL:  password authentication failed for user "x"',
+        'FATAL:  no pg_hba.conf entry for host "1.2.3.4"',
+        "failed to resolve host 'no-such-host.invalid': [Errno -2] Name or service not known",
+    ]
+    for text in transient:
+        assert is_transient_connect_failure(psycopg.OperationalError(text)), text
+    for text in final:
+        assert not is_transient_connect_failure(psycopg.OperationalError(text)), text
+
+
+def test_the_cli_prints_the_reason_on_one_line(
+    postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = _with(postgres_url, database="prism_no_such_db")
+    code = main(["sessions", "--db", url])
+    captured = capsys.readouterr()
+    assert code != 0
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("prism-om: error: open on postgresql://")
+    assert 'database "prism_no_such_db" does not exist' in lines[0]
