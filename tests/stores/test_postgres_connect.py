@@ -8,15 +8,16 @@ connection came free, while psycopg_pool logged a warning for every attempt.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 import pytest
 
 from prism_om.cli.app import main
-from prism_om.errors import StoreError, StoreUnreachableError
+from prism_om.errors import StoreBusyError, StoreError, StoreUnreachableError
 from prism_om.stores import open_store
 from prism_om.stores.postgres import PostgresStore
 from prism_om.stores.postgres.connect import is_transient_connect_failure
@@ -126,3 +127,113 @@ def test_the_cli_prints_the_reason_on_one_line(
     assert len(lines) == 1, lines
     assert lines[0].startswith("prism-om: error: open on postgresql://")
     assert 'database "prism_no_such_db" does not exist' in lines[0]
+
+
+class _Proxy:
+    """A TCP front for the test server that can stop listening and cut its connections:
+    a server gone from the store's point of view, without stopping the shared cluster."""
+
+    def __init__(self, postgres_url: str) -> None:
+        parts = urlsplit(postgres_url)
+        query = dict(parse_qsl(parts.query))
+        host = query.pop("host", None) or parts.hostname or "localhost"
+        port = int(query.pop("port", None) or parts.port or 5432)
+        self._unix = f"{host}/.s.PGSQL.{port}" if host.startswith("/") else None
+        self._tcp = (host, port)
+        self._server: asyncio.Server | None = None
+        self._links: set[asyncio.StreamWriter] = set()
+        self.port = 0
+        user = parts.netloc.split("@", 1)[0] if "@" in parts.netloc else ""
+        self._url = (parts, user, query)
+
+    @property
+    def url(self) -> str:
+        parts, user, query = self._url
+        netloc = f"{user}@127.0.0.1:{self.port}" if user else f"127.0.0.1:{self.port}"
+        return urlunsplit(parts._replace(netloc=netloc, query=urlencode(query)))
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._link, "127.0.0.1", self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+        for writer in list(self._links):
+            writer.transport.abort()
+        self._links.clear()
+
+    async def _link(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._unix is not None:
+            up_reader, up_writer = await asyncio.open_unix_connection(self._unix)
+        else:
+            up_reader, up_writer = await asyncio.open_connection(*self._tcp)
+        self._links.update((writer, up_writer))
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            try:
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            except (ConnectionError, OSError):
+                pass
+            finally:
+                dst.transport.abort()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+
+async def test_a_server_gone_mid_life_is_unreachable_then_served_again(
+    postgres_url: str,
+) -> None:
+    proxy = _Proxy(postgres_url)
+    await proxy.start()
+    store = await PostgresStore.open(proxy.url, timeout_s=1)
+    try:
+        await store.append(make_message("s", "a", None, "user", "hello", 1))
+        await proxy.stop()
+        # The kept connections are cut and no new one is accepted: after the pool's wait
+        # (timeout_s), the reason, not "busy".
+        for call in (
+            lambda: store.list("s"),
+            lambda: store.append(make_message("s", "b", "a", "user", "lost", 2)),
+        ):
+            with pytest.raises(StoreUnreachableError) as caught:
+                await asyncio.wait_for(call(), AT_ONCE_S)
+            assert "Connection refused" in str(caught.value), str(caught.value)
+        await proxy.start()  # the same port: the server is back
+        # The pool reconnects on its own schedule (1 s, 2 s, ... between attempts); until
+        # then a call that waits timeout_s in vain is busy, since the server answers.
+        back = make_message("s", "b", "a", "user", "back", 2)
+        busy = 0
+        for _ in range(20):
+            try:
+                await asyncio.wait_for(store.append(back), AT_ONCE_S)
+                break
+            except StoreBusyError as exc:
+                assert "still reconnecting" in str(exc)
+                busy += 1
+        assert busy < 20
+        assert [e.id for e in await store.list("s")] == ["a", "b"]
+    finally:
+        await store.close()
+        with contextlib.suppress(AssertionError):
+            await proxy.stop()
+
+
+async def test_a_pool_wait_that_runs_out_on_a_live_server_is_busy(postgres_url: str) -> None:
+    # Every pooled connection held: the server answers the direct attempt, so the wait
+    # ran out for want of a free connection, not of a server.
+    store = await PostgresStore.open(postgres_url, timeout_s=1, pool_size=1)
+    try:
+        pool = store._pool
+        held = [await pool.getconn() for _ in range(2)]  # pool_size + the reader's one
+        with pytest.raises(StoreBusyError, match="the pool is busy or still reconnecting"):
+            await asyncio.wait_for(
+                store.append(make_message("s", "a", None, "user", "hello", 1)), AT_ONCE_S
+            )
+        for conn in held:
+            await pool.putconn(conn)
+    finally:
+        await store.close()

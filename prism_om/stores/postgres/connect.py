@@ -14,6 +14,12 @@ waiting. So the open makes its first connection itself:
 
 both as ``StoreUnreachableError`` with the URL (password hidden) and the server's reason.
 The connection then serves the schema check, and the pool opens behind it.
+
+Later, a call that waited ``timeout_s`` for a pooled connection in vain is told apart the
+same way (``pool_timeout_error``): one direct attempt (at most ``PROBE_TIMEOUT_S``) says
+whether the server refuses connections (``StoreUnreachableError``, with its reason) or
+answers, so that the pool is busy or still reconnecting (``StoreBusyError``). Only the failure
+path pays for it.
 """
 
 from __future__ import annotations
@@ -21,16 +27,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import Any, cast
 
 import psycopg
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from ...errors import StoreUnreachableError
+from ...errors import StoreBusyError, StoreError, StoreUnreachableError
 
 __all__ = [
+    "PROBE_TIMEOUT_S",
     "TRANSIENT_CONNECT_FAILURES",
     "first_connection",
     "is_transient_connect_failure",
+    "pool_timeout_error",
     "reason",
 ]
 
@@ -52,6 +61,8 @@ TRANSIENT_CONNECT_FAILURES = (
     "connection reset by peer",
 )
 _FIRST_PAUSE_S = 0.05
+# The direct attempt after a pool wait ran out: libpq's connect_timeout, whole seconds.
+PROBE_TIMEOUT_S = 2
 _LONGEST_PAUSE_S = 1.0
 
 
@@ -105,3 +116,31 @@ async def first_connection(
                 warned = True
             await asyncio.sleep(min(pause, left))
             pause = min(pause * 2, _LONGEST_PAUSE_S)
+
+
+async def pool_timeout_error(
+    pool: AsyncConnectionPool[Any], url: str, action: str, exc: PoolTimeout
+) -> StoreError:
+    """The error for a wait for a pooled connection that ran out (see the module
+    docstring); the caller chains it with ``from``."""
+    # The store's pool is built from a conninfo string and a kwargs dict (store.open).
+    conninfo = cast(str, pool.conninfo)
+    kwargs = cast("dict[str, Any]", pool.kwargs or {})
+    try:
+        probe = await psycopg.AsyncConnection.connect(
+            conninfo, connect_timeout=PROBE_TIMEOUT_S, **kwargs
+        )
+    except psycopg.Error as failed:
+        return StoreUnreachableError(
+            f"{action} on {url}: no connection to the server in time ({reason(failed)})",
+            url=url,
+        )
+    await probe.close()
+    # The server answers: every pooled connection stayed in use, or the pool is still
+    # reconnecting after the server came back (psycopg_pool waits 1 s, 2 s, 4 s, ...
+    # between attempts): either way a later call can succeed.
+    return StoreBusyError(
+        f"{action} on {url}: no pooled connection came free in time while the server"
+        f" accepts connections: the pool is busy or still reconnecting ({reason(exc)})",
+        url=url,
+    )

@@ -33,6 +33,7 @@ from ..sqlite.sql import (
     LEAF_BY_SESSION_SQL,
     RECENT_MESSAGES_SQL,
 )
+from .connect import pool_timeout_error
 from .deadlines import ReadDeadlines
 from .dialect import postgres_sql
 
@@ -223,7 +224,9 @@ class PoolReader:
                 await drop_dead_connections(self.pool)
                 async with self.pool.connection() as raw:
                     return await _fetch(raw, text, params)
-        except (psycopg.Error, PoolTimeout) as exc:
+        except PoolTimeout as exc:
+            raise await pool_timeout_error(self.pool, self.url, "read", exc) from exc
+        except psycopg.Error as exc:
             raise translate_pg_error(self.url, "read", exc) from exc
 
     async def _on_lane(self, text: str, params: Any) -> builtins.list[Any] | None:

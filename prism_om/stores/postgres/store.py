@@ -65,7 +65,7 @@ from ..sqlite.sql import (
     SESSION_ENTRY_COUNT_SQL,
     LeafPosition,
 )
-from .connect import first_connection
+from .connect import first_connection, pool_timeout_error
 from .connection import (
     PgConnection,
     PoolReader,
@@ -275,8 +275,12 @@ class PostgresStore(PostgresReads):
         try:
             await pool.open(wait=True, timeout=timeout_s)
         except BaseException as exc:
+            if isinstance(exc, PoolTimeout):
+                error = await pool_timeout_error(pool, shown, "open", exc)
+                await pool.close()
+                raise error from exc
             await pool.close()
-            if isinstance(exc, (psycopg.Error, PoolTimeout)):
+            if isinstance(exc, psycopg.Error):
                 raise translate_pg_error(shown, "open", exc) from exc
             raise
         estimator = token_estimator or get_estimator()
@@ -427,7 +431,9 @@ class PostgresStore(PostgresReads):
             if duplicate is None:
                 raise translate_pg_error(self.url, action, exc) from exc
             raise duplicate from None
-        except (psycopg.Error, PoolTimeout) as exc:
+        except PoolTimeout as exc:
+            raise await pool_timeout_error(self._pool, self.url, action, exc) from exc
+        except psycopg.Error as exc:
             if isinstance(exc, psycopg.OperationalError):
                 # Whether a lost COMMIT landed is unknown, so the write is not retried;
                 # the pool drops the dead connections so that the next call succeeds.
