@@ -33,7 +33,8 @@ What differs from SQLite:
   raises ``StoreUnreachableError`` at once, a refusal a restart explains is retried for
   ``timeout_s``. Waiting for a connection, and for a lock on the
   server (``lock_timeout``), is bounded by ``timeout_s`` (30 s) and then raises
-  ``StoreBusyError``; so is a bounded read the server does not answer (a frozen server
+  ``StoreBusyError`` (``StoreUnreachableError`` when a direct attempt finds the server
+  refusing connections: ``connect.pool_timeout_error``); so is a bounded read the server does not answer (a frozen server
   or network), cancelled at ``timeout_s`` + 1 s (``connection.BOUNDED_READS``): the
   error arrives then, or up to 5 s later when the server does not answer the cancel
   either (psycopg waits that long, then closes the connection).
