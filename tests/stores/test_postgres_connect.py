@@ -237,3 +237,24 @@ async def test_a_pool_wait_that_runs_out_on_a_live_server_is_busy(postgres_url: 
             await pool.putconn(conn)
     finally:
         await store.close()
+
+
+async def test_the_open_connects_once_and_its_connection_serves_the_reads(
+    postgres_url: str,
+) -> None:
+    # The open's own connection checks the schema and is then the reader's lane: an open
+    # and its first reads cost one server connection (a connection costs ~2 ms, more
+    # than the reads), where they cost two in a row.
+    async with await PostgresStore.open(postgres_url) as seeded:
+        await seeded.append(make_message("s", "a", None, "user", "hello", 1))
+    store = await PostgresStore.open(postgres_url)
+    try:
+        assert await store.leaf("s") == "a"
+        assert [e.id for e in await store.recent_messages("s", 20)] == ["a"]
+        assert store._pool.get_stats().get("connections_num", 0) == 0
+        await store.append(make_message("s", "b", "a", "user", "again", 2))  # a pooled one
+        assert store._pool.get_stats()["connections_num"] == 1
+        assert [e.id for e in await store.list("s")] == ["a", "b"]
+    finally:
+        await store.close()
+    assert store._reader._lane is None  # the open's connection closed with the store

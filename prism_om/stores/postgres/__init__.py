@@ -31,13 +31,14 @@ What differs from SQLite:
   (``connection.translate_pg_error``). The open makes its first connection itself
   (``connect``): what waiting cannot fix (an unknown database or role, authentication)
   raises ``StoreUnreachableError`` at once, a refusal a restart explains is retried for
-  ``timeout_s``. Waiting for a connection, and for a lock on the
-  server (``lock_timeout``), is bounded by ``timeout_s`` (30 s) and then raises
+  ``timeout_s``. Waiting for a connection, and for a lock on the server
+  (``lock_timeout``), is bounded by ``timeout_s`` (30 s) and then raises
   ``StoreBusyError`` (``StoreUnreachableError`` when a direct attempt finds the server
-  refusing connections: ``connect.pool_timeout_error``); so is a bounded read the server does not answer (a frozen server
-  or network), cancelled at ``timeout_s`` + 1 s (``connection.BOUNDED_READS``): the
-  error arrives then, or up to 5 s later when the server does not answer the cancel
-  either (psycopg waits that long, then closes the connection).
+  refusing connections: ``connect.pool_timeout_error``); so is a bounded read the server
+  does not answer (a frozen server or network), cancelled at ``timeout_s`` + 1 s
+  (``connection.BOUNDED_READS``): the error arrives then, or up to 5 s later when the
+  server does not answer the cancel either (psycopg waits that long, then closes the
+  connection).
 - Round trips cost more than statements: a page and a recall's memory rows (with the
   sources they cite) are one PostgreSQL-only statement each (``reads``); reads run on a
   connection the reader keeps while no other read uses it (the pool holds

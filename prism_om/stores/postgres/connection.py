@@ -143,16 +143,22 @@ class PgConnection:
 class PoolReader:
     """Reads for ``SqliteReads._fetch``: one statement each, errors translated.
 
-    A read runs on the reader's own connection (the lane, taken from the pool once and
-    kept) when no other read is using it, else on a pooled connection: a pool checkout
-    and return cost about a third of a round trip, paid now only by concurrent reads.
+    A read runs on the reader's own connection (the lane: the open's connection, then
+    one taken from the pool once and kept) when no other read is using it, else on a
+    pooled connection: a pool checkout and return cost about a third of a round trip,
+    paid now only by concurrent reads.
     The lane keeps one cursor too, with binary results (together 10-50 µs less per page
     or recall than a new text cursor per read: ``bench/adhoc/pg_driver_parts.py``). A
     lane that fails or whose read is interrupted goes back to the pool, which checks it,
     and the next read takes a fresh one.
     """
 
-    def __init__(self, pool: AsyncConnectionPool[Any], url: str) -> None:
+    def __init__(
+        self,
+        pool: AsyncConnectionPool[Any],
+        url: str,
+        lane: psycopg.AsyncConnection[Any] | None = None,
+    ) -> None:
         self.pool = pool
         self.url = url
         # Each bounded read (BOUNDED_READS) ends by then: the store's timeout_s (the
@@ -160,8 +166,12 @@ class PoolReader:
         # that a lock wait ends with the server's own error first.
         self.read_deadline_s = float(pool.timeout) + READ_DEADLINE_MARGIN_S
         self._deadlines = ReadDeadlines(self.read_deadline_s)
-        self._lane: psycopg.AsyncConnection[Any] | None = None
-        self._lane_cursor: psycopg.AsyncCursor[Any] | None = None
+        # ``lane``: the open's own connection (connect.first_connection), the first lane:
+        # the store then opens with one connection, not one for the schema check and
+        # another for its reads. Not the pool's, so it is closed when given back.
+        self._lane = lane
+        self._lane_cursor = lane.cursor(binary=True) if lane is not None else None
+        self._lane_owned = lane is not None
         self._lane_busy = False
         self._closed = False
 
@@ -188,7 +198,11 @@ class PoolReader:
         cursor, self._lane_cursor = self._lane_cursor, None
         if cursor is not None:
             await cursor.close()
-        if lane is not None:
+        owned, self._lane_owned = self._lane_owned, False
+        if lane is not None and owned:
+            with contextlib.suppress(psycopg.Error):
+                await lane.close()
+        elif lane is not None:
             with contextlib.suppress(psycopg.Error, PoolTimeout):
                 await self.pool.putconn(lane)
 

@@ -201,10 +201,11 @@ class PostgresStore(PostgresReads):
         *,
         read_only: bool,
         analyzed_rows: int = 0,
+        lane: psycopg.AsyncConnection[Any] | None = None,
     ) -> None:
         self.url = url
         self._pool = pool
-        reader = PoolReader(pool, url)
+        reader = PoolReader(pool, url, lane)
         # SqliteReads reads through _reader.execute_fetchall; PoolReader has that face.
         self._reader = cast(Any, reader)
         self._writer = cast(Any, reader)
@@ -258,34 +259,27 @@ class PostgresStore(PostgresReads):
             await configure_connection(first)
             await _prepare_schema(PgConnection(first), schema, shown, read_only, create)
             row = await (await first.execute(ANALYZED_ROWS_SQL)).fetchone()
-        except psycopg.Error as exc:
-            raise translate_pg_error(shown, "open", exc) from exc
-        finally:
-            await first.close()
-        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-            conninfo,
-            min_size=1,
-            # One more than pool_size: the reader keeps one connection for reads.
-            max_size=pool_size + 1,
-            kwargs=kwargs,
-            configure=configure_connection,
-            timeout=timeout_s,
-            open=False,
-        )
-        try:
-            await pool.open(wait=True, timeout=timeout_s)
+            # No connection made ahead (min_size=0): the open's own serves the reads
+            # (PoolReader's first lane), and writes take pooled ones as they come.
+            pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+                conninfo,
+                min_size=0,
+                # One more than pool_size: the reader keeps one connection for reads.
+                max_size=pool_size + 1,
+                kwargs=kwargs,
+                configure=configure_connection,
+                timeout=timeout_s,
+                open=False,
+            )
+            await pool.open()
         except BaseException as exc:
-            if isinstance(exc, PoolTimeout):
-                error = await pool_timeout_error(pool, shown, "open", exc)
-                await pool.close()
-                raise error from exc
-            await pool.close()
+            await first.close()
             if isinstance(exc, psycopg.Error):
                 raise translate_pg_error(shown, "open", exc) from exc
             raise
         estimator = token_estimator or get_estimator()
         analyzed = int(row[0]) if row else 0
-        return cls(shown, pool, estimator, read_only=read_only, analyzed_rows=analyzed)
+        return cls(shown, pool, estimator, read_only=read_only, analyzed_rows=analyzed, lane=first)
 
     # -- the SessionStore protocol ----------------------------------------------------
 
