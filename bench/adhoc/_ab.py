@@ -1,5 +1,6 @@
 """Shared pieces of the old-vs-new A/B scripts in this directory (page3_ab, recall2_ab,
-recall3_ab, pgreads_ab, page4_ab): an older tree importable beside this one, and medians."""
+recall3_ab, pgreads_ab, page4_ab, pg_ab_figures): an older tree importable beside this
+one, and medians."""
 
 from __future__ import annotations
 

@@ -17,9 +17,7 @@ import asyncio
 import importlib
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -27,6 +25,7 @@ from typing import Any
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 sys.path.insert(0, ROOT)
 
+from bench.adhoc._ab import old_tree  # noqa: E402
 from bench.data import SESSION_ID, build_dataset, continuation  # noqa: E402
 from prism_om.testing.postgres_cluster import (  # noqa: E402
     throwaway_cluster,
@@ -34,19 +33,6 @@ from prism_om.testing.postgres_cluster import (  # noqa: E402
 )
 
 CALLS = 200  # per workload per round (appends: the batches of the round)
-
-
-def old_tree(rev: str) -> str:
-    """A directory holding ``prism_om_old``: the package at ``rev``."""
-    out = tempfile.mkdtemp(prefix="prism-old-")
-    archive = subprocess.run(
-        ["git", "-C", ROOT, "archive", rev, "prism_om", "schema.sql"],
-        check=True,
-        capture_output=True,
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", out], input=archive, check=True)
-    os.rename(os.path.join(out, "prism_om"), os.path.join(out, "prism_om_old"))
-    return out
 
 
 async def median_us(call: Callable[[], Awaitable[Any]], n: int = CALLS) -> float:
