@@ -13,7 +13,8 @@ waiting. So the open makes its first connection itself:
   resolve, an SSL or URL problem) raises at once;
 
 both as ``StoreUnreachableError`` with the URL (password hidden) and the server's reason.
-The connection then serves the schema check, and the pool opens behind it.
+The connection then serves the schema check and, as the reader's first lane, the reads;
+the pool opens empty behind it.
 
 Later, a call that waited ``timeout_s`` for a pooled connection in vain is told apart the
 same way (``pool_timeout_error``): one direct attempt (at most ``PROBE_TIMEOUT_S``) says

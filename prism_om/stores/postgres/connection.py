@@ -149,8 +149,8 @@ class PoolReader:
     paid now only by concurrent reads.
     The lane keeps one cursor too, with binary results (together 10-50 µs less per page
     or recall than a new text cursor per read: ``bench/adhoc/pg_driver_parts.py``). A
-    lane that fails or whose read is interrupted goes back to the pool, which checks it,
-    and the next read takes a fresh one.
+    lane that fails or whose read is interrupted goes back to the pool, which checks it
+    (the open's connection is closed instead), and the next read takes a fresh one.
     """
 
     def __init__(
