@@ -11,6 +11,7 @@ from types import TracebackType
 from typing import Final, Literal, Protocol, Self, runtime_checkable
 
 from ..core.branch_reads import entries_after_cursor, last_eligible_messages, page_around_cursor
+from ..core.branch_snapshot import BranchSnapshot
 from ..core.ledger import (
     ObservationalMemoryLedger,
     branch_source_times,
@@ -42,6 +43,7 @@ from ..errors import (
     StoreClosedError,
 )
 from ..tokens import get_estimator
+from .snapshot import read_branch_snapshot
 
 __all__ = [
     "ANY_MEMORY_HEAD",
@@ -309,6 +311,25 @@ class SessionStore(SessionTree, Protocol):
         self, session_id: str, leaf_id: str | None = None
     ) -> SessionEntry | None:
         """The latest compaction entry on the branch, or None."""
+
+    async def snapshot(
+        self,
+        session_id: str,
+        *,
+        recent: int = 8,
+        leaf_id: str | None = None,
+        full: bool = False,
+    ) -> BranchSnapshot:
+        """The branch's memory state at one leaf (``core.branch_snapshot.BranchSnapshot``).
+
+        The memory head, the live ledger (the whole ledger with ``full``), the scope map,
+        the entries after the observer's coverage, the last ``recent`` eligible messages and
+        the counters, every part read at the same leaf: ``leaf_id``, else the current leaf
+        resolved once, first. Equal to ``core.branch_snapshot.snapshot_from_branch`` of
+        ``entries(session_id, leaf_id)``; an adapter answers it with
+        ``stores.snapshot.read_branch_snapshot`` over its own reads (SQLite in one hop to
+        its reader). Raises what ``entries`` raises for ``leaf_id``.
+        """
 
 
 def check_batch_shape(
@@ -739,6 +760,20 @@ class StoreBase(StoreLifecycle):
         """The latest compaction entry on the branch, or None."""
         branch = await self.entries(session_id, leaf_id)
         return next((e for e in reversed(branch) if e.kind == "compaction"), None)
+
+    async def snapshot(
+        self,
+        session_id: str,
+        *,
+        recent: int = 8,
+        leaf_id: str | None = None,
+        full: bool = False,
+    ) -> BranchSnapshot:
+        """The branch's memory state at one leaf, from this store's own reads
+        (``stores.snapshot.read_branch_snapshot``)."""
+        return await read_branch_snapshot(
+            self, session_id, recent, leaf_id, full, get_estimator().name
+        )
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from ..core.branch_reads import entries_after_cursor, last_eligible_messages
+from ..core.branch_snapshot import snapshot_from_branch
 from ..core.ledger import fold_ledger
 from ..core.ledger_views import live_ledger, restrict_ledger
 from ..core.records import OBSERVATIONS_DROPPED, OBSERVATIONS_RECORDED, REFLECTIONS_RECORDED
@@ -81,6 +82,13 @@ class MemoryConformance(SupersessionConformance):
         assert await unscanned_entries(store, session_id=sid, leaf_id=leaf) == unscanned_entries(
             branch
         )
+        for recent in (0, 3, 8):
+            for full in (False, True):
+                assert await store.snapshot(
+                    sid, recent=recent, leaf_id=leaf, full=full
+                ) == snapshot_from_branch(branch, recent, full=full)
+        if leaf == await store.leaf(sid):
+            assert await store.snapshot(sid) == snapshot_from_branch(branch, 8)
         for keep in (0, 3, 8):
             from_store = await build_observational_memory_context_blocks(
                 store, session_id=sid, leaf_id=leaf, keep_recent_entries=keep

@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, Literal, TypeVar
 
+from ...core.branch_snapshot import BranchSnapshot
 from ...core.ledger import ObservationalMemoryLedger
 from ...core.scope_map import WorkScopeMap
 from ...entries import SessionEntry, validate_session_id
@@ -215,6 +216,20 @@ class OneHopReads(SqliteReads):
         self, session_id: str, leaf_id: str | None = None
     ) -> SessionEntry | None:
         return await self._hop(super().last_compaction, session_id, leaf_id)
+
+    async def snapshot(
+        self,
+        session_id: str,
+        *,
+        recent: int = 8,
+        leaf_id: str | None = None,
+        full: bool = False,
+    ) -> BranchSnapshot:
+        """Every read of the snapshot in one hop to the reader's thread."""
+        read = functools.partial(
+            super().snapshot, session_id, recent=recent, leaf_id=leaf_id, full=full
+        )
+        return await self._hop(read)
 
     async def page_messages(
         self,

@@ -12,6 +12,7 @@ from typing import Any, Literal, TypeVar
 import aiosqlite
 
 from ..._gc import collector_paused
+from ...core.branch_snapshot import BranchSnapshot
 from ...core.ledger import ObservationalMemoryLedger
 from ...core.scope_map import WorkScopeMap, fold_work_scope_map
 from ...entries import SessionEntry, now_timestamp, validate_session_id
@@ -34,6 +35,7 @@ from ..base import (
     StoreLifecycle,
     check_page_args,
 )
+from ..snapshot import read_branch_snapshot
 from .connect import DAMAGED_SUFFIX
 from .folds import ledger_from_rows
 from .live_pool import POOL_SQL
@@ -349,6 +351,19 @@ class SqliteReads(StoreLifecycle):
             if rows:
                 return await self.get(rows[0][0])
         return None
+
+    async def snapshot(
+        self,
+        session_id: str,
+        *,
+        recent: int = 8,
+        leaf_id: str | None = None,
+        full: bool = False,
+    ) -> BranchSnapshot:
+        """The branch's memory state at one leaf (``stores.snapshot``), from these reads."""
+        return await read_branch_snapshot(
+            self, session_id, recent, leaf_id, full, self._estimator.name
+        )
 
     async def page_messages(
         self,
