@@ -28,27 +28,38 @@ this module, creating the memory or attaching it starts nothing and calls nothin
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from .core.branch_snapshot import BranchSnapshot
 from .core.context_blocks import ContextBlock
 from .core.projection import active_memory
 from .core.relevance import observation_pool_tokens
 from .core.render import render_observational_memory
 from .core.withheld import InvalidationSource, check_invalidation_source, resolve_invalidation
-from .debug import COMPACTION_INSUFFICIENT, COMPACTION_TRIGGER_ERROR
+from .debug import COMPACTION_INSUFFICIENT, COMPACTION_TRIGGER_ERROR, WINDOW_OVER_BUDGET
 from .entries import SessionEntry, compaction_entry
 from .errors import AmbiguousInputError, InvalidInputError, PrismMemoryError
-from .host.agent import Agent, CompactionRequest
+from .host.agent import Agent, CompactionRequest, TurnRecord
 from .host.context import (
+    RECENT_MESSAGES_BLOCK,
     estimate_request_tokens,
     load_history_since_compaction,
     to_provider_messages,
 )
-from .observational_memory import build_observational_memory_context_blocks
+from .observational_memory.branch_view import BranchView, TurnBlocks
 from .observational_memory.commands import (
     ObservationalMemoryCommands,
     create_observational_memory_commands,
@@ -139,10 +150,11 @@ class CompactionContext:
     estimator: TokenEstimator | None = field(default=None, repr=False)
 
     async def resolve_counts(self, *, tokens: bool = True, entries: bool = True) -> None:
-        """Read the branch length and estimate the next request (each only when asked)."""
-        if entries:
+        """Read the branch length and estimate the next request (each only when asked and
+        not already known)."""
+        if entries and self._entries is None:
             self._entries = await self.session.store.entry_count(self.session.id)
-        if tokens:
+        if tokens and self._tokens is None:
             self._tokens = await next_request_tokens(self.session, self.agent, self.estimator)
 
     @property
@@ -178,7 +190,17 @@ async def next_request_tokens(
 
 
 class ObservationalMemoryContextProvider:
-    """Renders the memory blocks of a session every turn, from the store's indexed path."""
+    """Renders the memory blocks of a session every turn, from one snapshot of its branch.
+
+    The blocks come from a ``BranchView``: one ``SessionStore.snapshot`` per turn (or,
+    when the session's leaf has not moved since the last one, only a leaf check), the
+    memory block kept while what it shows is unchanged, and the request window of
+    ``core.request_window``: every message memory has not covered yet, and at least the
+    last ``context.recent_messages``. ``input_tokens`` (set by ``attach``) is what the
+    model's input holds for the system text and the blocks; when the uncovered messages
+    do not fit what the memory block leaves of it, the newest that fit are shown and a
+    ``WINDOW_OVER_BUDGET`` warning names the rest (``on_event``), never a silent drop.
+    """
 
     def __init__(
         self,
@@ -196,6 +218,24 @@ class ObservationalMemoryContextProvider:
         self._invalidated = check_invalidation_source(invalidated_ids)
         self._shared = dict(shared_scopes or {})
         self._on_access = on_scope_access
+        context = settings.context
+        self.view = BranchView(
+            keep_recent_entries=context.recent_messages,
+            recent_message_max_tokens=context.recent_message_max_tokens,
+            estimator=self.estimator,
+            secrets=self._secrets,
+        )
+        """The branch as the next turn sees it (one snapshot per turn)."""
+        self.input_tokens: Callable[[], int | None] = lambda: None
+        """What the model's input holds for the system text and the blocks (None: no
+        limit); ``attach`` sets it from the session model (or ``compact_after_tokens``)."""
+        self.on_event: Callable[[str, dict[str, Any]], None] | None = None
+        self.last_blocks: TurnBlocks | None = None
+        """The blocks the latest ``blocks()`` call built, with their snapshot and window."""
+        self._turn_invalid: frozenset[str] | None = None
+        # Set while one turn (or its post-run estimate) runs: the leaf was checked at its
+        # start, so the snapshot held since (advanced by the turn's own appends) is used.
+        self._trust_held = False
 
     @property
     def shared_scopes(self) -> Mapping[str, SharedScopeSpec]:
@@ -206,31 +246,74 @@ class ObservationalMemoryContextProvider:
         return self._on_access
 
     async def invalidated(self) -> frozenset[str]:
-        # The one normaliser every path uses: a callable returning one string (or
-        # non-string ids) fails closed here exactly as it does in the recall tool.
+        """The invalidation set: the one resolved for the turn in flight (``turn``), else
+        asked of the source now. The one normaliser every path uses: a callable returning
+        one string (or non-string ids) fails closed here as it does in the recall tool."""
+        if self._turn_invalid is not None:
+            return self._turn_invalid
         return await resolve_invalidation(self._invalidated)
+
+    @contextlib.asynccontextmanager
+    async def turn(self, invalid: frozenset[str] | None = None) -> AsyncIterator[frozenset[str]]:
+        """One turn's reads: the invalidation set resolved once (or ``invalid``, already
+        resolved), and the branch's leaf checked once, by the first read."""
+        if invalid is None:
+            invalid = await resolve_invalidation(self._invalidated)
+        self._turn_invalid, self._trust_held = invalid, False
+        try:
+            yield invalid
+        finally:
+            self._turn_invalid, self._trust_held = None, False
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Build from the snapshot held now, without checking the leaf again (the caller
+        knows it is the one its own appends left)."""
+        self._trust_held = True
+        try:
+            yield
+        finally:
+            self._trust_held = False
 
     async def blocks(self, session: Session) -> list[ContextBlock]:
         if self.settings.passive:
             return []
-        store, sid = session.store, session.id
-        scope_map = await store.scope_map(sid)
-        context = self.settings.context
-        blocks = await build_observational_memory_context_blocks(
-            store,
-            session_id=sid,
-            keep_recent_entries=context.recent_messages,
-            recent_message_max_tokens=context.recent_message_max_tokens,
-            invalidated_ids=await self.invalidated(),
-            secrets=self._secrets,
-            estimator=self.estimator,
-            scope_map=scope_map,
-        )
+        invalid = await self.invalidated()
+        snapshot = await self.view.read(session, full=bool(invalid), trust_held=self._trust_held)
+        if self._turn_invalid is not None:
+            self._trust_held = True  # checked once this turn
+        built = self.view.blocks(snapshot, invalid)
+        limit = self.input_tokens()
+        if limit is not None:
+            memory = sum(b.tokens for b in built.blocks if b.name != RECENT_MESSAGES_BLOCK)
+            room = max(limit - memory, 1)
+            window = sum(b.tokens for b in built.blocks if b.name == RECENT_MESSAGES_BLOCK)
+            if window > room:
+                built = self.view.blocks(snapshot, invalid, budget_tokens=room)
+                self._warn_over_budget(built, room)
+        self.last_blocks = built
+        blocks = list(built.blocks)
         if self._shared:
-            shared = await self.shared_block(session, scope_map)
+            shared = await self.shared_block(session, snapshot.scope_map)
             if shared is not None:
                 blocks.insert(1 if blocks and blocks[0].name != "recent-messages" else 0, shared)
         return blocks
+
+    def _warn_over_budget(self, built: TurnBlocks, room: int) -> None:
+        dropped = built.window.dropped_uncovered_ids
+        if not dropped and built.window.tail_complete:
+            return
+        shown = built.window.selected
+        if self.on_event is not None:
+            self.on_event(
+                WINDOW_OVER_BUDGET,
+                {
+                    "omittedEntryIds": list(dropped),
+                    "tailComplete": built.window.tail_complete,
+                    "windowTokens": room,
+                    "recallCursor": shown[0].id if shown else None,
+                },
+            )
 
     async def shared_block(self, session: Session, scope_map: Any) -> ContextBlock | None:
         """Granted shared memory of the scopes in the current lineage, as one block."""
@@ -334,6 +417,7 @@ class ObservationalMemory:
             secrets=self.secrets,
             estimator=estimator,
         )
+        provider.on_event = runtime.emit_debug_event
         if agent.debug is None and self.debug is not None:
             agent.debug = runtime.emit_debug_event  # redacted and gated like memory's events
         agent.context_providers.append(provider)
@@ -346,6 +430,7 @@ class ObservationalMemory:
             agent.compaction_strategy = live
             agent.compaction_hooks.append(live.refresh)
         attached = AttachedObservationalMemory(self, agent, runtime, provider, strategy, model)
+        provider.input_tokens = attached.input_tokens
         return attached
 
 
@@ -477,25 +562,91 @@ class AttachedObservationalMemory:
 
     # -- post-run work ----------------------------------------------------------------
 
-    async def _after_run(self, *, compacted: bool = False) -> None:
+    async def _next_tokens(self, invalid: frozenset[str] | None) -> int:
+        """The next request's estimate from the snapshot the turn left (advanced by its own
+        appends): no read, the memory block as rendered and counted this turn."""
+        provider = self.context_provider
+        async with provider.turn(invalid):
+            with provider.held():
+                return await self.next_request_tokens()
+
+    def input_tokens(self) -> int:
+        """What the model's input holds for the context blocks: the session model's input
+        cap (``resolve_input_cap``), else ``context.compact_after_tokens``, less the agent's
+        own system text and tool definitions (counted line by line, so once)."""
+        model = self.session_model
+        if model is not None and model.context_window is not None:
+            cap = resolve_input_cap(model)
+        else:
+            cap = int(self.memory.settings.context.compact_after_tokens)
+        agent = self.agent.inner
+        fixed = estimate_request_tokens(
+            ProviderRequest(system=agent.system, tools=[t.definition for t in agent.tools]),
+            self.estimator,
+        )
+        return max(cap - fixed, 1)
+
+    async def _before_run(self, invalid: frozenset[str]) -> None:
+        """Observe first when what memory has not covered would not fit the request (the
+        inline runtime; a background one sends what fits and warns instead)."""
+        if self.memory.background or self.memory.settings.passive:
+            return
+        provider = self.context_provider
+        session = self.agent.inner.session
+        snapshot = await provider.view.read(session, full=bool(invalid))
+        provider._trust_held = True  # the turn's blocks use this read
+        last = provider.last_blocks
+        memory = 0 if last is None else last.tokens - _window_tokens(last)
+        room = (self.input_tokens() or 0) - memory
+        if snapshot.tail_complete and snapshot.pending_tokens <= room:
+            return
+        result = await self.runtime.flush(
+            snapshot=snapshot, invalidated=invalid, force_observer=True
+        )
+        if result.entry_ids:
+            provider.view.forget()
+
+    async def _after_run(
+        self,
+        *,
+        compacted: bool = False,
+        invalid: frozenset[str] | None = None,
+        turn: TurnRecord | None = None,
+    ) -> None:
         if self.memory.background:
-            task = asyncio.get_running_loop().create_task(self._post_run(compacted))
+            work = self._post_run(compacted, invalid, turn)
+            task = asyncio.get_running_loop().create_task(work)
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         else:
-            await self._post_run(compacted)
+            await self._post_run(compacted, invalid, turn)
 
-    async def _post_run(self, compacted: bool) -> None:
+    async def _post_run(
+        self, compacted: bool, invalid: frozenset[str] | None, turn: TurnRecord | None
+    ) -> None:
         try:
-            self.last_flush = await self.runtime.flush()
+            view = self.context_provider.view
+            # The turn's own entries move the snapshot forward without a read; anything
+            # else (another writer, a memory record) and the view reads again when asked.
+            snapshot = view.advance(turn.entries) if turn is not None else None
+            if turn is None:
+                view.forget()
+            self.last_flush = await self.runtime.flush(snapshot=snapshot, invalidated=invalid)
+            worked = bool(self.last_flush.entry_ids)
+            if worked:
+                view.forget()  # memory moved: the next build reads it
             if not compacted:
-                kind = await self._gate()
+                known = None
+                if not worked and snapshot is not None:
+                    known = await self._next_tokens(invalid)
+                kind = await self._gate(known, None if worked else snapshot)
                 if kind is None:
                     self._insufficient = False
                 elif await self._compaction_helps(kind):
                     strategy = await self.current_strategy()
                     entry = await self.agent.inner.compact(strategy, trigger=kind)
                     self.compactions.append(entry)
+                    view.forget()
                     await self._check_compaction_fits(kind)
         except PrismMemoryError as exc:
             # Memory work never fails the user's call; the error is reported, not raised.
@@ -582,11 +733,16 @@ class AttachedObservationalMemory:
                 {"trigger": kind, "estimatedInputTokens": after, "thresholdTokens": threshold},
             )
 
-    async def _gate(self) -> str | None:
-        """The trigger type that fires now, or None."""
+    async def _gate(
+        self, tokens: int | None = None, snapshot: BranchSnapshot | None = None
+    ) -> str | None:
+        """The trigger type that fires now, or None. ``tokens``: the next request's estimate
+        when the turn already tells it; ``snapshot``: the branch as the turn left it."""
         context = CompactionContext(
             self.agent.inner.session,
             self.session_model,
+            _tokens=tokens,
+            _entries=None if snapshot is None else snapshot.entry_count,
             agent=self.agent.inner,
             estimator=self.estimator,
         )
@@ -674,15 +830,15 @@ class AttachedAgent:
         return getattr(self.inner, name)
 
     async def run(self, prompt: str) -> SessionEntry:
-        async with self._active():
+        async with self._active() as turn:
             entry = await self.inner.run(prompt)
-        await self._attached._after_run()
+        await self._attached._after_run(invalid=turn.invalid, turn=turn.record())
         return entry
 
     async def prompt(self, text: str) -> str:
-        async with self._active():
+        async with self._active() as turn:
             reply = await self.inner.prompt(text)
-        await self._attached._after_run()
+        await self._attached._after_run(invalid=turn.invalid, turn=turn.record())
         return reply
 
     def stream(self, prompt: str) -> AsyncIterator[ProviderEvent]:
@@ -695,20 +851,20 @@ class AttachedAgent:
         return self._closing_stream(lambda: self.inner.stream(prompt))
 
     async def compact(self, strategy: Any = None, *, trigger: str = "manual") -> SessionEntry:
-        async with self._active():
+        async with self._active(prepare=False) as turn:
             chosen = strategy
             if strategy is None or strategy is self._attached.strategy:
                 chosen = await self._attached.current_strategy()
             entry = await self.inner.compact(chosen, trigger=trigger)
         self._attached.compactions.append(entry)
-        await self._attached._after_run(compacted=True)
+        await self._attached._after_run(compacted=True, invalid=turn.invalid)
         return entry
 
     async def wrap_resume_run(self, resume: Callable[[], Awaitable[Any]]) -> Any:
         """Run a host's resume of an interrupted run, then the memory pipeline."""
-        async with self._active():
+        async with self._active() as turn:
             result = await resume()
-        await self._attached._after_run()
+        await self._attached._after_run(invalid=turn.invalid, turn=turn.record())
         return result
 
     def wrap_resume_stream(
@@ -720,8 +876,9 @@ class AttachedAgent:
     async def _closing_stream(
         self, open_stream: Callable[[], AsyncIterator[ProviderEvent]]
     ) -> AsyncIterator[ProviderEvent]:
+        turn: _RunActive | None = None
         try:
-            async with self._active():
+            async with self._active() as turn:
                 events = open_stream()
                 try:
                     async for event in events:
@@ -735,22 +892,57 @@ class AttachedAgent:
         except GeneratorExit:
             # Closed early (``aclose()``): the run is no longer in flight, and the
             # abandoned turn still gets its post-run work, like a completed one.
-            await self._attached._after_run()
+            await self._after(turn)
             raise
-        await self._attached._after_run()
+        await self._after(turn)
 
-    def _active(self) -> _RunActive:
-        return _RunActive(self._attached)
+    async def _after(self, turn: _RunActive | None) -> None:
+        if turn is None:
+            await self._attached._after_run()
+        else:
+            await self._attached._after_run(invalid=turn.invalid, turn=turn.record())
+
+    def _active(self, *, prepare: bool = True) -> _RunActive:
+        return _RunActive(self._attached, prepare)
 
 
 class _RunActive:
-    """Counts proxied calls in flight, so a manual flush can skip with ``run_active``."""
+    """One proxied call: counts it in flight (a manual flush skips with ``run_active``),
+    resolves the invalidation set once for the whole turn, observes first when the turn's
+    request could not show what memory lacks, and tells which turn the call made."""
 
-    def __init__(self, attached: AttachedObservationalMemory) -> None:
+    def __init__(self, attached: AttachedObservationalMemory, prepare: bool) -> None:
         self._attached = attached
+        self._prepare = prepare
+        self._scope: contextlib.AbstractAsyncContextManager[frozenset[str]] | None = None
+        self._before: TurnRecord | None = None
+        self.invalid: frozenset[str] | None = None
 
-    async def __aenter__(self) -> None:
-        self._attached._runs_active += 1
+    def record(self) -> TurnRecord | None:
+        """The turn the call made (None when it made none, e.g. a host resume)."""
+        after = self._attached.agent.inner.last_turn
+        return after if after is not self._before else None
+
+    async def __aenter__(self) -> _RunActive:
+        attached = self._attached
+        attached._runs_active += 1
+        try:
+            self._before = attached.agent.inner.last_turn
+            self._scope = attached.context_provider.turn()
+            self.invalid = await self._scope.__aenter__()
+            if self._prepare:
+                await attached._before_run(self.invalid)
+        except BaseException:
+            await self.__aexit__(None, None, None)
+            raise
+        return self
 
     async def __aexit__(self, *exc: object) -> None:
         self._attached._runs_active -= 1
+        scope, self._scope = self._scope, None
+        if scope is not None:
+            await scope.__aexit__(None, None, None)
+
+
+def _window_tokens(built: TurnBlocks) -> int:
+    return sum(b.tokens for b in built.blocks if b.name == RECENT_MESSAGES_BLOCK)

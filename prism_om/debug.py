@@ -52,6 +52,7 @@ __all__ = [
     "PROVIDER_TEXT_SANITIZED",
     "TRACE_EVENTS",
     "WARNING_EVENTS",
+    "WINDOW_OVER_BUDGET",
     "DebugEmitter",
     "DebugSink",
     "is_error_event",
@@ -68,6 +69,9 @@ COMPACTION_INSUFFICIENT: Final = "observational-memory:compaction-insufficient"
 WORKER_INPUT_TRUNCATED: Final = "om.worker.input_truncated"
 OBSERVER_MESSAGE_SKIPPED: Final = "om.observer.message_skipped"
 """A message failed the observer alone, run after run: recorded as skipped, never observed."""
+WINDOW_OVER_BUDGET: Final = "observational-memory:window-over-budget"
+"""Messages memory does not cover yet did not fit the model's input: the request shows the
+newest that fit and names the cursor to recall the rest (never a silent drop)."""
 OBSERVER_OBSERVATIONS_REJECTED: Final = "om.observer.observations_rejected"
 """An observer run recorded nothing: every record_observations call it made was rejected."""
 # The runtime's own events, one constant each so emitters and listeners share the name.
@@ -109,6 +113,7 @@ WARNING_EVENTS: Final = frozenset(
         WORKER_INPUT_TRUNCATED,
         OBSERVER_MESSAGE_SKIPPED,
         OBSERVER_OBSERVATIONS_REJECTED,
+        WINDOW_OVER_BUDGET,
     }
 )
 DEBUG_EVENTS: Final = ERROR_EVENTS | WARNING_EVENTS | TRACE_EVENTS

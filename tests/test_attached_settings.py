@@ -47,6 +47,8 @@ async def observe(session: Session, oid: str, text: str, sources: list[str]) -> 
             "observations": [
                 {"id": oid, "text": text, "sourceEntryIds": sources, "observedAt": STAMP}
             ],
+            # An observer run covers what it read, here through its newest source.
+            "coversUpToId": sources[-1],
         }
     )
 

@@ -19,23 +19,20 @@ revoked message in the recent window shows ``[revoked]`` in place of its text.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import Final
 
 from ..entries import SessionEntry
 from ..tokens import TokenEstimator, get_estimator
-from .ledger import ObservationalMemoryLedger, fold_ledger
+from .branch_snapshot import BranchSnapshot, snapshot_from_branch
 from .projection import visible_memory
-from .recent_window import (
-    DEFAULT_KEEP_RECENT_ENTRIES,
-    check_keep_recent_entries,
-    recent_message_window,
-    select_recent_message_entries_from_entries,
-)
+from .recent_window import DEFAULT_KEEP_RECENT_ENTRIES, check_keep_recent_entries
+from .records import Observation, Reflection
 from .redaction import Redactor, redactor
-from .render import render_observational_memory_details
-from .scope_map import WorkScopeMap, fold_work_scope_map
+from .render import RenderedMemory, render_observational_memory_details
+from .request_window import RequestWindow, request_message_window
+from .scope_map import WorkScopeMap
 from .work_memory import project_work_memory
 
 __all__ = [
@@ -44,7 +41,9 @@ __all__ = [
     "ContextBlock",
     "BlockOptions",
     "build_observational_memory_context_blocks_from_entries",
-    "context_blocks_from_parts",
+    "context_blocks_from_snapshot",
+    "context_blocks_with_window",
+    "render_memory",
 ]
 
 MEMORY_BLOCK_NAME: Final = "observational-memory"
@@ -76,17 +75,21 @@ def build_observational_memory_context_blocks_from_entries(
     estimator: TokenEstimator | None = None,
     passive: bool = False,
     scope_map: WorkScopeMap | None = None,
+    budget_tokens: int | None = None,
 ) -> list[ContextBlock]:
     """The context blocks for a branch (entries root first), in injection order. O(n), pure."""
     keep = check_keep_recent_entries(keep_recent_entries)
-    # Read twice (recent window, projection): a one-shot iterator must not run dry.
     invalid = frozenset(invalidated_ids or ())
-    options = BlockOptions(keep, recent_message_max_tokens, invalid, secrets, estimator)
+    options = BlockOptions(
+        keep, recent_message_max_tokens, invalid, secrets, estimator, budget_tokens
+    )
     if passive:
         return []
-    recent = select_recent_message_entries_from_entries(entries, keep)
-    scopes = scope_map if scope_map is not None else fold_work_scope_map(entries)
-    return context_blocks_from_parts(fold_ledger(entries), recent, options, scope_map=scopes)
+    branch = list(entries)  # read more than once: a one-shot iterator must not run dry
+    snapshot = snapshot_from_branch(branch, keep, full=True, estimator=estimator)
+    if scope_map is not None:
+        snapshot = replace(snapshot, scope_map=scope_map)
+    return context_blocks_from_snapshot(snapshot, options)
 
 
 @dataclass(frozen=True)
@@ -98,46 +101,86 @@ class BlockOptions:
     invalidated_ids: Iterable[str] | None
     secrets: Iterable[str] | Redactor | None
     estimator: TokenEstimator | None
+    budget_tokens: int | None = None
+    """What the model's input leaves for the window (see ``core.request_window``)."""
 
 
-def context_blocks_from_parts(
-    ledger: ObservationalMemoryLedger,
-    recent: Sequence[SessionEntry],
-    options: BlockOptions,
-    *,
-    scope_map: WorkScopeMap | None = None,
+def context_blocks_from_snapshot(
+    snapshot: BranchSnapshot, options: BlockOptions
 ) -> list[ContextBlock]:
-    """Blocks from a folded ledger and the branch's last eligible messages (oldest first).
+    """The blocks of a branch snapshot: its visible memory, then its request window.
 
-    With a ``scope_map`` that has host scopes, the memory block renders the work-scope
-    projection (current scope, ``self+ancestors``) with its outline.
+    The window follows ``core.request_window`` (every uncovered message, and at least the
+    last ``keep_recent_entries``). With host scopes in the snapshot's map, the memory block
+    renders the work-scope projection (current scope, ``self+ancestors``) with its outline.
     """
+    return context_blocks_with_window(snapshot, options)[0]
+
+
+MemoryRenderer = Callable[
+    [Sequence[Reflection], Sequence[Observation], "str | None", Redactor, BranchSnapshot],
+    tuple[RenderedMemory, int],
+]
+"""Renders the visible memory and counts its tokens: ``(reflections, observations, outline,
+redactor, snapshot) -> (rendered, tokens)``. A host that builds blocks every turn passes
+one that keeps what it rendered (``observational_memory.branch_view``)."""
+
+
+def render_memory(
+    reflections: Sequence[Reflection],
+    observations: Sequence[Observation],
+    outline: str | None,
+    red: Redactor,
+    snapshot: BranchSnapshot,
+    estimator: TokenEstimator,
+) -> tuple[RenderedMemory, int]:
+    """The plain ``MemoryRenderer``: render, then count line by line."""
+    rendered = render_observational_memory_details(
+        reflections, observations, outline=outline, secrets=red
+    )
+    return rendered, estimator.count_lines(rendered.text) if rendered.text else 0
+
+
+def context_blocks_with_window(
+    snapshot: BranchSnapshot,
+    options: BlockOptions,
+    renderer: MemoryRenderer | None = None,
+) -> tuple[list[ContextBlock], RequestWindow]:
+    """``context_blocks_from_snapshot``, with the window it chose; ``renderer`` renders
+    the memory block (default: ``render_memory``)."""
     # Both blocks are counted line by line (``count_lines``): from one turn to the next
     # most of their lines repeat, and only new lines are encoded.
     est = options.estimator or get_estimator()
     red = redactor(options.secrets)
-    window = recent_message_window(
-        recent,
+    window = request_message_window(
+        snapshot,
         options.keep_recent_entries,
         max_tokens=options.recent_message_max_tokens,
+        budget_tokens=options.budget_tokens,
         estimator=est,
         secrets=red,
         invalidated_ids=options.invalidated_ids,
     )
+    rendered_window = window.rendered
+    assert rendered_window is not None
+    ledger, scope_map = snapshot.ledger, snapshot.scope_map
     observations, reflections = visible_memory(
-        ledger, options.invalidated_ids, window.complete_entry_ids
+        ledger, options.invalidated_ids, rendered_window.complete_entry_ids
     )
     outline = None
-    if scope_map is not None and scope_map.has_host_scopes:
+    if scope_map.has_host_scopes:
         # Invalidation already shaped the visible memory; the scope query only narrows it.
         scoped = project_work_memory(ledger, scope_map)
         in_scope = {o.id for o in scoped.observations} | {r.id for r in scoped.reflections}
         reflections = tuple(r for r in reflections if r.id in in_scope)
         observations = tuple(o for o in observations if o.id in in_scope)
         outline = scoped.outline
-    rendered = render_observational_memory_details(
-        reflections, observations, outline=outline, secrets=red
-    )
+    if renderer is None:
+        rendered, memory_tokens = render_memory(
+            reflections, observations, outline, red, snapshot, est
+        )
+    else:
+        rendered, memory_tokens = renderer(reflections, observations, outline, red, snapshot)
     blocks: list[ContextBlock] = []
     if rendered.text:
         shown = set(rendered.observation_ids)
@@ -149,18 +192,18 @@ def context_blocks_from_parts(
             ContextBlock(
                 name=MEMORY_BLOCK_NAME,
                 text=rendered.text,
-                tokens=est.count_lines(rendered.text),
+                tokens=memory_tokens,
                 entry_ids=tuple(sources),
                 memory_ids=rendered.reflection_ids + rendered.observation_ids,
             )
         )
-    if window.text:
+    if rendered_window.text:
         blocks.append(
             ContextBlock(
                 name=RECENT_MESSAGES_BLOCK_NAME,
-                text=window.text,
-                tokens=est.count_lines(window.text),
-                entry_ids=window.entry_ids,
+                text=rendered_window.text,
+                tokens=est.count_lines(rendered_window.text),
+                entry_ids=rendered_window.entry_ids,
             )
         )
-    return blocks
+    return blocks, window

@@ -30,7 +30,8 @@ def rendered_memory_tokens(
 ) -> int:
     """Tokens of the rendered memory of ``reflections`` and ``observations``."""
     text = render_observational_memory(reflections, observations, secrets=secrets)
-    return (estimator or get_estimator()).count(text)
+    # Line by line: most lines of the memory repeat from one measure to the next.
+    return (estimator or get_estimator()).count_lines(text)
 
 
 def drop_to_rendered_target(

@@ -34,6 +34,7 @@ __all__ = [
     "RecentMessageWindow",
     "check_keep_recent_entries",
     "recent_message_window",
+    "render_message_window",
     "render_recent_message_window_from_entries",
     "select_recent_message_entries_from_entries",
 ]
@@ -133,15 +134,36 @@ def recent_message_window(
     selected = select_recent_message_entries_from_entries(
         entries, keep_recent_entries, max_tokens=max_tokens, estimator=estimator
     )
+    return render_message_window(
+        selected, secrets=secrets, max_bytes=max_bytes, invalidated_ids=invalidated_ids
+    )
+
+
+def render_message_window(
+    selected: Sequence[SessionEntry],
+    *,
+    secrets: Iterable[str] | Redactor | None = None,
+    max_bytes: int = RECENT_WINDOW_MAX_BYTES,
+    invalidated_ids: Iterable[str] | None = None,
+    omitted_note: str | None = None,
+) -> RecentMessageWindow:
+    """Render chosen messages (oldest first) as the window, within ``max_bytes``.
+
+    The oldest are dropped first to fit, with a first line saying how many; a newest
+    message that alone is too large is cut, with a marker. ``omitted_note`` is a first
+    line the caller's own selection needs (messages it left out), kept before the rest.
+    """
+    validate_limit("max_bytes", max_bytes, hard_cap=RECENT_WINDOW_MAX_BYTES)
     red = redactor(secrets)
     invalid = frozenset(invalidated_ids or ())
     blocks = [_render_message(e, red, e.id in invalid) for e in selected]
     sizes = [utf8_len(b) for b in blocks]
     sep = utf8_len(_SEPARATOR)
+    note = utf8_len(omitted_note) + sep if omitted_note else 0
 
     # Keep the newest messages that fit, counting the omission line they would need.
     kept = 0
-    used = 0
+    used = note
     for index in range(len(blocks) - 1, -1, -1):
         grown = used + sizes[index] + (sep if kept else 0)
         omitted = index  # messages older than this one
@@ -155,7 +177,7 @@ def recent_message_window(
         # The newest message alone does not fit: show its beginning, cut on a character.
         kept = 1
         omitted = len(blocks) - 1
-        budget = max_bytes - (utf8_len(_omitted_line(omitted)) + sep if omitted else 0)
+        budget = max_bytes - note - (utf8_len(_omitted_line(omitted)) + sep if omitted else 0)
         blocks[-1] = truncate_utf8(blocks[-1], max(budget, 0), _CUT_MARKER)
         truncated_id = selected[-1].id
 
@@ -164,6 +186,8 @@ def recent_message_window(
     parts = blocks[len(blocks) - kept :]
     if dropped:
         parts.insert(0, _omitted_line(len(dropped)))
+    if omitted_note:
+        parts.insert(0, omitted_note)
     text = _SEPARATOR.join(parts)
     if utf8_len(text) > max_bytes:  # only when max_bytes is too small for even a marker
         text = truncate_utf8(text, max_bytes)

@@ -37,7 +37,13 @@ from .context import (
 )
 from .tools import AgentTool, run_tool
 
-__all__ = ["Agent", "CompactionRequest", "CompactionRequestHook", "CompactionStrategy"]
+__all__ = [
+    "Agent",
+    "CompactionRequest",
+    "CompactionRequestHook",
+    "CompactionStrategy",
+    "TurnRecord",
+]
 
 DEFAULT_MAX_TOOL_ROUNDS = 8
 
@@ -62,6 +68,20 @@ class CompactionRequest:
 CompactionRequestHook = Callable[[CompactionRequest], Awaitable[CompactionRequest]]
 
 
+@dataclass(frozen=True)
+class TurnRecord:
+    """What one turn sent and stored: memory's post-run work reads it instead of the store.
+
+    ``request`` is the last request the turn sent the provider (its system text holds the
+    context blocks); ``entries`` every entry the turn appended, in order, as stored.
+    """
+
+    request: ProviderRequest
+    entries: tuple[SessionEntry, ...]
+    sent: int = 0
+    """How many of ``entries`` ``request`` carries (the rest came after it: the reply)."""
+
+
 @dataclass
 class Agent:
     """One session's agent: a provider, a system text, tools and context providers."""
@@ -81,6 +101,8 @@ class Agent:
     invalidated_ids: InvalidationSource = None
     """Revoked ids (a set, or a callable asked every turn) the replayed history withholds;
     ``attach`` sets the memory's own."""
+    last_turn: TurnRecord | None = field(default=None, init=False, repr=False)
+    """The latest turn's request and appended entries (None before the first turn)."""
 
     def __post_init__(self) -> None:
         self.invalidated_ids = check_invalidation_source(self.invalidated_ids)
@@ -128,14 +150,17 @@ class Agent:
             history = await self._history()
         turn = [await self.session.append_message("user", prompt)]
         yield None, turn[0]
+        system = render_system(self.system, blocks)
         for _round in range(self.max_tool_rounds + 1):
             request = ProviderRequest(
-                system=render_system(self.system, blocks),
+                system=system,
                 messages=to_provider_messages([*history, *turn]),
                 tools=[t.definition for t in self._tools.values()],
                 model=self.model,
                 options=dict(self.provider_options),
             )
+            sent = len(turn)
+            self.last_turn = TurnRecord(request, tuple(turn), sent)
             text: list[str] = []
             calls: list[ToolCallEvent] = []
             async with event_stream(self.provider, request) as events:
@@ -157,6 +182,7 @@ class Agent:
             )
             self._report_sanitized(assistant, replaced)
             turn.append(assistant)
+            self.last_turn = TurnRecord(request, tuple(turn), sent)
             yield None, assistant
             if not runnable:
                 return
@@ -170,6 +196,7 @@ class Agent:
                 )
                 self._report_sanitized(tool_entry, replaced)
                 turn.append(tool_entry)
+                self.last_turn = TurnRecord(request, tuple(turn), sent)
                 yield None, tool_entry
 
     def _report_sanitized(self, entry: SessionEntry, replaced: int) -> None:

@@ -126,17 +126,19 @@ def estimate_request_tokens(
     """Estimated input tokens of a provider request: the system text (context blocks
     included), every message with its framing and tool calls, and the tool definitions."""
     est = estimator or get_estimator()
-    total = est.count(request.system)
+    # Line by line: a request repeats most lines of the last one (the memory block, the
+    # window), and an estimator remembers lines it counted, so only new text is encoded.
+    total = est.count_lines(request.system)
     for message in request.messages:
-        total += est.count(message.content) + MESSAGE_OVERHEAD_TOKENS
+        total += est.count_lines(message.content) + MESSAGE_OVERHEAD_TOKENS
         for call in message.tool_calls:
-            total += est.count(call.name) + est.count(call.arguments)
+            total += est.count_lines(call.name) + est.count_lines(call.arguments)
     if request.tools:
         definitions = [
             {"name": t.name, "description": t.description, "parameters": dict(t.parameters)}
             for t in request.tools
         ]
-        total += est.count(json.dumps(definitions, ensure_ascii=False, sort_keys=True))
+        total += est.count_lines(json.dumps(definitions, ensure_ascii=False, sort_keys=True))
     return total
 
 

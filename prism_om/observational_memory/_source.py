@@ -16,6 +16,7 @@ through ``is_store``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -27,7 +28,7 @@ from ..core.context_blocks import (
     BlockOptions,
     ContextBlock,
     build_observational_memory_context_blocks_from_entries,
-    context_blocks_from_parts,
+    context_blocks_from_snapshot,
 )
 from ..core.ledger import ObservationalMemoryLedger, fold_ledger
 from ..core.limits import PAGE_LIMIT_DEFAULT, RECENT_WINDOW_MAX_BYTES
@@ -46,7 +47,6 @@ from ..core.redaction import Redactor
 from ..core.scope_map import WorkScopeMap, fold_work_scope_map
 from ..entries import SessionEntry, validate_session_id
 from ..errors import AmbiguousInputError, InvalidInputError, SessionMismatchError
-from ..stores._together import read_together
 from ..stores.base import SessionStore
 from ..tokens import TokenEstimator
 from .coverage import (
@@ -523,8 +523,11 @@ def build_observational_memory_context_blocks(
 ) -> list[ContextBlock] | Awaitable[list[ContextBlock]]:
     """The context blocks for a branch, in injection order.
 
-    Given entries (root first): O(n), pure. Given a store and ``session_id``: an awaitable
-    that reads the branch's ledger and its last ``keep_recent_entries`` messages only.
+    The memory block renders the visible memory; the ``recent-messages`` block holds every
+    message memory has not covered yet and at least the last ``keep_recent_entries``
+    (``core.request_window``: beyond the specification's window, so that no message is in
+    neither). Given entries (root first): O(n), pure. Given a store and ``session_id``: an
+    awaitable that reads one ``SessionStore.snapshot``, at one leaf.
     """
     if is_store(entries):
         keep = check_keep_recent_entries(keep_recent_entries)
@@ -554,21 +557,18 @@ async def _context_blocks_from_store(
 ) -> list[ContextBlock]:
     if passive:
         return []
-
-    async def reads() -> list[ContextBlock]:
-        # Without invalidated ids, the dropped observations cannot change what is shown,
-        # so the store reads only the live ones; a revocation must see the full ledger (a
-        # reflection resting on a dropped, revoked observation is still withheld).
-        if options.invalidated_ids:
-            ledger = await store.ledger(session_id, leaf_id)
-        else:
-            ledger = await store.live_ledger(session_id, leaf_id)
-        recent = await store.recent_messages(session_id, options.keep_recent_entries, leaf_id)
-        scopes = scope_map if scope_map is not None else await store.scope_map(session_id, leaf_id)
-        return context_blocks_from_parts(ledger, recent, options, scope_map=scopes)
-
-    # One unit: on SQLite, one thread hop for the three reads together.
-    return await read_together(store, reads)
+    # Without invalidated ids, the dropped observations cannot change what is shown, so
+    # the live ledger is enough; a revocation must see the full ledger (a reflection
+    # resting on a dropped, revoked observation is still withheld).
+    snapshot = await store.snapshot(
+        session_id,
+        recent=options.keep_recent_entries,
+        leaf_id=leaf_id,
+        full=bool(options.invalidated_ids),
+    )
+    if scope_map is not None:
+        snapshot = dataclasses.replace(snapshot, scope_map=scope_map)
+    return context_blocks_from_snapshot(snapshot, options)
 
 
 @overload

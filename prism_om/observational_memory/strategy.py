@@ -7,10 +7,12 @@ supplied entry, whose summary is the rendered memory and whose ``data`` is::
      memory: {type: "om.folded", version: 1, fullFold, observations, reflections,
               droppedObservationIds}}
 
-``keepEntryIds`` is ``select_recent_message_entries_from_entries`` with the strategy's
-``keep_recent_entries`` (and optional ``recent_message_max_tokens``), the same selection as
-the recent-messages context block, and the summary leaves out observations resting only
-on those kept messages, exactly as the memory block does.
+``keepEntryIds`` is the request window's selection (``core.request_window``): every message
+the observer has not covered yet and at least the last ``keep_recent_entries`` (the optional
+``recent_message_max_tokens`` trims only covered ones), the same selection as the
+recent-messages context block, so a compaction never folds away a message memory lacks;
+the summary leaves out observations resting only on those kept messages, exactly as the
+memory block does.
 
 When the active observations exceed ``observations_pool_max_tokens``, or the folded
 payload exceeds 512 KiB, the compaction is a *full fold* (``fullFold: true``): it trims
@@ -48,6 +50,7 @@ from ..core.records import COMPACTION_STRATEGY_NAME, FoldedMemory, Observation, 
 from ..core.redaction import Redactor
 from ..core.relevance import lowest_relevance_order
 from ..core.render import render_observational_memory
+from ..core.request_window import select_request_window
 from ..core.scope_map import WorkScopeMap, fold_work_scope_map
 from ..core.withheld import (
     InvalidationSource,
@@ -125,16 +128,21 @@ class ObservationalMemoryCompactionStrategy:
             raise InvalidInputError("nothing to compact: the branch has no entries")
         est = self.estimator or get_estimator()
         invalid = self._invalidation()
-        # A revoked message is never kept verbatim: the window is taken from the others.
-        keep = select_recent_message_entries_from_entries(
-            [e for e in entries if e.id not in invalid] if invalid else entries,
-            self.keep_recent_entries,
-            max_tokens=self.recent_message_max_tokens,
-            estimator=est,
-        )
         projection = build_observational_memory_projection_from_entries(
             entries, invalidated_ids=invalid
         )
+        # The request window's rule: every message memory does not cover yet, and at least
+        # the last keep_recent_entries; a revoked message is never kept verbatim.
+        cover = projection.ledger.observation_covers_up_to_id
+        start = 0 if cover is None else [e.id for e in entries].index(cover) + 1
+        usable = [e for e in entries if e.id not in invalid] if invalid else list(entries)
+        keep = select_request_window(
+            [e for e in entries[start:] if e.id not in invalid],
+            select_recent_message_entries_from_entries(usable, self.keep_recent_entries),
+            self.keep_recent_entries,
+            max_tokens=self.recent_message_max_tokens,
+            estimator=est,
+        ).selected
         red = self.secrets
         observations = [redact_memory_item(o, red) for o in projection.active_observations]
         reflections = [redact_memory_item(r, red) for r in projection.active_reflections]

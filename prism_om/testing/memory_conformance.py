@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from ..core.branch_reads import entries_after_cursor, last_eligible_messages
-from ..core.branch_snapshot import snapshot_from_branch
+from ..core.branch_snapshot import advance_snapshot, snapshot_from_branch
 from ..core.ledger import fold_ledger
 from ..core.ledger_views import live_ledger, restrict_ledger
 from ..core.records import OBSERVATIONS_DROPPED, OBSERVATIONS_RECORDED, REFLECTIONS_RECORDED
 from ..core.scope_map import SCOPE_OPENED, fold_work_scope_map
-from ..entries import SessionEntry, custom_entry
+from ..entries import SessionEntry, custom_entry, message_entry
 from ..errors import MemoryRecordError
 from ..observational_memory import build_observational_memory_context_blocks, unscanned_entries
 from ..stores.base import SessionStore
@@ -106,6 +106,34 @@ class MemoryConformance(SupersessionConformance):
         leaves = await store.leaves(sid)
         for leaf in [builder.path[-1].id, *leaves[:3]]:
             await self._check_leaf(store, sid, leaf)
+
+    @pytest.mark.parametrize("seed", range(4))
+    async def test_an_advanced_snapshot_equals_a_fresh_one(
+        self, store: SessionStore, seed: int
+    ) -> None:
+        """``advance_snapshot`` by the entries appended at the leaf is the snapshot a read
+        at the new leaf returns (what a turn relies on to skip the read)."""
+        builder = random_builder(seed, steps=60, session_id=f"adv{seed}")
+        await load_builder(store, builder)
+        sid = builder.session_id
+        for recent in (0, 4):
+            before = await store.snapshot(sid, recent=recent)
+            batch = [
+                message_entry(sid, "user", f"more {recent}"),
+                custom_entry(sid, {"type": "host.note", "n": recent}),
+                message_entry(sid, "assistant", f"reply {recent}"),
+                message_entry(sid, "tool", "42", tool_call_id=f"call-{recent}"),
+            ]
+            stored = await store.append_at_leaf(batch)
+            advanced = advance_snapshot(before, stored)
+            assert advanced is not None
+            assert advanced == await store.snapshot(sid, recent=recent)
+        # A memory record is beyond advancing: only a read can fold it.
+        head = await store.snapshot(sid)
+        record = custom_entry(
+            sid, {"type": OBSERVATIONS_RECORDED, "observations": [], "coversUpToId": head.leaf_id}
+        )
+        assert advance_snapshot(head, await store.append_at_leaf([record])) is None
 
     async def test_memory_survives_reopen(self, store_opener: StoreOpener) -> None:
         builder = random_builder(11, steps=80, session_id="om-reopen")

@@ -114,7 +114,7 @@ def reflection_tokens(
 ) -> int:
     """Tokens of the reflections' text: the measure ``reflection.budget_tokens`` caps."""
     est = estimator or get_estimator()
-    return sum(est.count(r.text) for r in reflections)
+    return sum(est.count_lines(r.text) for r in reflections)
 
 
 def _support_sample(reflections: Sequence[Reflection]) -> list[str]:

@@ -82,6 +82,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from ..core.branch_snapshot import BranchSnapshot
 from ..core.ledger import ObservationalMemoryLedger
 from ..core.limits import MemoryWorkerLimits, resolve_memory_worker_limits
 from ..core.memory_budget import drop_to_rendered_target, rendered_memory_tokens
@@ -138,6 +139,7 @@ from ..tokens import TokenEstimator, get_estimator
 from ._common import WorkerCall
 from .consolidator import consolidate_reflections, reflection_tokens
 from .dropper import drop_with_model
+from .due import WorkerDue
 from .loop import RequestSettings, WorkerRunError
 from .model import Model, coerce_model
 from .observer import ObserverResult, observe, pending_message_tokens
@@ -304,6 +306,7 @@ class ObservationalMemoryRuntime:
         self._last_error: str | None = None
         self._last_warning: str | None = None
         self._stuck: _StuckChunk | None = None
+        self._due = WorkerDue(settings, self._estimator, redactor)
 
     @property
     def in_flight(self) -> bool:
@@ -338,32 +341,94 @@ class ObservationalMemoryRuntime:
     # -- flush ------------------------------------------------------------------------
 
     async def flush(
-        self, *, full_reflection_rebuild: bool = False, force: bool = False
+        self,
+        *,
+        full_reflection_rebuild: bool = False,
+        force: bool = False,
+        force_observer: bool = False,
+        snapshot: BranchSnapshot | None = None,
+        invalidated: frozenset[str] | None = None,
     ) -> FlushResult:
         """Observe, reflect, bind and drop as their thresholds say (``force``: ignore the
-        observe/reflect thresholds). Returns at once, skipped, while another flush runs."""
+        observe/reflect thresholds; ``force_observer``: the observer's alone). Returns at
+        once, skipped, while another flush runs.
+
+        ``snapshot``: the branch as the caller last saw it (``SessionStore.snapshot``, or
+        advanced by what the caller appended since); when its counters say no worker is
+        due, the flush returns with what every worker's own check would report, without
+        reading the store. ``invalidated``: the invalidation set the caller resolved for
+        this turn (else the runtime's source is asked once).
+        """
         if self._in_flight:
             self._emit(FLUSH_SKIPPED, {"reason": "in_flight"})
             return FlushResult("skipped", reason="in_flight")
         self._in_flight = True
         try:
-            return await self._flush(full_reflection_rebuild, force)
+            return await self._flush(
+                full_reflection_rebuild, force, force_observer, snapshot, invalidated
+            )
         finally:
             self._in_flight = False
 
-    async def _flush(self, full_rebuild: bool, force: bool) -> FlushResult:
+    async def _flush(
+        self,
+        full_rebuild: bool,
+        force: bool,
+        force_observer: bool,
+        snapshot: BranchSnapshot | None,
+        invalidated: frozenset[str] | None,
+    ) -> FlushResult:
         self._emit(FLUSH_START, {"force": force, "fullReflectionRebuild": full_rebuild})
         progress = _Progress()
         # Asked once per flush, so a revocation that lands mid-session stops feeding
         # memory from the next flush on (spec: "Revocation wiring").
-        invalid = await resolve_invalidation(self._invalidation)
-        observed = await self._observe(force, progress, invalid)
+        if invalidated is None:
+            invalid = await resolve_invalidation(self._invalidation)
+        else:
+            invalid = invalidated
+        forced = force or force_observer or full_rebuild
+        if snapshot is not None and not forced and self._idle(snapshot, invalid, progress):
+            return self._finish(progress, _NOT_RUN, _NOT_RUN, _NOT_RUN, _NOT_RUN)
+        observed = await self._observe(force or force_observer, progress, invalid)
         # One read of the scope map for the steps that skip under host scopes.
         scoped = (await self.session.store.scope_map(self.session.id)).has_host_scopes
         reflected = await self._reflect(force, full_rebuild, progress, invalid, scoped)
         consolidated = await self._consolidate(progress, invalid, scoped)
         await self._bind([*observed.memory_ids], [*reflected.memory_ids], progress)
         dropped = await self._drop(progress, invalid)
+        return self._finish(progress, observed, reflected, consolidated, dropped)
+
+    def _idle(self, snapshot: BranchSnapshot, invalid: frozenset[str], progress: _Progress) -> bool:
+        """Record every worker's skip and return True when the snapshot says none is due;
+        else record nothing and return False (the full flush then decides, reading)."""
+        workers = self._workers
+        observer = (
+            "missing_provider"
+            if workers["observer"].provider is None
+            else self._due.observer(snapshot, invalid)
+        )
+        if observer is None:
+            return False
+        memory = self._due.memory(snapshot, invalid)
+        reflector = (
+            "missing_provider" if workers["reflector"].provider is None else memory.reflector
+        )
+        if reflector is None or memory.consolidator is None or memory.dropper is None:
+            return False
+        self._record(progress, WorkerOutcome("observer", "skipped", observer))
+        self._record(progress, WorkerOutcome("reflector", "skipped", reflector))
+        self._record(progress, WorkerOutcome("consolidator", "skipped", memory.consolidator))
+        self._record(progress, WorkerOutcome("dropper", "skipped", memory.dropper))
+        return True
+
+    def _finish(
+        self,
+        progress: _Progress,
+        observed: WorkerOutcome,
+        reflected: WorkerOutcome,
+        consolidated: WorkerOutcome,
+        dropped: WorkerOutcome,
+    ) -> FlushResult:
         failures = [o for o in progress.outcomes if o.status == "failed"]
         if failures:
             self._last_error = failures[-1].error
@@ -1002,6 +1067,9 @@ class ObservationalMemoryRuntime:
     def _record_error(self, text: str) -> None:
         self._last_error = self._error(text)
 
+
+_NOT_RUN: Final = WorkerOutcome("observer", "skipped")
+"""Stands for a step an idle flush did not run (it contributes no ids)."""
 
 CHUNK_FAILURES_BEFORE_SPLIT: Final = 3
 """Consecutive failures of the observer chunk at one point before it is retried smaller."""

@@ -30,6 +30,7 @@ from prism_om.observational_memory import (
     build_observational_memory_projection,
     create_folded_memory_details,
     create_observational_memory_compaction_strategy,
+    fold_observational_memory_ledger,
     render_recent_message_window,
     select_recent_message_entries,
 )
@@ -393,11 +394,25 @@ def test_context_blocks_withhold_invalidated_memory() -> None:
 
 
 def test_recent_message_token_budget_reaches_the_block() -> None:
+    # Memory covers every message: the token trim leaves only the newest one.
+    b = BranchBuilder()
+    for n in range(10):
+        b.message("user", f"message {n} " * 5)
+    b.observe(1, sources=[b.path[0].id], text="the first message")
+    blocks = build_observational_memory_context_blocks(
+        b.path, recent_message_max_tokens=1, estimator=HEURISTIC
+    )
+    assert blocks[-1].entry_ids == (b.path[9].id,)
+
+
+def test_recent_message_token_budget_never_trims_what_memory_lacks() -> None:
+    # Nothing is observed yet: every message is in view, whatever the token trim says,
+    # since a trimmed one would be in neither the memory nor the request.
     entries = chat(10)
     blocks = build_observational_memory_context_blocks(
-        entries, recent_message_max_tokens=1, estimator=HEURISTIC
+        entries, keep_recent_entries=2, recent_message_max_tokens=1, estimator=HEURISTIC
     )
-    assert blocks[-1].entry_ids == (entries[-1].id,)
+    assert blocks[-1].entry_ids == tuple(e.id for e in entries if e.kind == "message")
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -413,7 +428,11 @@ def test_context_blocks_show_only_visible_active_memory(builder: BranchBuilder, 
         if RECENT_MESSAGES_BLOCK_NAME in blocks
         else set()
     )
-    assert recent_ids == {e.id for e in select_recent_message_entries(path, keep)}
+    # The window: every message memory has not covered, and at least the last ``keep``.
+    cover = fold_observational_memory_ledger(path).observation_covers_up_to_id
+    after = path if cover is None else path[[e.id for e in path].index(cover) + 1 :]
+    uncovered = {e.id for e in after if e.kind == "message"}
+    assert recent_ids == {e.id for e in select_recent_message_entries(path, keep)} | uncovered
     projection = build_observational_memory_projection(path)
     active = {o.id: o for o in projection.active_observations}
     shown = blocks[MEMORY_BLOCK_NAME].memory_ids if MEMORY_BLOCK_NAME in blocks else ()

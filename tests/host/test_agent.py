@@ -104,7 +104,12 @@ async def test_after_compaction_the_provider_sees_summary_and_kept_messages() ->
     session = Session(MemoryStore(), "h5")
     for n in range(6):
         await session.append_message("user", f"question {n}")
-        await session.append_message("assistant", f"answer {n}")
+        answer = await session.append_message("assistant", f"answer {n}")
+        if n == 4:
+            # Memory covers everything up to here; what follows it is kept verbatim.
+            await session.append_custom(
+                {"type": "om.observations.recorded", "observations": [], "coversUpToId": answer.id}
+            )
     strategy = create_observational_memory_compaction_strategy(keep_recent_entries=2)
     provider = ScriptedProvider([[{"text": "fine"}]])
     agent = Agent(session, provider, compaction_strategy=strategy)
@@ -115,6 +120,23 @@ async def test_after_compaction_the_provider_sees_summary_and_kept_messages() ->
     contents = [m.content for m in provider.requests[0].messages]
     assert contents[0].startswith("[Summary of the earlier conversation]")
     assert contents[1:] == ["question 5", "answer 5", "next"]
+
+
+async def test_a_compaction_keeps_every_message_memory_lacks() -> None:
+    # Nothing observed: folding the history away would leave it in neither the summary
+    # (empty) nor the request, so every message is kept verbatim.
+    session = Session(MemoryStore(), "h5b")
+    for n in range(6):
+        await session.append_message("user", f"question {n}")
+        await session.append_message("assistant", f"answer {n}")
+    strategy = create_observational_memory_compaction_strategy(keep_recent_entries=2)
+    provider = ScriptedProvider([[{"text": "fine"}]])
+    agent = Agent(session, provider, compaction_strategy=strategy)
+    await agent.compact()
+    await agent.run("next")
+    contents = [m.content for m in provider.requests[0].messages]
+    expected = [f"{kind} {n}" for n in range(6) for kind in ("question", "answer")]
+    assert contents[1:] == [*expected, "next"]
 
 
 async def test_compaction_request_hook_rewrites_what_is_folded() -> None:

@@ -68,6 +68,9 @@ async def seed(store: SessionStore, session_id: str = SID, obs: list[str] = OBS)
                 }
                 for oid in obs
             ],
+            # Covered, as an observer run covers what it read: the message is then out of
+            # the request window once newer ones follow, and its observations render.
+            "coversUpToId": msg.id,
         }
     )
     await session.append_custom(

@@ -11,12 +11,8 @@ from agents.memory import SessionSettings
 from agents.memory.session_settings import coerce_session_settings
 
 from ...attach import ObservationalMemory, ObservationalMemoryContextProvider
-from ...core.context_blocks import (
-    RECENT_MESSAGES_BLOCK_NAME,
-    BlockOptions,
-    ContextBlock,
-    context_blocks_from_parts,
-)
+from ...core.branch_snapshot import BranchSnapshot
+from ...core.context_blocks import RECENT_MESSAGES_BLOCK_NAME
 from ...entries import SessionEntry, custom_entry, validate_session_id
 from ...errors import InvalidInputError, StoreClosedError
 from ...host.context import render_system
@@ -164,11 +160,15 @@ class PrismSession:
         for index, item in enumerate(normalized):
             batch.extend(entries_for_item(self.session_id, item, index=index))
         async with self._writing:
-            if await store.leaf(self.session_id) is None:
+            held = None if self._provider is None else self._provider.view.snapshot
+            known = held is not None and held.leaf_id is not None
+            if not known and await store.leaf(self.session_id) is None:
                 # A new session starts at a marker, the point clear_session() returns to.
                 batch.insert(0, custom_entry(self.session_id, {"type": ROOT_TYPE, "version": 1}))
-            await store.append_at_leaf(batch)
-        await self._after_add()
+            stored = await store.append_at_leaf(batch)
+            # The batch moves the branch's snapshot on without a read (see BranchView).
+            snapshot = None if self._provider is None else self._provider.view.advance(stored)
+        await self._after_add(snapshot)
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Take the newest item off the session and return it (None when it is empty).
@@ -299,21 +299,24 @@ class PrismSession:
             invalidated_ids=self._provider.invalidated,
         )
 
-    async def _after_add(self) -> None:
+    async def _after_add(self, snapshot: BranchSnapshot | None) -> None:
         if self._runtime is None:
             return
         assert self.memory is not None
         if self.memory.background:
-            task = asyncio.get_running_loop().create_task(self._flush_quietly())
+            task = asyncio.get_running_loop().create_task(self._flush_quietly(snapshot))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         else:
-            await self._flush_quietly()
+            await self._flush_quietly(snapshot)
 
-    async def _flush_quietly(self) -> None:
-        assert self._runtime is not None
+    async def _flush_quietly(self, snapshot: BranchSnapshot | None) -> None:
+        assert self._runtime is not None and self._provider is not None
         try:
-            self.last_flush = await self._runtime.flush()
+            # From the snapshot's counters: no store read when no worker is due.
+            self.last_flush = await self._runtime.flush(snapshot=snapshot)
+            if self.last_flush.entry_ids:
+                self._provider.view.forget()
         except Exception as exc:  # memory work never fails the SDK's turn: it is reported
             error = f"{type(exc).__name__}: {exc}"
             self._runtime.emit_debug_event(POST_ADD_ERROR, {"error": error})
@@ -348,10 +351,14 @@ class PrismSession:
         return frozenset() if self._provider is None else await self._provider.invalidated()
 
     async def _read_items(
-        self, entries: Sequence[SessionEntry], drop_calls: frozenset[str] = frozenset()
+        self,
+        entries: Sequence[SessionEntry],
+        drop_calls: frozenset[str] = frozenset(),
+        invalid: frozenset[str] | None = None,
     ) -> list[dict[str, Any]]:
         """The items of ``entries`` in order, revoked ones withheld."""
-        invalid = await self._invalidated()
+        if invalid is None:
+            invalid = await self._invalidated()
         items: list[dict[str, Any]] = []
         for entry in entries:
             item = item_of(entry)
@@ -372,18 +379,22 @@ class PrismSession:
 
     async def _memory_items(self, store: SessionStore) -> list[dict[str, Any]]:
         assert self._provider is not None and self._session is not None
-        sid = self.session_id
-        blocks, cover = await self._blocks(store)
-        memory = [b for b in blocks if b.name != RECENT_MESSAGES_BLOCK_NAME]
-        recent = next((b for b in blocks if b.name == RECENT_MESSAGES_BLOCK_NAME), None)
-        # Everything the observer has not covered yet is shown, so nothing is in neither.
-        window = await store.entries_after(sid, cover)
-        first = recent.entry_ids[0] if recent is not None and recent.entry_ids else None
+        invalid = await self._invalidated()
+        view = self._provider.view
+        # One snapshot of the branch (or only a leaf check when nothing moved since).
+        snapshot = await view.read(self._session, full=bool(invalid))
+        built = view.blocks(snapshot, invalid)
+        memory = [b for b in built.blocks if b.name != RECENT_MESSAGES_BLOCK_NAME]
+        shown = built.window.rendered.entries if built.window.rendered is not None else ()
+        # The window's items: from its first message on (every message the observer has
+        # not covered is in it, so nothing is in neither the memory nor the items).
+        window = list(snapshot.tail)
+        first = shown[0].id if shown else None
         if first is not None and all(e.id != first for e in window):
             window = await self._entries_from(store, first)
         window, unanswered = await self._with_calls(store, window)
         window = await self._with_reasoning(store, window)
-        items = await self._read_items(window, unanswered)
+        items = await self._read_items(window, unanswered, invalid)
         text = render_system("", memory)
         if not text:
             return items
@@ -394,30 +405,6 @@ class PrismSession:
                 f"{cursor!r} and direction 'backward'."
             )
         return [{"role": "system", "content": text}, *items]
-
-    async def _blocks(self, store: SessionStore) -> tuple[list[ContextBlock], str | None]:
-        """The context blocks (as the attached context provider renders them) and the
-        observer's coverage cursor, from one read of the ledger."""
-        assert self.memory is not None and self._provider is not None
-        sid, context = self.session_id, self.memory.settings.context
-        invalid = await self._invalidated()
-        # Dropped observations change nothing shown unless something is revoked (see
-        # build_observational_memory_context_blocks); coverage is the same in both.
-        ledger = await (store.ledger(sid) if invalid else store.live_ledger(sid))
-        options = BlockOptions(
-            context.recent_messages,
-            context.recent_message_max_tokens,
-            invalid,
-            self.memory.secrets,
-            self._provider.estimator,
-        )
-        blocks = context_blocks_from_parts(
-            ledger,
-            await store.recent_messages(sid, context.recent_messages),
-            options,
-            scope_map=await store.scope_map(sid),
-        )
-        return blocks, ledger.observation_covers_up_to_id
 
     async def _entries_from(self, store: SessionStore, entry_id: str) -> list[SessionEntry]:
         """Branch entries from ``entry_id`` (included) to the leaf."""
