@@ -1,14 +1,27 @@
 """Activation: ``create_observational_memory(...).attach(agent)``.
 
-Attaching wires one agent to observational memory:
+Attaching registers memory on the agent's own extension points (one mechanism: no proxy;
+``attached.agent`` is the agent itself):
 
-* a **context provider** that renders the ``observational-memory`` and ``recent-messages``
-  blocks every turn from the store's indexed path (plus a ``shared-work-scopes`` block
-  when granted shared scopes sit in the current scope lineage);
-* the **compaction strategy**, which renders the recorded memory as the summary;
-* a **proxied agent** whose ``run`` / ``prompt`` / ``stream`` / ``compact`` (and the
-  ``wrap_resume_run`` / ``wrap_resume_stream`` wrappers) run the observe / reflect / drop
-  pipeline after the call completes, then compact when the gate says so.
+* a **context provider** (``agent.context_providers``) that renders the
+  ``observational-memory`` and ``recent-messages`` blocks every turn from one snapshot of
+  the branch (plus a ``shared-work-scopes`` block when granted shared scopes sit in the
+  current scope lineage). The window holds every message memory has not covered yet and
+  at least the last ``context.recent_messages`` (``core.request_window``), so a message is
+  always in the memory, in the request, or both;
+* the **compaction strategy** (``agent.compaction_strategy``, unless the agent has one),
+  which renders the recorded memory as the summary and keeps every uncovered message;
+* a **turn hook** (``agent.turn_hooks``): around each ``run`` / ``prompt`` / ``stream`` /
+  ``compact`` / ``wrap_resume_run`` / ``wrap_resume_stream`` it resolves the invalidation
+  set once, observes first when what memory lacks would not fit the request, and once the
+  call has ended runs the observe / reflect / drop pipeline, then compacts when the gate
+  says so.
+
+A turn reads the store once: the branch snapshot (``SessionStore.snapshot``), or only a
+leaf check when the snapshot held since the last turn is still current; the snapshot is
+then advanced by the turn's own appends, the post-run flush decides from its counters
+whether any worker is due (reading nothing when none is), and the gate estimates the next
+request from it.
 
 The gate is ``context.compact_after_tokens`` unless the host passes ``trigger`` (one of
 ``{"type": "tokens", "tokens": N}``, ``{"type": "input_ratio", "ratio": r}``,
@@ -19,16 +32,17 @@ the coming prompt excluded) with their threshold, counted with the settings'
 ``token_encoding`` like every other count of the attachment. When even a compaction would
 leave that request at or above the threshold (what it keeps alone is too large), it is not
 appended turn after turn: one ``observational-memory:compaction-insufficient`` event says
-so. Post-run work is awaited before the proxied call returns
-(deterministic for scripts and tests) unless ``background=True``, which schedules it as a
-task that ``drain()`` waits for. A worker failure never fails the user's call. Importing
-this module, creating the memory or attaching it starts nothing and calls nothing.
+so. Post-run work is awaited before the call returns (deterministic for scripts and
+tests) unless ``background=True``, which schedules it as a task that ``drain()`` waits
+for. A worker failure never fails the user's call. Importing this module, creating the
+memory or attaching it starts nothing and calls nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
 import inspect
 from collections.abc import (
@@ -52,7 +66,7 @@ from .core.withheld import InvalidationSource, check_invalidation_source, resolv
 from .debug import COMPACTION_INSUFFICIENT, COMPACTION_TRIGGER_ERROR, WINDOW_OVER_BUDGET
 from .entries import SessionEntry, compaction_entry
 from .errors import AmbiguousInputError, InvalidInputError, PrismMemoryError
-from .host.agent import Agent, CompactionRequest, TurnRecord
+from .host.agent import Agent, TurnKind, TurnRecord
 from .host.context import (
     RECENT_MESSAGES_BLOCK,
     estimate_request_tokens,
@@ -81,7 +95,7 @@ from .observational_memory.strategy import (
     ObservationalMemoryCompactionStrategy,
     create_observational_memory_compaction_strategy,
 )
-from .providers.base import CredentialResolver, Provider, ProviderEvent, ProviderRequest
+from .providers.base import CredentialResolver, Provider, ProviderRequest
 from .session import Session
 from .tokens import TokenEstimator, get_estimator
 from .workers.model import Model, coerce_model, resolve_input_cap
@@ -96,7 +110,6 @@ __all__ = [
     "COMPACTION_INSUFFICIENT",
     "COMPACTION_TRIGGER_ERROR",
     "SHARED_BLOCK_NAME",
-    "AttachedAgent",
     "AttachedObservationalMemory",
     "CompactionContext",
     "ObservationalMemory",
@@ -106,6 +119,12 @@ __all__ = [
 ]
 
 TRIGGER_TYPES: Final = frozenset({"tokens", "input_ratio", "entries", "never"})
+
+# Set inside memory's own post-run work (a task of its own in the background), so the
+# compaction it starts is not taken for a new call of the agent.
+_IN_POST_RUN: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "prism_om_in_post_run", default=False
+)
 
 ShouldCompact = Callable[["CompactionContext"], bool | Awaitable[bool]]
 InvalidatedIds = InvalidationSource
@@ -374,7 +393,7 @@ class ObservationalMemory:
         providers: Mapping[str, Provider] | None = None,
         **runtime_options: Any,
     ) -> AttachedObservationalMemory:
-        """Wire memory into ``agent``; returns the proxied agent, runtime, provider, strategy."""
+        """Register memory on ``agent``; returns the agent, runtime, context provider, strategy."""
         if not isinstance(agent, Agent):
             raise InvalidInputError("attach() takes a prism_om.host.Agent")
         reject_removed_settings(runtime_options, where="attach()")
@@ -410,12 +429,16 @@ class ObservationalMemory:
             on_scope_access=on_scope_access,
             estimator=estimator,
         )
+        revoked = _Revoked()
         strategy = create_observational_memory_compaction_strategy(
             keep_recent_entries=self.settings.context.recent_messages,
             observations_pool_max_tokens=self.settings.context.observations_pool_max_tokens,
             recent_message_max_tokens=self.settings.context.recent_message_max_tokens,
             secrets=self.secrets,
             estimator=estimator,
+            # The set resolved at the start of each call of the agent (the strategy is
+            # synchronous; the source may be async), so every compaction withholds it.
+            invalidated_ids=revoked.ids,
         )
         provider.on_event = runtime.emit_debug_event
         if agent.debug is None and self.debug is not None:
@@ -426,11 +449,13 @@ class ObservationalMemory:
             # what the memory withholds.
             agent.invalidated_ids = provider.invalidated
         if agent.compaction_strategy is None:
-            live = _InvalidationAwareStrategy(strategy, provider)
-            agent.compaction_strategy = live
-            agent.compaction_hooks.append(live.refresh)
+            agent.compaction_strategy = strategy
         attached = AttachedObservationalMemory(self, agent, runtime, provider, strategy, model)
+        attached._revoked = revoked
         provider.input_tokens = attached.input_tokens
+        # The one mechanism: memory registers on the agent's own extension points (its
+        # context providers, compaction strategy and turn hooks); no proxy.
+        agent.turn_hooks.append(_MemoryTurns(attached))
         return attached
 
 
@@ -473,7 +498,7 @@ def create_observational_memory(
 
 
 class AttachedObservationalMemory:
-    """The result of ``attach``: the proxied agent, runtime, context provider and strategy."""
+    """The result of ``attach``: the agent, the runtime, the context provider and the strategy."""
 
     def __init__(
         self,
@@ -491,7 +516,9 @@ class AttachedObservationalMemory:
         """The one estimator every part of this attachment counts with."""
         self.strategy = strategy
         self.session_model = session_model
-        self.agent = AttachedAgent(agent, self)
+        self.agent = agent
+        """The agent memory is attached to (the caller's own: ``attach`` registered on it)."""
+        self._revoked = _Revoked()
         self.last_flush: FlushResult | None = None
         self.compactions: list[SessionEntry] = []
         self._runs_active = 0
@@ -499,14 +526,14 @@ class AttachedObservationalMemory:
         self._insufficient = False
 
     async def flush(self, **options: Any) -> FlushResult:
-        """Run the pipeline now; skipped with ``run_active`` while a proxied run is in flight."""
+        """Run the pipeline now; skipped with ``run_active`` while a call of the agent is in flight."""
         if self._runs_active:
             return FlushResult("skipped", reason="run_active")
         return await self.runtime.flush(**options)
 
     def recall_tool(self) -> RecallMemoryTool:
         """The ``recall`` tool over this session's store, merged with granted shared scopes."""
-        session = self.agent.inner.session
+        session = self.agent.session
 
         async def shared(session_id: str) -> list[Any]:
             return await self.context_provider.shared_ledgers(session_id, session)
@@ -527,7 +554,7 @@ class AttachedObservationalMemory:
         """
         context = self.memory.settings.context
         return create_observational_memory_commands(
-            store=self.agent.inner.session.store,
+            store=self.agent.session.store,
             runtime=self.runtime,
             secrets=self.memory.secrets,
             keep_recent_entries=context.recent_messages,
@@ -553,7 +580,7 @@ class AttachedObservationalMemory:
         What the token gates compare with their threshold: the system text with every
         context block, then the history the agent replays.
         """
-        return await next_request_tokens(self.agent.inner.session, self.agent.inner, self.estimator)
+        return await next_request_tokens(self.agent.session, self.agent, self.estimator)
 
     async def drain(self) -> None:
         """Wait for background post-run work scheduled so far."""
@@ -579,7 +606,7 @@ class AttachedObservationalMemory:
             cap = resolve_input_cap(model)
         else:
             cap = int(self.memory.settings.context.compact_after_tokens)
-        agent = self.agent.inner
+        agent = self.agent
         fixed = estimate_request_tokens(
             ProviderRequest(system=agent.system, tools=[t.definition for t in agent.tools]),
             self.estimator,
@@ -592,7 +619,7 @@ class AttachedObservationalMemory:
         if self.memory.background or self.memory.settings.passive:
             return
         provider = self.context_provider
-        session = self.agent.inner.session
+        session = self.agent.session
         snapshot = await provider.view.read(session, full=bool(invalid))
         provider._trust_held = True  # the turn's blocks use this read
         last = provider.last_blocks
@@ -624,6 +651,15 @@ class AttachedObservationalMemory:
     async def _post_run(
         self, compacted: bool, invalid: frozenset[str] | None, turn: TurnRecord | None
     ) -> None:
+        marked = _IN_POST_RUN.set(True)
+        try:
+            await self._post_run_work(compacted, invalid, turn)
+        finally:
+            _IN_POST_RUN.reset(marked)
+
+    async def _post_run_work(
+        self, compacted: bool, invalid: frozenset[str] | None, turn: TurnRecord | None
+    ) -> None:
         try:
             view = self.context_provider.view
             # The turn's own entries move the snapshot forward without a read; anything
@@ -644,7 +680,7 @@ class AttachedObservationalMemory:
                     self._insufficient = False
                 elif await self._compaction_helps(kind):
                     strategy = await self.current_strategy()
-                    entry = await self.agent.inner.compact(strategy, trigger=kind)
+                    entry = await self.agent.compact(strategy, trigger=kind)
                     self.compactions.append(entry)
                     view.forget()
                     await self._check_compaction_fits(kind)
@@ -680,7 +716,7 @@ class AttachedObservationalMemory:
         threshold = self._token_threshold(kind)
         if threshold is None:
             return True
-        agent, session = self.agent.inner, self.agent.inner.session
+        agent, session = self.agent, self.agent.session
         request = await agent.request_preview(None)
         settings = self.memory.settings
         live = await session.store.live_ledger(session.id)
@@ -739,11 +775,11 @@ class AttachedObservationalMemory:
         """The trigger type that fires now, or None. ``tokens``: the next request's estimate
         when the turn already tells it; ``snapshot``: the branch as the turn left it."""
         context = CompactionContext(
-            self.agent.inner.session,
+            self.agent.session,
             self.session_model,
             _tokens=tokens,
             _entries=None if snapshot is None else snapshot.entry_count,
-            agent=self.agent.inner,
+            agent=self.agent,
             estimator=self.estimator,
         )
         trigger = self.memory.trigger
@@ -776,7 +812,7 @@ class AttachedObservationalMemory:
         return None
 
     async def _entries_since_compaction(self) -> int:
-        session = self.agent.inner.session
+        session = self.agent.session
         total = await session.store.entry_count(session.id)
         compaction = await session.store.last_compaction(session.id)
         if compaction is None:
@@ -788,160 +824,52 @@ class AttachedObservationalMemory:
         self.runtime.emit_debug_event(event, data)
 
 
-class _InvalidationAwareStrategy:
-    """The attached strategy as the agent holds it, for compactions that bypass the proxy.
+class _Revoked:
+    """The invalidation set of the call in flight, for the synchronous strategy to read."""
 
-    A strategy's ``compact`` is synchronous while the invalidation source may be async,
-    so a ``compaction_request`` hook reads the set right before each compaction and the
-    strategy folds with it; other attributes are the attached strategy's.
-    """
+    def __init__(self) -> None:
+        self.current: frozenset[str] = frozenset()
 
-    def __init__(
-        self,
-        strategy: ObservationalMemoryCompactionStrategy,
-        provider: ObservationalMemoryContextProvider,
-    ) -> None:
-        self.strategy = strategy
-        self._provider = provider
-        self._invalidated: frozenset[str] = frozenset()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.strategy, name)
-
-    async def refresh(self, request: CompactionRequest) -> CompactionRequest:
-        self._invalidated = await self._provider.invalidated()
-        return request
-
-    def compact(
-        self, entries: Sequence[SessionEntry], *, session_id: str, trigger: str = "manual"
-    ) -> SessionEntry:
-        current = dataclasses.replace(self.strategy, invalidated_ids=self._invalidated)
-        return current.compact(entries, session_id=session_id, trigger=trigger)
+    def ids(self) -> frozenset[str]:
+        return self.current
 
 
-class AttachedAgent:
-    """The agent with memory attached: each call runs the memory pipeline after it."""
+class _MemoryTurns:
+    """Memory's turn hook (``Agent.turn_hooks``): each call of the agent counts as in
+    flight (a manual flush skips with ``run_active``), resolves the invalidation set once,
+    observes first when the request could not show what memory lacks, and when the call
+    has ended runs the post-run work (observe / reflect / drop when due, then the gate)."""
 
-    def __init__(self, inner: Agent, attached: AttachedObservationalMemory) -> None:
-        self.inner = inner
+    def __init__(self, attached: AttachedObservationalMemory) -> None:
         self._attached = attached
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    async def run(self, prompt: str) -> SessionEntry:
-        async with self._active() as turn:
-            entry = await self.inner.run(prompt)
-        await self._attached._after_run(invalid=turn.invalid, turn=turn.record())
-        return entry
-
-    async def prompt(self, text: str) -> str:
-        async with self._active() as turn:
-            reply = await self.inner.prompt(text)
-        await self._attached._after_run(invalid=turn.invalid, turn=turn.record())
-        return reply
-
-    def stream(self, prompt: str) -> AsyncIterator[ProviderEvent]:
-        """Stream one turn; closing the stream early (``aclose()``) still ends the run.
-
-        A consumer that breaks out of the loop should close the stream (``await
-        stream.aclose()`` or ``contextlib.aclosing``): the run then stops counting as in
-        flight and the turn's post-run work runs, as it does when the stream completes.
-        """
-        return self._closing_stream(lambda: self.inner.stream(prompt))
-
-    async def compact(self, strategy: Any = None, *, trigger: str = "manual") -> SessionEntry:
-        async with self._active(prepare=False) as turn:
-            chosen = strategy
-            if strategy is None or strategy is self._attached.strategy:
-                chosen = await self._attached.current_strategy()
-            entry = await self.inner.compact(chosen, trigger=trigger)
-        self._attached.compactions.append(entry)
-        await self._attached._after_run(compacted=True, invalid=turn.invalid)
-        return entry
-
-    async def wrap_resume_run(self, resume: Callable[[], Awaitable[Any]]) -> Any:
-        """Run a host's resume of an interrupted run, then the memory pipeline."""
-        async with self._active() as turn:
-            result = await resume()
-        await self._attached._after_run(invalid=turn.invalid, turn=turn.record())
-        return result
-
-    def wrap_resume_stream(
-        self, resume: Callable[[], AsyncIterator[ProviderEvent]]
-    ) -> AsyncIterator[ProviderEvent]:
-        """Stream a host's resume of an interrupted run, then run the memory pipeline."""
-        return self._closing_stream(resume)
-
-    async def _closing_stream(
-        self, open_stream: Callable[[], AsyncIterator[ProviderEvent]]
-    ) -> AsyncIterator[ProviderEvent]:
-        turn: _RunActive | None = None
-        try:
-            async with self._active() as turn:
-                events = open_stream()
-                try:
-                    async for event in events:
-                        yield event
-                finally:
-                    # The inner stream ends now, not when it is garbage-collected: the
-                    # turn is over once the consumer has let go.
-                    close = getattr(events, "aclose", None)
-                    if close is not None:
-                        await close()
-        except GeneratorExit:
-            # Closed early (``aclose()``): the run is no longer in flight, and the
-            # abandoned turn still gets its post-run work, like a completed one.
-            await self._after(turn)
-            raise
-        await self._after(turn)
-
-    async def _after(self, turn: _RunActive | None) -> None:
-        if turn is None:
-            await self._attached._after_run()
-        else:
-            await self._attached._after_run(invalid=turn.invalid, turn=turn.record())
-
-    def _active(self, *, prepare: bool = True) -> _RunActive:
-        return _RunActive(self._attached, prepare)
-
-
-class _RunActive:
-    """One proxied call: counts it in flight (a manual flush skips with ``run_active``),
-    resolves the invalidation set once for the whole turn, observes first when the turn's
-    request could not show what memory lacks, and tells which turn the call made."""
-
-    def __init__(self, attached: AttachedObservationalMemory, prepare: bool) -> None:
-        self._attached = attached
-        self._prepare = prepare
-        self._scope: contextlib.AbstractAsyncContextManager[frozenset[str]] | None = None
-        self._before: TurnRecord | None = None
-        self.invalid: frozenset[str] | None = None
-
-    def record(self) -> TurnRecord | None:
-        """The turn the call made (None when it made none, e.g. a host resume)."""
-        after = self._attached.agent.inner.last_turn
-        return after if after is not self._before else None
-
-    async def __aenter__(self) -> _RunActive:
+    @contextlib.asynccontextmanager
+    async def turn(self, agent: Agent, kind: TurnKind) -> AsyncIterator[None]:
         attached = self._attached
+        if _IN_POST_RUN.get():
+            yield  # memory's own compaction, inside its post-run work
+            return
+        before = agent.last_turn
         attached._runs_active += 1
+        ended = False
         try:
-            self._before = attached.agent.inner.last_turn
-            self._scope = attached.context_provider.turn()
-            self.invalid = await self._scope.__aenter__()
-            if self._prepare:
-                await attached._before_run(self.invalid)
-        except BaseException:
-            await self.__aexit__(None, None, None)
-            raise
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._attached._runs_active -= 1
-        scope, self._scope = self._scope, None
-        if scope is not None:
-            await scope.__aexit__(None, None, None)
+            async with attached.context_provider.turn() as invalid:
+                attached._revoked.current = invalid
+                if kind != "compact":
+                    await attached._before_run(invalid)
+                try:
+                    yield
+                except GeneratorExit:
+                    ended = True  # a stream closed early: the turn still ended
+                    raise
+                ended = True
+        finally:
+            attached._runs_active -= 1
+            if ended:
+                turn = agent.last_turn if agent.last_turn is not before else None
+                if kind == "compact" and agent.last_compacted is not None:
+                    attached.compactions.append(agent.last_compacted)
+                await attached._after_run(compacted=kind == "compact", invalid=invalid, turn=turn)
 
 
 def _window_tokens(built: TurnBlocks) -> int:

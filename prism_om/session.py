@@ -16,7 +16,7 @@ from .entries import (
 from .errors import SessionMismatchError
 from .stores.base import ANY_MEMORY_HEAD, AnyMemoryHead, SessionStore
 
-__all__ = ["Session", "stored_on_branch"]
+__all__ = ["Session", "same_content", "stored_on_branch"]
 
 
 class Session:
@@ -109,12 +109,17 @@ async def stored_on_branch(store: SessionStore, entry: SessionEntry) -> SessionE
     stored = await store.get(entry.id)
     if (
         stored is None
-        or stored.session_id != entry.session_id
-        or _content(stored) != _content(entry)
+        or not same_content(stored, entry)
         or not await store.is_on_branch(entry.session_id, entry.id)
     ):
         return None
     return stored
+
+
+def same_content(stored: SessionEntry, entry: SessionEntry) -> bool:
+    """Whether ``stored`` is ``entry`` as given (same id, session and content), wherever the
+    append placed it (the parent is left out: an append at the leaf chooses it)."""
+    return stored.session_id == entry.session_id and _content(stored) == _content(entry)
 
 
 def _content(entry: SessionEntry) -> dict[str, Any]:

@@ -274,7 +274,7 @@ async def _tour(store: SessionStore, run: SessionRun, *, est_name: str) -> None:
         print_compaction(compaction_figures(last, tokens))
 
     heading("context the next turn would see", f"tokens by {est_name}")
-    blocks = await run.attached.context_provider.blocks(run.attached.agent.inner.session)
+    blocks = await run.attached.context_provider.blocks(run.attached.agent.session)
     raw = await store.branch_tokens(sid)
     messages = sum(1 for e in await store.entries(sid) if e.kind == "message")
     for block in blocks:

@@ -161,7 +161,12 @@ class ObservationalMemoryLedger:
 class LedgerBuilder:
     """Folds entries one at a time; ``build()`` snapshots the ledger so far.
 
-    The stores' incremental path and the pure fold share this one implementation.
+    The stores' incremental path and the pure fold share this one implementation. With
+    ``live=True`` it folds the *live* view instead (``ledger_views.live_ledger`` of the
+    ledger: no dropped observation, no superseded reflection, neither list) from a live
+    ``start``: a drop or a supersession removes what it retires, so extending costs the
+    live memory and the new records, not every record ever made. That relies on what every
+    store checks at append: a record never reuses an id already recorded on its branch.
     """
 
     def __init__(
@@ -169,8 +174,11 @@ class LedgerBuilder:
         start: ObservationalMemoryLedger | None = None,
         *,
         source_time: Callable[[str], str | None] | None = None,
+        live: bool = False,
     ) -> None:
         start = start or ObservationalMemoryLedger()
+        self._live = live
+        self._retired: set[str] = set()
         # Dates an observation recorded without ``observedAt`` (see ``dated_observation``).
         self._source_time = source_time or _no_time
         self._observations = list(start.observations)
@@ -231,18 +239,31 @@ class LedgerBuilder:
         for old in reflection.supersedes_reflection_ids or ():
             if old in earlier and old not in self._superseded_ids:
                 self._superseded_ids.add(old)
-                self._supersessions.append(Supersession(old, reflection.id))
+                if self._live:
+                    self._retired.add(old)
+                    self._reflection_ids.discard(old)
+                else:
+                    self._supersessions.append(Supersession(old, reflection.id))
 
     def _drop(self, ids: Iterable[str]) -> None:
         for observation_id in ids:
             if observation_id in self._observation_ids and observation_id not in self._dropped_ids:
                 self._dropped_ids.add(observation_id)
-                self._dropped.append(observation_id)
+                if self._live:
+                    self._retired.add(observation_id)
+                    self._observation_ids.discard(observation_id)
+                else:
+                    self._dropped.append(observation_id)
 
     def build(self) -> ObservationalMemoryLedger:
+        observations, reflections = self._observations, self._reflections
+        if self._retired:
+            retired = self._retired
+            observations = [r for r in observations if r.id not in retired]
+            reflections = [r for r in reflections if r.id not in retired]
         return ObservationalMemoryLedger(
-            observations=tuple(self._observations),
-            reflections=tuple(self._reflections),
+            observations=tuple(observations),
+            reflections=tuple(reflections),
             dropped_observation_ids=tuple(self._dropped),
             observation_coverage=self._observation_coverage,
             reflection_coverage=self._reflection_coverage,

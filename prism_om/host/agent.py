@@ -4,14 +4,24 @@
 registered context provider plus the branch messages, executes registered tools, and
 appends the assistant (and tool) messages. ``compact`` appends one compaction entry made
 by a strategy, after every ``compaction_request`` hook had its say.
+
+Extension points, each a list a host (or ``attach()``) registers on: ``context_providers``
+(blocks for each request), ``compaction_hooks`` (rewrite what a compaction folds) and
+``turn_hooks``: each call of ``run`` / ``prompt`` / ``stream`` / ``compact`` /
+``wrap_resume_run`` / ``wrap_resume_stream`` runs inside every turn hook's ``turn()``
+scope, which sees the call start and, once it ended (a stream closed early included),
+does its after-turn work. A call made from inside another (a resume that runs a turn) is
+one turn: only the outermost call enters the hooks.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from ..core.withheld import InvalidationSource, check_invalidation_source, resolve_invalidation
 from ..debug import PROVIDER_TEXT_SANITIZED, DebugEmitter, DebugSink
@@ -42,6 +52,8 @@ __all__ = [
     "CompactionRequest",
     "CompactionRequestHook",
     "CompactionStrategy",
+    "TurnHook",
+    "TurnKind",
     "TurnRecord",
 ]
 
@@ -82,6 +94,20 @@ class TurnRecord:
     """How many of ``entries`` ``request`` carries (the rest came after it: the reply)."""
 
 
+TurnKind = Literal["run", "compact", "resume"]
+"""What a hooked call does: a turn (``run``/``prompt``/``stream``), a ``compact``, or a
+host's ``resume`` of an interrupted run."""
+
+
+class TurnHook(Protocol):
+    """Work around each call of an agent (``Agent.turn_hooks``)."""
+
+    def turn(self, agent: Agent, kind: TurnKind) -> AbstractAsyncContextManager[object]:
+        """A scope entered before the call and left after it; leaving without an
+        exception (a stream closed early included) is the call having ended."""
+        ...
+
+
 @dataclass
 class Agent:
     """One session's agent: a provider, a system text, tools and context providers."""
@@ -101,8 +127,13 @@ class Agent:
     invalidated_ids: InvalidationSource = None
     """Revoked ids (a set, or a callable asked every turn) the replayed history withholds;
     ``attach`` sets the memory's own."""
+    turn_hooks: list[TurnHook] = field(default_factory=list)
+    """Hooks around every call (see the module docstring); ``attach`` registers memory's."""
     last_turn: TurnRecord | None = field(default=None, init=False, repr=False)
     """The latest turn's request and appended entries (None before the first turn)."""
+    last_compacted: SessionEntry | None = field(default=None, init=False, repr=False)
+    """The compaction entry the latest ``compact`` appended."""
+    _depth: int = field(default=0, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.invalidated_ids = check_invalidation_source(self.invalidated_ids)
@@ -117,14 +148,35 @@ class Agent:
 
     # -- turns ------------------------------------------------------------------------
 
+    @contextlib.asynccontextmanager
+    async def hooked(self, kind: TurnKind) -> AsyncIterator[None]:
+        """Run the body as one call of the agent, inside every turn hook's scope (only the
+        outermost call when calls nest)."""
+        if self._depth or not self.turn_hooks:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        async with contextlib.AsyncExitStack() as scopes:
+            for hook in list(self.turn_hooks):
+                await scopes.enter_async_context(hook.turn(self, kind))
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+
     async def run(self, prompt: str) -> SessionEntry:
         """One user turn to completion; returns the final assistant entry."""
-        final: SessionEntry | None = None
-        async for _event, entry in self._turn(prompt):
-            if entry is not None and entry.role == "assistant":
-                final = entry
-        assert final is not None  # every turn ends with an assistant entry
-        return final
+        async with self.hooked("run"):
+            final: SessionEntry | None = None
+            async for _event, entry in self._turn(prompt):
+                if entry is not None and entry.role == "assistant":
+                    final = entry
+            assert final is not None  # every turn ends with an assistant entry
+            return final
 
     async def prompt(self, text: str) -> str:
         """One user turn; returns the assistant's final text."""
@@ -132,14 +184,44 @@ class Agent:
         return entry.message.text() if entry.message is not None else ""
 
     async def stream(self, prompt: str) -> AsyncIterator[ProviderEvent]:
-        """One user turn, yielding provider events as they arrive."""
-        async for event, _entry in self._turn(prompt):
-            if event is not None:
-                yield event
+        """One user turn, yielding provider events as they arrive.
+
+        A consumer that breaks out of the loop should close the stream (``await
+        stream.aclose()`` or ``contextlib.aclosing``): the turn then ends at once, and the
+        turn hooks' after-turn work runs as it does when the stream completes.
+        """
+        async with self.hooked("run"):
+            turn = self._turn(prompt)
+            try:
+                async for event, _entry in turn:
+                    if event is not None:
+                        yield event
+            finally:
+                # The turn ends now, not when the generator is garbage-collected.
+                await turn.aclose()
+
+    async def wrap_resume_run(self, resume: Callable[[], Awaitable[Any]]) -> Any:
+        """Run a host's resume of an interrupted run as one call (turn hooks around it)."""
+        async with self.hooked("resume"):
+            return await resume()
+
+    async def wrap_resume_stream(
+        self, resume: Callable[[], AsyncIterator[ProviderEvent]]
+    ) -> AsyncIterator[ProviderEvent]:
+        """Stream a host's resume of an interrupted run as one call (see ``stream``)."""
+        async with self.hooked("resume"):
+            events = resume()
+            try:
+                async for event in events:
+                    yield event
+            finally:
+                close = getattr(events, "aclose", None)
+                if close is not None:
+                    await close()
 
     async def _turn(
         self, prompt: str
-    ) -> AsyncIterator[tuple[ProviderEvent | None, SessionEntry | None]]:
+    ) -> AsyncGenerator[tuple[ProviderEvent | None, SessionEntry | None], None]:
         if not isinstance(prompt, str) or not prompt.strip():
             raise InvalidInputError("a prompt must be non-empty text")
         # Blocks describe the conversation before this turn; the turn itself follows them
@@ -243,6 +325,10 @@ class Agent:
         self, strategy: CompactionStrategy | None = None, *, trigger: str = "manual"
     ) -> SessionEntry:
         """Append one compaction entry made by ``strategy`` (default: the agent's)."""
+        async with self.hooked("compact"):
+            return await self._compact(strategy, trigger)
+
+    async def _compact(self, strategy: CompactionStrategy | None, trigger: str) -> SessionEntry:
         chosen = strategy or self.compaction_strategy
         if chosen is None:
             raise InvalidInputError("compact() needs a strategy: pass one or set the agent's")
@@ -254,7 +340,9 @@ class Agent:
         entry = chosen.compact(list(request.entries), session_id=self.session.id, trigger=trigger)
         # A hook may have trimmed the tail it folds; the compaction still lands at the leaf,
         # as resolved when it is appended.
-        return await self.session.append(entry)
+        stored = await self.session.append(entry)
+        self.last_compacted = stored
+        return stored
 
 
 def replace_parent(entry: SessionEntry, parent_id: str | None) -> SessionEntry:

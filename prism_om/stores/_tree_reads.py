@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable
 from typing import Literal, TypeVar
 
 from ..core.ledger import LedgerBuilder, ObservationalMemoryLedger
-from ..core.ledger_views import live_ledger
 from ..core.scope_map import WorkScopeMap, fold_work_scope_map
 from ..entries import SessionEntry
 from ..errors import EntryNotFoundError
@@ -34,10 +33,6 @@ _Since = tuple[
 
 class TreeIndexReads(StoreBase):
     """``StoreBase`` with the indexed reads; an adapter supplies ``_tree_query``."""
-
-    # The last ledger ``live_ledger`` filtered and its live view. Kept by identity: a
-    # ledger object is immutable and only ``ledger()`` hands it out.
-    _live_view: tuple[ObservationalMemoryLedger, ObservationalMemoryLedger] | None = None
 
     @abc.abstractmethod
     async def _tree_query(self, session_id: str, query: Callable[[TreeIndex, str], _T]) -> _T:
@@ -107,14 +102,26 @@ class TreeIndexReads(StoreBase):
     async def live_ledger(
         self, session_id: str, leaf_id: str | None = None
     ) -> ObservationalMemoryLedger:
-        """``StoreBase.live_ledger``, filtered once per ledger: a turn's workers ask for it
-        several times between two memory records, and each filter costs the whole ledger."""
-        full = await self.ledger(session_id, leaf_id)
-        kept = self._live_view
-        if kept is not None and kept[0] is full:
-            return kept[1]
-        live = live_ledger(full)
-        self._live_view = (full, live)
+        """``StoreBase.live_ledger``, folded live from the path's memory records: the live
+        view of the nearest remembered record, extended by the records since
+        (``LedgerBuilder(live=True)``), so a new record costs the live memory, not every
+        observation ever recorded (a dropped one is never looked at again)."""
+        cache = self._live_cache
+
+        def since(index: TreeIndex, sid: str) -> _Since:
+            base_id, records = index.memory_records_since(sid, leaf_id, cache)
+            depths = [index.depth[r.id] for r in records]
+            return base_id, records, depths, index.source_time(sid, index.tip(sid, leaf_id))
+
+        base_id, records, depths, source_time = await self._tree_query(session_id, since)
+        base = None if base_id is None else cache.get(base_id)
+        if not records:
+            return base or ObservationalMemoryLedger()
+        builder = LedgerBuilder(base, source_time=source_time, live=True)
+        for record, depth in zip(records, depths, strict=True):
+            builder.add(record, depth)
+        live = builder.build()
+        remember_ledger(cache, records[-1].id, live)
         return live
 
     async def scope_map(self, session_id: str, leaf_id: str | None = None) -> WorkScopeMap:

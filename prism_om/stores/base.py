@@ -579,11 +579,14 @@ class StoreBase(StoreLifecycle):
 
     # A branch never changes once its leaf exists, so the ledger of a leaf stays right.
     _ledger_cache: dict[str, ObservationalMemoryLedger]
+    # Live views kept the same way, by the record (or leaf) they end at.
+    _live_cache: dict[str, ObservationalMemoryLedger]
     # Token counts by encoding name, then entry id (an entry's text never changes).
     _token_cache: dict[str, dict[str, int]]
 
     def __init__(self) -> None:
         self._ledger_cache = {}
+        self._live_cache = {}
         self._token_cache = {}
 
     @abc.abstractmethod
@@ -633,6 +636,7 @@ class StoreBase(StoreLifecycle):
         """Drop the remembered ledgers and token counts, after a ``delete_session``: ids
         that come back later (a re-import) must not find the erased session's."""
         self._ledger_cache.clear()
+        self._live_cache.clear()
         self._token_cache.clear()
 
     async def get_many(self, entry_ids: Iterable[str]) -> dict[str, SessionEntry]:

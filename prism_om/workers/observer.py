@@ -15,7 +15,7 @@ from ..entries import SessionEntry
 from ..providers.base import Provider
 from ..tokens import TokenEstimator, get_estimator
 from ._common import ShortLimits, WorkerCall, direct_call
-from .loop import WorkerRun, run_worker
+from .loop import WorkerRun, WorkerRunError, run_worker
 from .model import Model
 from .prompts import OBSERVER_INSTRUCTIONS, observer_prompt, system_text
 from .tools import ObservationRecorder
@@ -105,16 +105,43 @@ async def observe(
         request=call.request,
         on_sanitized=call.on_sanitized,
     )
+    scanned = len(batch.scanned)
+    if run.stopped == "max_turns":
+        # Cut by its turn cap, the model may not have reached the end of the chunk: the
+        # run covers only up to the newest message it recorded from, and the rest waits
+        # for the next run. Coverage is earned, never assumed.
+        scanned = _handled_prefix(batch.scanned, recorder.observations)
+        if scanned == 0:
+            raise WorkerRunError(
+                "max_turns",
+                f"observer run reached max_worker_turns ({call.limits.max_worker_turns}) "
+                "without recording anything: its messages stay uncovered",
+            )
     return ObserverResult(
         observations=tuple(recorder.observations),
-        covers_up_to_id=batch.covers_up_to_id,
-        source_ids=tuple(e.id for e in batch.sources),
-        scanned=len(batch.scanned),
-        remaining=remaining,
+        covers_up_to_id=batch.scanned[scanned - 1].id,
+        source_ids=tuple(
+            e.id for e in batch.sources[: _shown_within(batch.sources, batch.scanned[:scanned])]
+        ),
+        scanned=scanned,
+        remaining=len(entries) - scanned,
         truncated_ids=batch.truncated,
         run=run,
         rejected=recorder.rejected,
     )
+
+
+def _handled_prefix(scanned: Sequence[SessionEntry], observations: Sequence[Observation]) -> int:
+    """How many of ``scanned`` lead up to the newest entry an observation cites."""
+    cited = {s for o in observations for s in o.source_entry_ids}
+    last = max((i for i, e in enumerate(scanned) if e.id in cited), default=-1)
+    return last + 1
+
+
+def _shown_within(sources: Sequence[SessionEntry], scanned: Sequence[SessionEntry]) -> int:
+    """How many of ``sources`` (shown messages) lie within ``scanned``."""
+    ids = {e.id for e in scanned}
+    return sum(1 for e in sources if e.id in ids)
 
 
 async def run_observer(

@@ -133,7 +133,7 @@ from ..providers.base import (
     bound_error_text,
     sanitize_cache_key,
 )
-from ..session import Session, stored_on_branch
+from ..session import Session, same_content, stored_on_branch
 from ..stores.base import ANY_MEMORY_HEAD, AnyMemoryHead, check_memory_head
 from ..tokens import TokenEstimator, get_estimator
 from ._common import WorkerCall
@@ -292,6 +292,11 @@ class ObservationalMemoryRuntime:
         self.limits = limits
         self._append_entry = append_entry
         self._append_takes_head = _takes_keyword(append_entry, "expected_memory_head")
+        # The default callback, ``session.append`` of this very session: it returns the
+        # entry as the store placed it at the leaf, so that answer is checked, not re-read.
+        self._session_append = getattr(append_entry, "__self__", None) is session and (
+            getattr(append_entry, "__func__", None) is Session.append
+        )
         self._workers = dict(workers)
         self._session_model = session_model
         self._resolver = credential_resolver
@@ -1015,6 +1020,8 @@ class ObservationalMemoryRuntime:
         when another record landed since, and then nothing was stored.
         """
         store, sid = self.session.store, self.session.id
+        if self._session_append:
+            return await self._append_at_leaf(data, progress, head)
         previous = await store.leaf(sid)
         # The parent is where the leaf is now; the host's append may place it lower.
         entry = custom_entry(sid, data, parent_id=previous)
@@ -1044,6 +1051,28 @@ class ObservationalMemoryRuntime:
             self._last_error = self._error(message)
             self._emit(APPEND_MISMATCH, {"entryId": entry.id, "leaf": leaf})
             raise BranchMismatchError(message, entry_id=entry.id, session_id=sid, url=store.url)
+        progress.entry_ids.append(stored.id)
+        self._emit(MEMORY_APPENDED, {"entryId": stored.id, "type": data["type"]})
+        return stored
+
+    async def _append_at_leaf(
+        self, data: dict[str, Any], progress: _Progress, head: str | AnyMemoryHead | None
+    ) -> SessionEntry:
+        """``_append`` through ``session.append``: the store places the record at the
+        leaf inside its write lock and returns it as stored; its session and content are
+        checked on that answer (the write could not land in another store or branch)."""
+        entry = custom_entry(self.session.id, data)
+        stored = await self.session.append(entry, expected_memory_head=head)
+        if not same_content(stored, entry):
+            message = (
+                f"memory entry {entry.id!r} came back from session {stored.session_id!r} "
+                f"with other content than appended to session {self.session.id!r}"
+            )
+            self._last_error = self._error(message)
+            self._emit(APPEND_MISMATCH, {"entryId": entry.id, "leaf": stored.id})
+            raise BranchMismatchError(
+                message, entry_id=entry.id, session_id=self.session.id, url=self.session.store.url
+            )
         progress.entry_ids.append(stored.id)
         self._emit(MEMORY_APPENDED, {"entryId": stored.id, "type": data["type"]})
         return stored

@@ -227,12 +227,11 @@ async def library_paths(store: SessionStore, ids: dict[str, str], blocked: froze
         assert [s["id"] for s in lunch["sources"]] == [ids["m4"]]
         assert "pasta carbonara" in dumped(lunch["sources"])
 
-    # Compaction last: it appends. The proxied call, the attached strategy passed by
-    # hand, and the inner agent's own compact (bypassing the proxy) all withhold.
+    # Compaction last: it appends. The agent's own compact and the attached strategy
+    # passed by hand both withhold (attach registers on the agent: there is no proxy).
     for compaction in (
         await attached.agent.compact(),
         await attached.agent.compact(attached.strategy),
-        await attached.agent.inner.compact(),
     ):
         assert R_SSN not in compaction.summary
         assert "Releases go out on fridays." in compaction.summary

@@ -146,28 +146,33 @@ async def test_indexed_reads_equal_the_pure_folds_on_every_leaf(
         assert await store.ledger(sid, leaf) == fold_ledger(branch)
 
 
-async def test_memory_and_jsonl_filter_each_ledger_once_for_its_live_view(
+async def test_memory_and_jsonl_fold_a_new_record_into_the_live_view_alone(
     indexed: SessionStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A turn's workers ask for the live ledger several times between two records; the
-    filter (a pass over every observation ever recorded) runs once per ledger."""
-    from prism_om.core import ledger_views
-    from prism_om.stores import _tree_reads
+    """The live view after a new memory record folds that record alone into the live view
+    before it (``LedgerBuilder(live=True)``): the records before it, dropped observations
+    among them, are not parsed or filtered again."""
+    from prism_om.core import ledger, ledger_views
 
     await run_turns(indexed, 30)
-    filtered = [0]
-
-    def counting(ledger: Any) -> Any:
-        filtered[0] += 1
-        return ledger_views.live_ledger(ledger)
-
-    monkeypatch.setattr(_tree_reads, "live_ledger", counting)
     first = await indexed.live_ledger("long")
-    assert first == ledger_views.live_ledger(await indexed.ledger("long"))
-    assert await indexed.live_ledger("long") is first
-    # At most once: the last turn's workers may have filtered this very ledger already.
-    assert filtered[0] <= 1
-    await run_turns(indexed, 3, start=30)
-    assert await indexed.live_ledger("long") == ledger_views.live_ledger(
-        fold_ledger(await indexed.entries("long"))
+    assert first == ledger_views.live_ledger(fold_ledger(await indexed.entries("long")))
+    assert await indexed.live_ledger("long") is first  # remembered
+    parsed = [0]
+    parse = ledger.parse_memory_record
+
+    def counting(entry: Any) -> Any:
+        parsed[0] += 1
+        return parse(entry)
+
+    monkeypatch.setattr(ledger, "parse_memory_record", counting)
+    live = {r.id for r in first.observations}
+    gone = sorted(live)[:2]
+    await Session(indexed, "long").append_custom(
+        {"type": "om.observations.dropped", "observationIds": gone}
     )
+    after = await indexed.live_ledger("long")
+    assert parsed[0] == 1
+    assert {r.id for r in after.observations} == live - set(gone)
+    monkeypatch.undo()
+    assert after == ledger_views.live_ledger(fold_ledger(await indexed.entries("long")))
