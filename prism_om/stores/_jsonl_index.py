@@ -30,7 +30,7 @@ import json
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import accumulate, repeat
 from typing import cast
 
 from ..core.sources import is_eligible_observation_source_entry
@@ -62,6 +62,8 @@ class LineIndex:
     kinds: str
     last_activity: str | None
     lines: list[bytes]
+    # Where each line starts in the file.
+    offsets: list[int]
     # Per line the message's token count with ``encoding`` (None: the index has none).
     tokens: list[int] | None = None
     encoding: str | None = None
@@ -141,7 +143,9 @@ def read_index(raw: bytes, session_id: str, data: bytes) -> LineIndex | None:
         tokens is not None and not _counts_fit(tokens, encoding, kinds)
     ):
         return None
-    return LineIndex(length, ids, parents, kinds, last, lines, tokens, encoding)
+    offsets = [0, *accumulate(len(line) + 1 for line in lines)]
+    offsets.pop()
+    return LineIndex(length, ids, parents, kinds, last, lines, offsets, tokens, encoding)
 
 
 def _counts_fit(tokens: object, encoding: object, kinds: str) -> bool:
@@ -206,7 +210,9 @@ def apply_index(
     return True
 
 
-def _place_run(index: TreeIndex, order: list[str], found: LineIndex, start: int, end: int) -> None:
+def _place_run(
+    index: TreeIndex, session_id: str, order: list[str], found: LineIndex, start: int, end: int
+) -> None:
     """Place message rows ``[start, end)``, each the only child of the row before it
     (placed already, so a leaf until now): what ``_place`` does row by row."""
     ids, kinds = found.ids, found.kinds
@@ -214,8 +220,11 @@ def _place_run(index: TreeIndex, order: list[str], found: LineIndex, start: int,
     before = ids[start - 1]
     first = index.depth[before] + 1
     segment = index.segment[before]
-    # LazyEntries.keep_raw for each row: the lines stay unparsed.
-    dict.update(index.entries, zip(run, found.lines[start:end], strict=True))
+    # LazyEntries.keep_at for each row: the lines stay in the file.
+    entries = index.entries
+    assert isinstance(entries, LazyEntries)
+    lengths = (len(line) for line in found.lines[start:end])
+    entries.keep_many_at(run, session_id, found.offsets[start:end], lengths)
     order.extend(run)
     index.depth.update(zip(run, range(first, first + len(run)), strict=True))
     index.segment.update(zip(run, repeat(segment)))
@@ -235,7 +244,7 @@ def _place(
     """``TreeIndex.apply`` for each row, message rows without their entry (see there)."""
     entries = index.entries
     assert isinstance(entries, LazyEntries)
-    keep = entries.keep_raw
+    keep = entries.keep_at
     children, depths, segments = index.children, index.depth, index.segment
     heads, segment_ids = index.memory_heads, index.segment_ids
     segment_messages, new_segment = index.segment_messages, index._new_segment
@@ -262,12 +271,12 @@ def _place(
             # A run of message rows, each the only child of the line before: placed with
             # a few bulk operations instead of a dozen lookups per row.
             end = stops[bisect_right(stops, i)]
-            _place_run(index, order, found, i, end)
+            _place_run(index, session_id, order, found, i, end)
             messages += end - i
             i = end
             continue
         entry_id, parent_id = ids[i], parents[i]
-        keep(entry_id, lines[i])
+        keep(entry_id, session_id, found.offsets[i], len(lines[i]))
         order.append(entry_id)
         depth = depths[parent_id] + 1
         siblings = children.get(parent_id)

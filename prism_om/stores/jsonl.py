@@ -85,7 +85,12 @@ deleting them loses nothing.
 Lazy loading. Opening reads nothing but the directory; a read loads only the session it
 names (through its index sidecar when one matches), and ``sessions``/``session_summaries``
 read sidecars (loading only sessions whose sidecar has no summary). A process loads each
-session once and then only its new committed bytes.
+session once and then only its new committed bytes. What it keeps of a message is where
+its line lies (``LazyEntries``): a read of messages reads their lines back with
+``os.pread`` and parses them, and a bounded cache keeps the most recently read, written
+or loaded ones (``BODY_CACHE_ENTRIES`` entries, ``BODY_CACHE_BYTES`` of lines), so the
+process's memory grows with a session's entry count, not its text. Memory records and
+compactions stay parsed (every ledger reads them).
 
 Concurrency. Writers take an exclusive ``flock`` on ``.lock`` and hold it across
 refresh, check, data write and sidecar replace; readers of a writable store take a
@@ -166,7 +171,7 @@ from ._jsonl_index import (
     kind_of,
     read_index,
 )
-from ._lazy_entries import LazyEntries
+from ._lazy_entries import LazyEntries, Span
 from ._shield import finish_then_cancel
 from ._tree import TreeIndex, comparable_time
 from ._tree_reads import TreeIndexReads
@@ -205,6 +210,8 @@ _APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CL
 # indexed ones: rewriting it costs amortised O(1) per appended line.
 INDEX_MIN_LINES = 1000
 _LOCK_POLL_FIRST = 0.0005
+# Adjacent message lines read back are read in one ``pread`` up to this many bytes.
+_RUN_BYTES = 1 << 20
 # A delete zeroes its data file this many bytes per write.
 _ZERO_CHUNK = 1 << 20
 # How often a lockless reader looks again at a session whose files changed while it read
@@ -457,7 +464,7 @@ class JsonlStore(TreeIndexReads):
         self._lock_timeout = lock_timeout
         self._read_only = read_only
         self._index = TreeIndex(self.url)
-        self._index.entries = LazyEntries(self._parse_kept)
+        self._index.entries = LazyEntries(self._read_lines)
         # Loaded sessions only: a session enters on first use (see "Lazy loading").
         self._files: dict[str, _FileState] = {}
         # Sessions that failed to load: (what their files looked like, the error). The
@@ -723,7 +730,18 @@ class JsonlStore(TreeIndexReads):
         with self._locked(exclusive=False):
             self._refresh()
             self._ensure_session(sid)
-            return query(self._index)
+            try:
+                return query(self._index)
+            except CorruptStoreError:
+                if self._lock_fd is not None:
+                    raise
+                # A lockless reader reads message lines after its refresh: another
+                # process's delete may have zeroed them since. Look at the files again
+                # (the delete committed before it zeroed); damage raises again.
+                self._forget_session(sid)
+                self._read_manifest()
+                self._ensure_session(sid)
+                return query(self._index)
 
     def _leaf_sync(self, sid: str) -> str | None:
         """The leaf, from the sidecar alone while the session is not loaded.
@@ -1127,10 +1145,9 @@ class JsonlStore(TreeIndexReads):
 
     def _apply_sidecar_leaf(self, sid: str, leaf: str | None) -> None:
         tree = self._index.trees.get(sid)
-        entry = self._index.entries.get(leaf) if leaf is not None else None
         # An unknown leaf leaves the last loaded entry as the leaf, like a missing sidecar.
-        if tree is not None and entry is not None and entry.session_id == sid:
-            tree.leaf = entry.id
+        if tree is not None and leaf is not None and self._index.session_of(leaf) == sid:
+            tree.leaf = leaf
 
     # -- listing and summaries -------------------------------------------------------------
 
@@ -1221,16 +1238,16 @@ class JsonlStore(TreeIndexReads):
             return [self._check_session(sid) for sid in self._checked_ids()]
 
     def _parse_all(self, sid: str) -> None:
-        """Parse every line an index sidecar let a load keep raw; damage is recorded."""
+        """Parse every message line a load placed unparsed; damage is recorded."""
         tree = self._index.trees.get(sid)
         entries = self._index.entries
         if tree is None or not isinstance(entries, LazyEntries):
             return
+        located = [i for i in tree.order if entries.is_located(i)]
         try:
             with collector_paused():
-                for entry_id in tree.order:
-                    if entries.is_raw(entry_id):
-                        entries[entry_id]  # parses it and keeps the entry
+                for at in range(0, len(located), 4096):
+                    entries.many(located[at : at + 4096], cache=False)  # parsed, dropped
         except CorruptStoreError as exc:
             self._index.drop_session(sid)
             self._files.pop(sid, None)
@@ -1432,13 +1449,39 @@ class JsonlStore(TreeIndexReads):
                     counted.setdefault(entry_id, count)
         return found.length
 
+    def _read_lines(self, sid: str, spans: Sequence[Span]) -> builtins.list[SessionEntry]:
+        """The messages whose lines lie at ``spans`` of the session's file (``LazyEntries``):
+        one open, one ``pread`` per run of adjacent lines."""
+        data_name, _ = _file_names(sid)
+        out: builtins.list[SessionEntry] = []
+        with _io(f"reading {self._where(data_name)}"):
+            fd = os.open(data_name, _READ_FLAGS, dir_fd=self._dir_fd)
+            try:
+                at = 0
+                while at < len(spans):
+                    start = end = spans[at][1]
+                    run = at
+                    while run < len(spans) and spans[run][1] == end and end - start < _RUN_BYTES:
+                        end += spans[run][2] + 1
+                        run += 1
+                    if run == at:  # a line longer than a run: read on its own
+                        run, end = at + 1, start + spans[at][2]
+                    block = _read_all(fd, start, end - start)
+                    for entry_id, offset, length in spans[at:run]:
+                        line = block[offset - start : offset - start + length]
+                        out.append(self._parse_kept(entry_id, line))
+                    at = run
+            finally:
+                os.close(fd)
+        return out
+
     def _parse_kept(self, entry_id: str, line: bytes) -> SessionEntry:
-        """An entry an index sidecar let a load keep unparsed (``LazyEntries``)."""
+        """An entry whose line a load placed without keeping it (``LazyEntries``)."""
         try:
             entry = entry_from_wire(line, where="entry")
             if entry.id == entry_id:
                 return entry
-            problem = f"holds entry {entry.id!r} where its index sidecar has {entry_id!r}"
+            problem = f"holds entry {entry.id!r} where its index has {entry_id!r}"
         except InvalidEntryError as exc:
             problem = str(exc)
         for sid, tree in self._index.trees.items():
@@ -1483,6 +1526,7 @@ class JsonlStore(TreeIndexReads):
         ``state`` moves past each line applied.
         """
         add = self._index.add
+        keep, remember = self._lazy().keep_at, self._lazy().remember
         for line in lines.split(b"\n")[:-1]:
             entry = None
             if line and not line.isspace():
@@ -1493,6 +1537,9 @@ class JsonlStore(TreeIndexReads):
                     add(entry)
                 except StoreRuleError as exc:
                     raise self._corrupt_line(sid, state.lines + 1, str(exc)) from exc
+                if entry.kind == "message":
+                    keep(entry.id, sid, state.loaded, len(line))
+                    remember(entry, len(line))
                 state.lines += 1
                 state.parents.append(entry.parent_id)
                 state.kinds.append(kind_of(entry))
@@ -1515,9 +1562,17 @@ class JsonlStore(TreeIndexReads):
                 self._index.add(entry)
             except StoreRuleError as exc:
                 raise self._corrupt_line(sid, number, str(exc)) from exc
+            if entry.kind == "message":
+                self._lazy().keep_at(entry.id, sid, state.loaded, len(line))
+                self._lazy().remember(entry, len(line))
             state.parents.append(entry.parent_id)
             state.kinds.append(kind_of(entry))
         state.lines = number
+
+    def _lazy(self) -> LazyEntries:
+        entries = self._index.entries
+        assert isinstance(entries, LazyEntries)  # set in __init__
+        return entries
 
     def _corrupt_line(self, sid: str, number: int, problem: str) -> CorruptStoreError:
         return CorruptStoreError(
@@ -1572,6 +1627,7 @@ class JsonlStore(TreeIndexReads):
             finally:
                 self._clear_pending()
             self._index.apply(batch)
+            self._place_written(sid, committed - len(payload), batch, lines)
             state.loaded = committed
             state.lines += len(batch)
             state.parents.extend(e.parent_id for e in batch)
@@ -1581,6 +1637,21 @@ class JsonlStore(TreeIndexReads):
             self._after_own_change()
             self._maybe_write_index(sid, state)
         return builtins.list(batch)
+
+    def _place_written(
+        self,
+        sid: str,
+        offset: int,
+        batch: Sequence[SessionEntry],
+        lines: Sequence[bytes],
+    ) -> None:
+        """Hold the batch's messages by their place in the file, the newest cached."""
+        entries = self._lazy()
+        for entry, line in zip(batch, lines, strict=True):
+            if entry.kind == "message":
+                entries.keep_at(entry.id, sid, offset, len(line) - 1)
+                entries.remember(entry, len(line) - 1)
+            offset += len(line)
 
     def _maybe_write_index(self, sid: str, state: _FileState) -> None:
         """Rewrite the session's index sidecar when enough lines are missing from it.
