@@ -1426,11 +1426,10 @@ class JsonlStore(TreeIndexReads):
         found = read_index(raw, sid, data) if raw else None
         if found is None:
             return 0
-        lines = found.lines
 
         def parse(at: int) -> SessionEntry | None:
             try:
-                return entry_from_wire(lines[at], where="entry")
+                return entry_from_wire(found.line(at), where="entry")
             except InvalidEntryError:
                 return None
 
