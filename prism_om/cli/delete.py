@@ -8,6 +8,9 @@ terminal and refuses when stdin is not one, so a pipe never deletes by accident.
 A tombstone session (``tombstones.<scope>``) is refused: it records revocations, and
 erasing it would let revoked memory back into every read.
 
+A JSONL delete that was killed after it committed reads as no session; running the command
+again finishes the erasure and says so.
+
 A damaged JSONL session is erased too, without ``check --repair`` first. The text may
 survive outside the store, and the command says where it knows of: backups that
 ``check --repair`` made under their default names (``<store>.backup-<time>``; a JSONL one
@@ -23,9 +26,9 @@ import glob
 import os
 import sys
 
-from ..errors import CorruptStoreError
+from ..errors import CorruptStoreError, SessionNotFoundError
 from ..observational_memory.revocation import TOMBSTONE_SESSION_PREFIX
-from ..stores import parse_store_url
+from ..stores import SessionStore, parse_store_url
 from .common import CliUsageError, open_cli_store, require_session
 from .output import console, error_console, print_json
 
@@ -67,6 +70,16 @@ def _confirmed(session_id: str, entries: int | None, url: str) -> bool:
     return answer in ("y", "yes")
 
 
+async def _finish_interrupted(store: SessionStore, session_id: str) -> int | None:
+    """The entry count of an interrupted delete of the session that this finishes, or
+    None when there was none (a JSONL delete killed after its commit reads as no session,
+    and ``delete_session`` finishes the erasure; elsewhere a missing session is missing)."""
+    try:
+        return await store.delete_session(session_id)
+    except SessionNotFoundError:
+        return None
+
+
 async def cmd_delete(args: argparse.Namespace) -> None:
     session_id: str = args.session_id
     async with open_cli_store(args.db, write=True) as store:
@@ -76,6 +89,12 @@ async def cmd_delete(args: argparse.Namespace) -> None:
             entries = len(await store.list(session_id))
         except CorruptStoreError:
             pass  # damaged (JSONL): still the user's to erase, with no repair first
+        except CliUsageError:
+            finished = await _finish_interrupted(store, session_id)
+            if finished is None:
+                raise
+            _print_finished(args, session_id, finished, store.url)
+            return
         if session_id.startswith(TOMBSTONE_SESSION_PREFIX):
             raise CliUsageError(
                 f"session {session_id!r} holds revocation tombstones; deleting it would "
@@ -117,3 +136,23 @@ async def cmd_delete(args: argparse.Namespace) -> None:
             "(remove it by hand if it must go too)",
             markup=False,
         )
+
+
+def _print_finished(args: argparse.Namespace, session_id: str, deleted: int, url: str) -> None:
+    if args.json:
+        print_json(
+            {
+                "session": session_id,
+                "deletedEntries": deleted,
+                "url": url,
+                "walFramesPending": 0,
+                "backups": _backups_holding(url, session_id),
+                "finishedInterrupted": True,
+            }
+        )
+        return
+    console().print(
+        f"finished deleting session {session_id} ({deleted:,} entries) from {url}: an "
+        "earlier delete had been interrupted after it began, and its erasure is now done",
+        markup=False,
+    )

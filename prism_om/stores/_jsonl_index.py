@@ -61,10 +61,19 @@ class LineIndex:
     parents: list[str | None]
     kinds: str
     last_activity: str | None
-    lines: list[bytes]
+    # The prefix, and where each of its lines starts (then its length): no line is
+    # copied out of it but the few a load parses.
+    data: bytes
+    offsets: list[int]
     # Per line the message's token count with ``encoding`` (None: the index has none).
     tokens: list[int] | None = None
     encoding: str | None = None
+
+    def line(self, at: int) -> bytes:
+        return self.data[self.offsets[at] : self.offsets[at + 1] - 1]
+
+    def line_length(self, at: int) -> int:
+        return self.offsets[at + 1] - self.offsets[at] - 1
 
 
 def index_name(session_id: str) -> str:
@@ -131,9 +140,15 @@ def read_index(raw: bytes, session_id: str, data: bytes) -> LineIndex | None:
         tokens, encoding = rows.get("tokens"), rows.get("encoding")
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
-    lines = data[:length].split(b"\n")
-    lines.pop()  # after the last newline
-    if not (len(ids) == len(parents) == len(kinds) == len(lines) == count):
+    offsets = [0]
+    find = data.find
+    at = find(b"\n", 0, length)
+    while at >= 0:
+        offsets.append(at + 1)
+        at = find(b"\n", at + 1, length)
+    if offsets[-1] != length or not (len(ids) == len(parents) == len(kinds) == count):
+        return None
+    if len(offsets) - 1 != count:
         return None
     if not _forms_tree(ids, parents, kinds):
         return None
@@ -141,7 +156,7 @@ def read_index(raw: bytes, session_id: str, data: bytes) -> LineIndex | None:
         tokens is not None and not _counts_fit(tokens, encoding, kinds)
     ):
         return None
-    return LineIndex(length, ids, parents, kinds, last, lines, tokens, encoding)
+    return LineIndex(length, ids, parents, kinds, last, data, offsets, tokens, encoding)
 
 
 def _counts_fit(tokens: object, encoding: object, kinds: str) -> bool:
@@ -206,7 +221,9 @@ def apply_index(
     return True
 
 
-def _place_run(index: TreeIndex, order: list[str], found: LineIndex, start: int, end: int) -> None:
+def _place_run(
+    index: TreeIndex, session_id: str, order: list[str], found: LineIndex, start: int, end: int
+) -> None:
     """Place message rows ``[start, end)``, each the only child of the row before it
     (placed already, so a leaf until now): what ``_place`` does row by row."""
     ids, kinds = found.ids, found.kinds
@@ -214,8 +231,12 @@ def _place_run(index: TreeIndex, order: list[str], found: LineIndex, start: int,
     before = ids[start - 1]
     first = index.depth[before] + 1
     segment = index.segment[before]
-    # LazyEntries.keep_raw for each row: the lines stay unparsed.
-    dict.update(index.entries, zip(run, found.lines[start:end], strict=True))
+    # LazyEntries.keep_at for each row: the lines stay in the file.
+    entries = index.entries
+    assert isinstance(entries, LazyEntries)
+    offsets = found.offsets
+    lengths = (offsets[i + 1] - offsets[i] - 1 for i in range(start, end))
+    entries.keep_many_at(run, session_id, offsets[start:end], lengths)
     order.extend(run)
     index.depth.update(zip(run, range(first, first + len(run)), strict=True))
     index.segment.update(zip(run, repeat(segment)))
@@ -235,11 +256,11 @@ def _place(
     """``TreeIndex.apply`` for each row, message rows without their entry (see there)."""
     entries = index.entries
     assert isinstance(entries, LazyEntries)
-    keep = entries.keep_raw
+    keep = entries.keep_at
     children, depths, segments = index.children, index.depth, index.segment
     heads, segment_ids = index.memory_heads, index.segment_ids
     segment_messages, new_segment = index.segment_messages, index._new_segment
-    ids, kinds, lines = found.ids, found.kinds, found.lines
+    ids, kinds = found.ids, found.kinds
     # Every row but the root's has a parent (``_forms_tree``).
     parents = cast(list[str], found.parents)
     index.apply((parsed[0],))
@@ -262,12 +283,12 @@ def _place(
             # A run of message rows, each the only child of the line before: placed with
             # a few bulk operations instead of a dozen lookups per row.
             end = stops[bisect_right(stops, i)]
-            _place_run(index, order, found, i, end)
+            _place_run(index, session_id, order, found, i, end)
             messages += end - i
             i = end
             continue
         entry_id, parent_id = ids[i], parents[i]
-        keep(entry_id, lines[i])
+        keep(entry_id, session_id, found.offsets[i], found.line_length(i))
         order.append(entry_id)
         depth = depths[parent_id] + 1
         siblings = children.get(parent_id)

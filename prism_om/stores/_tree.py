@@ -52,7 +52,7 @@ from ..errors import (
     SessionMismatchError,
     UnknownParentError,
 )
-from ._lazy_entries import pop_entry
+from ._lazy_entries import LazyEntries, pop_entry
 from .base import SessionSummary
 
 __all__ = ["PathMembership", "TreeIndex"]
@@ -137,8 +137,8 @@ class TreeIndex:
                     )
                 has_root = True
             elif entry.parent_id not in pending:
-                parent = self.entries.get(entry.parent_id)
-                if parent is None:
+                parent_session = self.session_of(entry.parent_id)
+                if parent_session is None:
                     raise UnknownParentError(
                         f"entry {entry.id!r} names parent {entry.parent_id!r}, "
                         "which is not in the store",
@@ -146,10 +146,10 @@ class TreeIndex:
                         session_id=session_id,
                         url=self.url,
                     )
-                if parent.session_id != session_id:
+                if parent_session != session_id:
                     raise SessionMismatchError(
                         f"entry {entry.id!r} of session {session_id!r} names parent "
-                        f"{entry.parent_id!r} of session {parent.session_id!r}",
+                        f"{entry.parent_id!r} of session {parent_session!r}",
                         entry_id=entry.id,
                         session_id=session_id,
                         url=self.url,
@@ -175,11 +175,11 @@ class TreeIndex:
         A message under a known parent of its session (almost every line) needs no more
         than the lookups here; anything else takes the full check.
         """
-        parent = self.entries.get(entry.parent_id) if entry.parent_id is not None else None
+        parent = self.session_of(entry.parent_id) if entry.parent_id is not None else None
         if (
             parent is None
             or entry.kind != "message"
-            or parent.session_id != entry.session_id
+            or parent != entry.session_id
             or entry.id in self.entries
         ):
             self.check((entry,))
@@ -282,19 +282,35 @@ class TreeIndex:
                 if not by:
                     self.superseders.pop(old, None)
 
+    def session_of(self, entry_id: str) -> str | None:
+        """The session holding ``entry_id``, or None when the store has no such entry;
+        reads no message body."""
+        entries = self.entries
+        if isinstance(entries, LazyEntries):
+            return entries.session_of(entry_id)
+        entry = entries.get(entry_id)
+        return None if entry is None else entry.session_id
+
+    def entries_of(self, ids: Sequence[str]) -> list[SessionEntry]:
+        """The entries of ``ids``; a ``LazyEntries`` reads each file once for them."""
+        entries = self.entries
+        if isinstance(entries, LazyEntries):
+            return entries.many(ids)
+        return [entries[i] for i in ids]
+
     def resolve_leaf(self, session_id: str, entry_id: str) -> str:
         """Check that ``entry_id`` is an entry of the session and return it."""
-        entry = self.entries.get(entry_id)
-        if entry is None:
+        owner = self.session_of(entry_id)
+        if owner is None:
             raise EntryNotFoundError(
                 f"entry {entry_id!r} is not in the store",
                 entry_id=entry_id,
                 session_id=session_id,
                 url=self.url,
             )
-        if entry.session_id != session_id:
+        if owner != session_id:
             raise SessionMismatchError(
-                f"entry {entry_id!r} belongs to session {entry.session_id!r}, not {session_id!r}",
+                f"entry {entry_id!r} belongs to session {owner!r}, not {session_id!r}",
                 entry_id=entry_id,
                 session_id=session_id,
                 url=self.url,
@@ -305,7 +321,7 @@ class TreeIndex:
 
     def session_entries(self, session_id: str) -> list[SessionEntry]:
         tree = self.trees.get(session_id)
-        return [self.entries[i] for i in tree.order] if tree else []
+        return self.entries_of(tree.order) if tree else []
 
     def leaf(self, session_id: str) -> str | None:
         tree = self.trees.get(session_id)
@@ -330,16 +346,14 @@ class TreeIndex:
                 return []
         else:
             self.resolve_leaf(session_id, leaf_id)
-        path: list[str] = []
-        current: str | None = leaf_id
-        while current is not None:
-            path.append(current)
-            current = self.entries[current].parent_id
-        path.reverse()
-        return path
+        pieces = []
+        for segment, first, last in self.path_pieces(leaf_id):
+            start = self.segment_start[segment]
+            pieces.append(self.segment_ids[segment][first - start : last + 1 - start])
+        return [entry_id for piece in reversed(pieces) for entry_id in piece]
 
     def branch(self, session_id: str, leaf_id: str | None) -> list[SessionEntry]:
-        return [self.entries[i] for i in self.path_ids(session_id, leaf_id)]
+        return self.entries_of(self.path_ids(session_id, leaf_id))
 
     def memory_head(self, session_id: str, leaf_id: str | None) -> str | None:
         """The newest memory record on the branch to the leaf (default: current), or None."""
@@ -373,8 +387,7 @@ class TreeIndex:
                 return False
         else:
             self.resolve_leaf(session_id, leaf_id)
-        target = self.entries.get(entry_id)
-        if target is None or target.session_id != session_id:
+        if self.session_of(entry_id) != session_id:
             return False
         return self.path_membership(session_id, leaf_id).contains(entry_id)
 
@@ -414,7 +427,7 @@ class TreeIndex:
                 if self._messages_before(segment, first, last + 1, count, chosen):
                     break
         chosen.reverse()
-        return [self.entries[i] for i in chosen]
+        return self.entries_of(chosen)
 
     def page_messages(
         self,
@@ -426,11 +439,9 @@ class TreeIndex:
     ) -> tuple[list[SessionEntry], bool]:
         """``page_around_cursor`` over the path, reading O(pieces + limit) entries."""
         tip = self.tip(session_id, leaf_id)
-        target = self.entries.get(cursor)
         membership = self.path_membership(session_id, tip) if tip is not None else None
         if (
-            target is None
-            or target.session_id != session_id
+            self.session_of(cursor) != session_id
             or membership is None
             or not membership.contains(cursor)
         ):
@@ -440,6 +451,7 @@ class TreeIndex:
                 session_id=session_id,
                 url=self.url,
             )
+        target = self.entries[cursor]
         if not is_eligible_observation_source_entry(target):
             raise InvalidInputError(
                 f"cursor {cursor!r} is a {target.kind} entry, not a user, assistant "
@@ -464,7 +476,7 @@ class TreeIndex:
                 chosen.extend(self._id_at(segment, depths[i]) for i in range(position, end))
                 if len(chosen) > limit:
                     break
-            return [self.entries[i] for i in chosen[:limit]], len(chosen) > limit
+            return self.entries_of(chosen[:limit]), len(chosen) > limit
         for segment, first, last in self.path_pieces(tip):
             if first >= at:
                 continue  # wholly after the cursor
@@ -473,7 +485,7 @@ class TreeIndex:
         more = len(chosen) > limit
         chosen = chosen[:limit]
         chosen.reverse()
-        return [self.entries[i] for i in chosen], more
+        return self.entries_of(chosen), more
 
     def _messages_before(
         self, segment: int, first: int, stop: int, count: int, chosen: list[str]
@@ -499,7 +511,7 @@ class TreeIndex:
             return []
         on_path = self.path_membership(session_id, tip).contains
         found = sorted((e for e in records if on_path(e)), key=self.depth.__getitem__)
-        return [self.entries[i] for i in found]
+        return self.entries_of(found)
 
     def entries_after(
         self, session_id: str, after_id: str | None, leaf_id: str | None
@@ -511,8 +523,7 @@ class TreeIndex:
             return None if after_id is not None else []
         at = -1
         if after_id is not None:
-            target = self.entries.get(after_id)
-            if target is None or target.session_id != session_id:
+            if self.session_of(after_id) != session_id:
                 return None
             if not self.path_membership(session_id, tip).contains(after_id):
                 return None
@@ -524,7 +535,7 @@ class TreeIndex:
             start = self.segment_start[segment]
             ids = self.segment_ids[segment]
             chosen[:0] = ids[max(first, at + 1) - start : last + 1 - start]
-        return [self.entries[i] for i in chosen]
+        return self.entries_of(chosen)
 
     def memory_records_since(
         self, session_id: str, leaf_id: str | None, known: Mapping[str, object]

@@ -85,7 +85,12 @@ deleting them loses nothing.
 Lazy loading. Opening reads nothing but the directory; a read loads only the session it
 names (through its index sidecar when one matches), and ``sessions``/``session_summaries``
 read sidecars (loading only sessions whose sidecar has no summary). A process loads each
-session once and then only its new committed bytes.
+session once and then only its new committed bytes. What it keeps of a message is where
+its line lies (``LazyEntries``): a read of messages reads their lines back with
+``os.pread`` and parses them, and a bounded cache keeps the most recently read, written
+or loaded ones (``BODY_CACHE_ENTRIES`` entries, ``BODY_CACHE_BYTES`` of lines), so the
+process's memory grows with a session's entry count, not its text. Memory records and
+compactions stay parsed (every ledger reads them).
 
 Concurrency. Writers take an exclusive ``flock`` on ``.lock`` and hold it across
 refresh, check, data write and sidecar replace; readers of a writable store take a
@@ -105,6 +110,20 @@ record when done. A writer that finds a record on taking the exclusive lock know
 owner died mid-write (a live owner would still hold the lock), so it cuts that session
 back to its committed length (a session that never committed an entry loses its files)
 and removes the temporary sidecar. Readers never delete.
+
+Deleting. ``delete_session`` commits first: under the exclusive lock, with the session
+recorded (and fsynced) in ``.lock``, it replaces the sidecar, as every commit does, by a
+delete's intent: a sidecar of an empty session (what a reader that predates this key sees
+too) with ``"deleting": <entry count>``. From that rename on, every reader finds no
+session, whatever state the data file is in, and drops what it had loaded. Only then does
+the delete append ``-<id>`` to ``.sessions``, zero the data file (the text must not stay
+in its blocks), unlink it and the index sidecar, and unlink the intent last. A deleter
+killed before the rename leaves the session whole; after it, the session is gone, and
+whoever next takes the exclusive lock and meets the intent (the debris rule, a write or
+check of that session, ``repair``, a retried ``delete_session``, which then returns the
+intent's count) runs every step of the erasure again. A lockless reader that read a
+sidecar from before the commit and data from after it notices (the sidecar it reads again
+after the data no longer commits those bytes) and reads the session again: gone.
 
 Limits: a local POSIX filesystem (``flock`` is not reliable over NFS); never delete
 ``.lock`` while stores are open; on a case-insensitive filesystem two session ids that
@@ -152,7 +171,7 @@ from ._jsonl_index import (
     kind_of,
     read_index,
 )
-from ._lazy_entries import LazyEntries
+from ._lazy_entries import LazyEntries, Span
 from ._shield import finish_then_cancel
 from ._tree import TreeIndex, comparable_time
 from ._tree_reads import TreeIndexReads
@@ -191,6 +210,13 @@ _APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CL
 # indexed ones: rewriting it costs amortised O(1) per appended line.
 INDEX_MIN_LINES = 1000
 _LOCK_POLL_FIRST = 0.0005
+# Adjacent message lines read back are read in one ``pread`` up to this many bytes.
+_RUN_BYTES = 1 << 20
+# A delete zeroes its data file this many bytes per write.
+_ZERO_CHUNK = 1 << 20
+# How often a lockless reader looks again at a session whose files changed while it read
+# them (another process deleting or re-creating it) before it gives up with StoreBusyError.
+_MOVED_RETRIES = 50
 
 
 def _ids_due(loaded: int) -> bool:
@@ -214,6 +240,8 @@ class _Sidecar:
     leaf: str | None
     version: int = 1
     summary: SessionSummary | None = None
+    # Set in a delete's intent (see "Deleting"): how many entries the delete erases.
+    deleting: int | None = None
 
 
 @dataclass
@@ -283,6 +311,10 @@ def _read_all(fd: int, offset: int, length: int) -> bytes:
     return b"".join(parts)
 
 
+class _FilesMoved(StoreBusyError):
+    """A lockless reader saw a session's files change while it read them: look again."""
+
+
 def _session_of(name: str) -> str | None:
     """The session id a data file or sidecar belongs to, or None for any other file.
 
@@ -339,7 +371,12 @@ def _parse_sidecar(raw: bytes, sid: str) -> _Sidecar | None:
     if all(c is not None for c in counts) and (last is None or isinstance(last, str)):
         entries, messages, leaves = (c or 0 for c in counts)
         summary = SessionSummary(sid, entries, messages, leaves, last)
-    return _Sidecar(committed, leaf, version, summary)
+    deleting = None
+    if "deleting" in value:
+        deleting = _count(value["deleting"])
+        if deleting is None:
+            return None
+    return _Sidecar(committed, leaf, version, summary, deleting)
 
 
 def _sidecar_body(committed: int, leaf: str | None, summary: SessionSummary) -> bytes:
@@ -351,6 +388,22 @@ def _sidecar_body(committed: int, leaf: str | None, summary: SessionSummary) -> 
         "messages": summary.messages,
         "leaves": summary.leaves,
         "lastActivity": summary.last_activity,
+    }
+    return json.dumps(body).encode() + b"\n"
+
+
+def _deleting_body(count: int) -> bytes:
+    """A delete's intent: an empty session (what a reader that predates the ``deleting``
+    key sees too) that names how many entries the delete erases."""
+    body = {
+        "leaf": None,
+        "committedBytes": 0,
+        "version": SIDECAR_VERSION,
+        "entries": 0,
+        "messages": 0,
+        "leaves": 0,
+        "lastActivity": None,
+        "deleting": count,
     }
     return json.dumps(body).encode() + b"\n"
 
@@ -411,7 +464,7 @@ class JsonlStore(TreeIndexReads):
         self._lock_timeout = lock_timeout
         self._read_only = read_only
         self._index = TreeIndex(self.url)
-        self._index.entries = LazyEntries(self._parse_kept)
+        self._index.entries = LazyEntries(self._read_lines)
         # Loaded sessions only: a session enters on first use (see "Lazy loading").
         self._files: dict[str, _FileState] = {}
         # Sessions that failed to load: (what their files looked like, the error). The
@@ -430,6 +483,13 @@ class JsonlStore(TreeIndexReads):
         # against their files as of the change key ``_ids_seen``.
         self._foreign = ForeignIds()
         self._ids_seen: object = None
+        # The exclusive lock is held (by this thread): a delete's intent found now is
+        # finished rather than only read as no session.
+        self._exclusive = False
+        # Sessions whose sidecar is a delete's intent, as last seen: they are no sessions.
+        self._deleting: set[str] = set()
+        # Deletes this process finished for a dead deleter, by session: the entry count.
+        self._finished: dict[str, int] = {}
         # Coroutines queue here rather than in the thread pool...
         self._lock = asyncio.Lock()
         # ...and worker threads here: a cancelled await leaves its thread running, and the
@@ -584,17 +644,21 @@ class JsonlStore(TreeIndexReads):
     async def delete_session(self, session_id: str) -> int:
         """Remove the session's data file and sidecars, their bytes overwritten first.
 
-        The data file is zeroed (and fsynced with ``fsync=True``) before it is unlinked,
-        so the text does not linger in the freed blocks of a plain filesystem; copies a
-        copy-on-write or journaling filesystem or an SSD keeps are out of reach. The id
-        stays in ``.sessions``, which lists names only (other processes read it by
-        offset, so it is never rewritten); a ``-<id>`` line appended to it first tells
-        every other open process to drop what it loaded of the session, so none serves
-        the erased text, or mistakes a file re-created under the id for a damaged one. A
-        deleter killed half-way is finished by the next writer (see "Debris"); until
-        then a zeroed file reads as no session. A damaged session is erased too (its
-        files whatever their state: a regular file is zeroed first, a link is only
-        unlinked), without a repair first; its count is then the file's non-blank lines.
+        Atomic for every reader: the delete commits an intent first, and from then on
+        the session reads as gone in every process (see "Deleting" in the module
+        docstring). The data file is zeroed (and fsynced with ``fsync=True``) before it
+        is unlinked, so the text does not linger in the freed blocks of a plain
+        filesystem; copies a copy-on-write or journaling filesystem or an SSD keeps are
+        out of reach. The id stays in ``.sessions``, which lists names only (other
+        processes read it by offset, so it is never rewritten); the ``-<id>`` line
+        appended to it tells every other open process to drop what it loaded of the
+        session, so none serves the erased text, or mistakes a file re-created under the
+        id for a damaged one. A delete killed after its commit is finished by the next
+        process to take the write lock; called again for the same session, this finishes
+        it and returns the count the interrupted delete recorded. A damaged session is
+        erased too (its files whatever their state: a regular file is zeroed first, a
+        link is only unlinked), without a repair first; its count is then the file's
+        non-blank lines.
         """
         sid = self._session_arg(session_id)
         self._ensure_writable()
@@ -617,6 +681,8 @@ class JsonlStore(TreeIndexReads):
         """Read every session file in full and report each one's state.
 
         Nothing is written, whatever is found; a damaged session does not stop the others.
+        A session whose delete committed is gone, so not reported, until its erasure is
+        finished.
         """
         return await self._run(self._check_sync)
 
@@ -664,7 +730,18 @@ class JsonlStore(TreeIndexReads):
         with self._locked(exclusive=False):
             self._refresh()
             self._ensure_session(sid)
-            return query(self._index)
+            try:
+                return query(self._index)
+            except CorruptStoreError:
+                if self._lock_fd is not None:
+                    raise
+                # A lockless reader reads message lines after its refresh: another
+                # process's delete may have zeroed them since. Look at the files again
+                # (the delete committed before it zeroed); damage raises again.
+                self._forget_session(sid)
+                self._read_manifest()
+                self._ensure_session(sid)
+                return query(self._index)
 
     def _leaf_sync(self, sid: str) -> str | None:
         """The leaf, from the sidecar alone while the session is not loaded.
@@ -713,10 +790,12 @@ class JsonlStore(TreeIndexReads):
             lock_fd = None if self._read_only else self._lock_fd
             if lock_fd is not None:
                 self._flock(lock_fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            self._exclusive = exclusive and lock_fd is not None
             try:
                 with _io(f"JSONL store {self._path!r}"):
                     yield
             finally:
+                self._exclusive = False
                 if lock_fd is not None:
                     fcntl.flock(lock_fd, fcntl.LOCK_UN)
 
@@ -766,12 +845,14 @@ class JsonlStore(TreeIndexReads):
             return None
         return counter, os.fstat(self._dir_fd).st_mtime_ns
 
-    def _bump_counter(self, pending: str | None = None) -> None:
+    def _bump_counter(self, pending: str | None = None, *, durable: bool = False) -> None:
         """Announce a change; called under the exclusive lock before any file changes.
 
         Bumping first means a crash between the bump and the write costs readers one
         needless rescan, while bumping last could hide a committed batch from them.
-        ``pending`` names the session about to change, for the debris rule.
+        ``pending`` names the session about to change, for the debris rule; ``durable``
+        (a delete) fsyncs the record, so a power cut cannot lose the only pointer to a
+        delete's intent.
         """
         assert self._lock_fd is not None  # writable stores always hold one
         current = self._read_counter()
@@ -780,6 +861,8 @@ class JsonlStore(TreeIndexReads):
             os.pwrite(self._lock_fd, b"%020d\n" % value, 0)
             if pending is not None:
                 os.pwrite(self._lock_fd, b"pending " + pending.encode() + b"\n", _PENDING_AT)
+                if durable and self._fsync:
+                    os.fsync(self._lock_fd)
 
     def _clear_pending(self) -> None:
         assert self._lock_fd is not None
@@ -841,7 +924,7 @@ class JsonlStore(TreeIndexReads):
             return
         self._foreign.drop(sid)  # loaded from now on, so kept current by _refresh
         try:
-            self._refresh_session(sid)
+            self._refresh_steady(sid)
         except (StoreBusyError, StoreClosedError):
             raise
         except StoreError as exc:
@@ -849,6 +932,39 @@ class JsonlStore(TreeIndexReads):
             self._files.pop(sid, None)
             self._damaged[sid] = (self._signature(sid), exc)
             raise
+
+    def _refresh_steady(self, sid: str) -> None:
+        """``_refresh_session``, looked at again while the files change under a reader.
+
+        A lockless (``read_only``) reader may read a session's files while another
+        process deletes or re-creates it: a sidecar from before, data from after. What it
+        saw is damage only if the files look the same after a second full read; else it
+        drops what it loaded and reads them afresh. A reader holding the lock cannot see
+        that (writers hold it exclusively), so it reads once.
+        """
+        if self._lock_fd is not None:
+            self._refresh_session(sid)
+            return
+        seen: object = None
+        for _ in range(_MOVED_RETRIES):
+            try:
+                self._refresh_session(sid)
+                return
+            except _FilesMoved:
+                seen = None
+            except CorruptStoreError:
+                now = self._signature(sid)
+                if now == seen:
+                    raise
+                seen = now
+            self._forget_session(sid)
+            self._read_manifest()
+        raise StoreBusyError(
+            f"session {sid!r}: its files in {self._path!r} kept changing while read "
+            f"({_MOVED_RETRIES} times); retry",
+            session_id=sid,
+            url=self.url,
+        )
 
     def _signature(self, sid: str) -> object:
         """What the session's files look like, to tell whether damage could have changed."""
@@ -949,6 +1065,10 @@ class JsonlStore(TreeIndexReads):
     def _refresh_session(self, sid: str) -> None:
         data_name, _ = _file_names(sid)
         sidecar = self._read_sidecar(sid)
+        if sidecar is not None and sidecar.deleting is not None:
+            self._being_deleted(sid, sidecar.deleting)
+            return
+        self._deleting.discard(sid)
         size = self._data_size(data_name)
         state = self._files.get(sid)
         if size is None:
@@ -981,23 +1101,53 @@ class JsonlStore(TreeIndexReads):
             )
         if end > state.loaded:
             chunk = self._read_file(data_name, state.loaded, end - state.loaded)
+            if trusted and sidecar is not None and state.loaded == 0 and chunk[:1] == b"\0":
+                # An entry line starts with "{": an older prism-om's delete, killed once
+                # it had begun zeroing the file. The session is gone.
+                recorded = sidecar.summary.entries if sidecar.summary is not None else 0
+                self._being_deleted(sid, recorded)
+                return
             if trusted and not chunk.endswith(b"\n"):
                 # The committed length is not at a line end: the sidecar does not describe
                 # this file (hand edits), so fall back to counting complete lines.
                 trusted = False
                 chunk = self._read_file(data_name, state.loaded, size - state.loaded)
             self._load_chunk(sid, state, chunk, trusted=trusted)
+            if self._lock_fd is None:
+                self._check_unmoved(sid, end if trusted else None)
         state.has_sidecar = trusted
         state.summarised = trusted and sidecar is not None and sidecar.summary is not None
         if trusted and sidecar is not None:
             self._apply_sidecar_leaf(sid, sidecar.leaf)
 
+    def _check_unmoved(self, sid: str, committed: int | None) -> None:
+        """A lockless reader's second look at the sidecar, after reading data under it.
+
+        Committed bytes never change until a delete has committed its intent, so data
+        read under a sidecar that still commits them (or, for a file read without one,
+        that is no intent) was whole; anything else may have been zeroed under the read.
+        """
+        again = self._read_sidecar(sid)
+        if again is not None and again.deleting is not None:
+            raise _FilesMoved(f"session {sid!r} is being deleted", url=self.url)
+        if committed is not None and (again is None or again.committed < committed):
+            raise _FilesMoved(f"session {sid!r} changed while read", url=self.url)
+
+    def _being_deleted(self, sid: str, count: int) -> None:
+        """A delete's intent is on disk: the session is gone. A writer finishes the
+        erasure (its deleter died: a live one would hold the lock); a reader forgets
+        what it loaded of the session and reads it as no session."""
+        if self._exclusive:
+            self._finish_delete(sid, count)
+            return
+        self._deleting.add(sid)
+        self._forget_session(sid)
+
     def _apply_sidecar_leaf(self, sid: str, leaf: str | None) -> None:
         tree = self._index.trees.get(sid)
-        entry = self._index.entries.get(leaf) if leaf is not None else None
         # An unknown leaf leaves the last loaded entry as the leaf, like a missing sidecar.
-        if tree is not None and entry is not None and entry.session_id == sid:
-            tree.leaf = entry.id
+        if tree is not None and leaf is not None and self._index.session_of(leaf) == sid:
+            tree.leaf = leaf
 
     # -- listing and summaries -------------------------------------------------------------
 
@@ -1010,16 +1160,31 @@ class JsonlStore(TreeIndexReads):
             self._ensure_session(sid)
             return self._summary(sid)
         data_name, _ = _file_names(sid)
-        sidecar = self._read_sidecar(sid)
-        size = self._data_size(data_name)
-        if sidecar is not None and size is not None and sidecar.committed > size:
-            # Cheap to see and must not be hidden behind the sidecar's old counts.
-            error = self._lost_data(sid, size, sidecar.committed)
-            self._damaged[sid] = (self._signature(sid), error)
-            raise error
+        for _ in range(_MOVED_RETRIES):
+            sidecar = self._read_sidecar(sid)
+            if sidecar is not None and sidecar.deleting is not None:
+                self._deleting.add(sid)
+                return SessionSummary(sid, 0, 0, 0, None)
+            size = self._data_size(data_name)
+            if sidecar is None or size is None or sidecar.committed <= size:
+                break
+            if self._lock_fd is not None or self._read_sidecar(sid) == sidecar:
+                # Cheap to see and must not be hidden behind the sidecar's old counts.
+                error = self._lost_data(sid, size, sidecar.committed)
+                self._damaged[sid] = (self._signature(sid), error)
+                raise error
+            # A lockless reader saw a sidecar from before a delete and the data from
+            # after it: look again.
+        else:
+            raise StoreBusyError(
+                f"session {sid!r}: its files in {self._path!r} kept changing while read; retry",
+                session_id=sid,
+                url=self.url,
+            )
         if sidecar is not None and sidecar.summary is not None and sid not in self._damaged:
             if size and sidecar.committed and self._zeroed(data_name):
-                # A delete killed after zeroing: reads find no entries, so neither do lists.
+                # An older prism-om's delete killed after zeroing: reads find no entries,
+                # so neither do lists.
                 return SessionSummary(sid, 0, 0, 0, None)
             return sidecar.summary
         self._ensure_session(sid)
@@ -1073,23 +1238,24 @@ class JsonlStore(TreeIndexReads):
             return [self._check_session(sid) for sid in self._checked_ids()]
 
     def _parse_all(self, sid: str) -> None:
-        """Parse every line an index sidecar let a load keep raw; damage is recorded."""
+        """Parse every message line a load placed unparsed; damage is recorded."""
         tree = self._index.trees.get(sid)
         entries = self._index.entries
         if tree is None or not isinstance(entries, LazyEntries):
             return
+        located = [i for i in tree.order if entries.is_located(i)]
         try:
             with collector_paused():
-                for entry_id in tree.order:
-                    if entries.is_raw(entry_id):
-                        entries[entry_id]  # parses it and keeps the entry
+                for at in range(0, len(located), 4096):
+                    entries.many(located[at : at + 4096], cache=False)  # parsed, dropped
         except CorruptStoreError as exc:
             self._index.drop_session(sid)
             self._files.pop(sid, None)
             self._damaged[sid] = (self._signature(sid), exc)
 
     def _checked_ids(self) -> builtins.list[str]:
-        on_disk = self._on_disk()
+        # A session a delete has committed to erasing is no session, damaged or not.
+        on_disk = [sid for sid in self._on_disk() if sid not in self._deleting]
         return on_disk + sorted(sid for sid in self._damaged if sid not in on_disk)
 
     def _check_session(self, sid: str) -> SessionCheck:
@@ -1260,11 +1426,10 @@ class JsonlStore(TreeIndexReads):
         found = read_index(raw, sid, data) if raw else None
         if found is None:
             return 0
-        lines = found.lines
 
         def parse(at: int) -> SessionEntry | None:
             try:
-                return entry_from_wire(lines[at], where="entry")
+                return entry_from_wire(found.line(at), where="entry")
             except InvalidEntryError:
                 return None
 
@@ -1283,13 +1448,39 @@ class JsonlStore(TreeIndexReads):
                     counted.setdefault(entry_id, count)
         return found.length
 
+    def _read_lines(self, sid: str, spans: Sequence[Span]) -> builtins.list[SessionEntry]:
+        """The messages whose lines lie at ``spans`` of the session's file (``LazyEntries``):
+        one open, one ``pread`` per run of adjacent lines."""
+        data_name, _ = _file_names(sid)
+        out: builtins.list[SessionEntry] = []
+        with _io(f"reading {self._where(data_name)}"):
+            fd = os.open(data_name, _READ_FLAGS, dir_fd=self._dir_fd)
+            try:
+                at = 0
+                while at < len(spans):
+                    start = end = spans[at][1]
+                    run = at
+                    while run < len(spans) and spans[run][1] == end and end - start < _RUN_BYTES:
+                        end += spans[run][2] + 1
+                        run += 1
+                    if run == at:  # a line longer than a run: read on its own
+                        run, end = at + 1, start + spans[at][2]
+                    block = _read_all(fd, start, end - start)
+                    for entry_id, offset, length in spans[at:run]:
+                        line = block[offset - start : offset - start + length]
+                        out.append(self._parse_kept(entry_id, line))
+                    at = run
+            finally:
+                os.close(fd)
+        return out
+
     def _parse_kept(self, entry_id: str, line: bytes) -> SessionEntry:
-        """An entry an index sidecar let a load keep unparsed (``LazyEntries``)."""
+        """An entry whose line a load placed without keeping it (``LazyEntries``)."""
         try:
             entry = entry_from_wire(line, where="entry")
             if entry.id == entry_id:
                 return entry
-            problem = f"holds entry {entry.id!r} where its index sidecar has {entry_id!r}"
+            problem = f"holds entry {entry.id!r} where its index has {entry_id!r}"
         except InvalidEntryError as exc:
             problem = str(exc)
         for sid, tree in self._index.trees.items():
@@ -1334,6 +1525,7 @@ class JsonlStore(TreeIndexReads):
         ``state`` moves past each line applied.
         """
         add = self._index.add
+        keep, remember = self._lazy().keep_at, self._lazy().remember
         for line in lines.split(b"\n")[:-1]:
             entry = None
             if line and not line.isspace():
@@ -1344,6 +1536,9 @@ class JsonlStore(TreeIndexReads):
                     add(entry)
                 except StoreRuleError as exc:
                     raise self._corrupt_line(sid, state.lines + 1, str(exc)) from exc
+                if entry.kind == "message":
+                    keep(entry.id, sid, state.loaded, len(line))
+                    remember(entry, len(line))
                 state.lines += 1
                 state.parents.append(entry.parent_id)
                 state.kinds.append(kind_of(entry))
@@ -1366,9 +1561,17 @@ class JsonlStore(TreeIndexReads):
                 self._index.add(entry)
             except StoreRuleError as exc:
                 raise self._corrupt_line(sid, number, str(exc)) from exc
+            if entry.kind == "message":
+                self._lazy().keep_at(entry.id, sid, state.loaded, len(line))
+                self._lazy().remember(entry, len(line))
             state.parents.append(entry.parent_id)
             state.kinds.append(kind_of(entry))
         state.lines = number
+
+    def _lazy(self) -> LazyEntries:
+        entries = self._index.entries
+        assert isinstance(entries, LazyEntries)  # set in __init__
+        return entries
 
     def _corrupt_line(self, sid: str, number: int, problem: str) -> CorruptStoreError:
         return CorruptStoreError(
@@ -1423,6 +1626,7 @@ class JsonlStore(TreeIndexReads):
             finally:
                 self._clear_pending()
             self._index.apply(batch)
+            self._place_written(sid, committed - len(payload), batch, lines)
             state.loaded = committed
             state.lines += len(batch)
             state.parents.extend(e.parent_id for e in batch)
@@ -1432,6 +1636,21 @@ class JsonlStore(TreeIndexReads):
             self._after_own_change()
             self._maybe_write_index(sid, state)
         return builtins.list(batch)
+
+    def _place_written(
+        self,
+        sid: str,
+        offset: int,
+        batch: Sequence[SessionEntry],
+        lines: Sequence[bytes],
+    ) -> None:
+        """Hold the batch's messages by their place in the file, the newest cached."""
+        entries = self._lazy()
+        for entry, line in zip(batch, lines, strict=True):
+            if entry.kind == "message":
+                entries.keep_at(entry.id, sid, offset, len(line) - 1)
+                entries.remember(entry, len(line) - 1)
+            offset += len(line)
 
     def _maybe_write_index(self, sid: str, state: _FileState) -> None:
         """Rewrite the session's index sidecar when enough lines are missing from it.
@@ -1539,9 +1758,16 @@ class JsonlStore(TreeIndexReads):
     def _delete_sync(self, sid: str) -> int:
         data_name, _ = _file_names(sid)
         with self._locked(exclusive=True):
+            self._finished.clear()
+            # Either finishes an interrupted delete of this session (its count is the
+            # answer: the retry did the erasing) or of another one.
             self._remove_debris()
             self._refresh()
             self._load_quietly(sid)  # damage is recorded, not raised: a damaged one goes too
+            finished = self._finished.pop(sid, None)
+            if finished is not None:
+                self._after_own_change()
+                return finished
             tree = self._index.trees.get(sid)
             if sid in self._damaged:
                 count = self._count_lines(data_name)
@@ -1549,18 +1775,32 @@ class JsonlStore(TreeIndexReads):
                 raise session_not_found(sid, self.url)
             else:
                 count = len(tree.order)
-            self._bump_counter(pending=sid)
+            self._bump_counter(pending=sid, durable=True)
             try:
+                with contextlib.suppress(FileNotFoundError):
+                    # It names the session's ids: dropped, rebuilt by a later write.
+                    os.unlink(IDS_NAME, dir_fd=self._dir_fd)
+                self._replace_sidecar(sid, _deleting_body(count))  # the commit
                 self._append_manifest(sid, deleted=True)
                 self._erase_files(sid)
             finally:
                 self._clear_pending()
             self._forget_session(sid)
-            with contextlib.suppress(FileNotFoundError):
-                # It names the erased session's ids: dropped, rebuilt by a later write.
-                os.unlink(IDS_NAME, dir_fd=self._dir_fd)
             self._after_own_change()
             return count
+
+    def _finish_delete(self, sid: str, count: int) -> None:
+        """Erase what a delete whose intent is on disk left (under the exclusive lock)."""
+        self._bump_counter()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(IDS_NAME, dir_fd=self._dir_fd)
+        self._read_manifest()
+        if sid in self._manifest:  # the deleter died before it wrote its mark
+            self._append_manifest(sid, deleted=True)
+        self._erase_files(sid)
+        self._forget_session(sid)
+        self._deleting.discard(sid)
+        self._finished[sid] = count
 
     def _count_lines(self, data_name: str) -> int:
         """Non-blank lines of a damaged session's data file (0 when it is no file)."""
@@ -1572,7 +1812,10 @@ class JsonlStore(TreeIndexReads):
 
     def _erase_files(self, sid: str) -> None:
         """Zero the data file (a regular file only: links are not followed), unlink it
-        and then the sidecars, whatever state each is in."""
+        and the index sidecar, and the sidecar last, whatever state each is in.
+
+        Every step can be run again: a delete's intent (the sidecar) stays until the end,
+        so whoever finishes an interrupted delete runs the whole of this."""
         data_name, sidecar_name = _file_names(sid)
         with _io(f"erasing session {sid!r} from {self._path}"):
             try:
@@ -1582,11 +1825,9 @@ class JsonlStore(TreeIndexReads):
             if info is not None:
                 if stat.S_ISREG(info.st_mode):
                     self._zero(data_name)
-                # Data first: a sidecar without its data is how the debris rule knows a
-                # delete was interrupted (an append never leaves that).
                 os.unlink(data_name, dir_fd=self._dir_fd)
             index = index_name(sid)
-            for name in (sidecar_name, f".{sidecar_name}.tmp", index, f"{index}.tmp"):
+            for name in (f".{sidecar_name}.tmp", index, f"{index}.tmp", sidecar_name):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(name, dir_fd=self._dir_fd)
             if self._fsync:
@@ -1595,7 +1836,7 @@ class JsonlStore(TreeIndexReads):
     def _zero(self, data_name: str) -> None:
         fd = os.open(data_name, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self._dir_fd)
         try:
-            size, chunk = os.fstat(fd).st_size, bytes(1 << 20)
+            size, chunk = os.fstat(fd).st_size, bytes(_ZERO_CHUNK)
             for offset in range(0, size, len(chunk)):
                 os.pwrite(fd, chunk[: size - offset], offset)
             if self._fsync:
@@ -1774,6 +2015,14 @@ class JsonlStore(TreeIndexReads):
             os.unlink(f".{sidecar_name}.tmp", dir_fd=self._dir_fd)
         try:
             sidecar = self._read_sidecar(sid)
+        except StoreError:
+            sidecar = None
+        if sidecar is not None and sidecar.deleting is not None:
+            # A delete_session killed after its commit: finish the erasure.
+            self._finish_delete(sid, sidecar.deleting)
+            self._clear_pending()
+            return
+        try:
             size = self._data_size(data_name)
         except StoreError:
             sidecar, size = None, None  # damaged: left for 'check' to report
@@ -1790,16 +2039,14 @@ class JsonlStore(TreeIndexReads):
             os.unlink(data_name, dir_fd=self._dir_fd)  # created, then killed before a byte
             self._files.pop(sid, None)
         elif size and sidecar is not None and sidecar.committed and self._zeroed(data_name):
-            # A delete_session killed between zeroing and unlinking: finish it.
-            os.unlink(data_name, dir_fd=self._dir_fd)
-            os.unlink(sidecar_name, dir_fd=self._dir_fd)
-            self._index.drop_session(sid)
-            self._files.pop(sid, None)
+            # An older prism-om's delete_session, killed once it had begun zeroing (maybe
+            # part way): finish it, zeroing all of it.
+            self._erase_files(sid)
+            self._forget_session(sid)
         elif size is None and sidecar is not None:
-            # A delete_session killed between its two unlinks: finish it.
+            # An older prism-om's delete_session, killed between its two unlinks.
             os.unlink(sidecar_name, dir_fd=self._dir_fd)
-            self._index.drop_session(sid)
-            self._files.pop(sid, None)
+            self._forget_session(sid)
         self._clear_pending()
 
     def _open_for_append(self, sid: str, data_name: str) -> int:
@@ -1897,9 +2144,12 @@ class JsonlStore(TreeIndexReads):
 
         ``summary`` describes the session at ``committed`` bytes; by default, the index's.
         """
+        body = _sidecar_body(committed, leaf, summary or self._summary(sid))
+        self._replace_sidecar(sid, body, sync=sync)
+
+    def _replace_sidecar(self, sid: str, body: bytes, *, sync: bool = True) -> None:
         _, final = _file_names(sid)
         temp = f".{final}.tmp"
-        body = _sidecar_body(committed, leaf, summary or self._summary(sid))
         sync = sync and self._fsync
         with _io(f"writing {self._where(final)}"):
             self._write_temp(temp, body, sync=sync)
