@@ -526,7 +526,7 @@ class AttachedObservationalMemory:
         self._insufficient = False
 
     async def flush(self, **options: Any) -> FlushResult:
-        """Run the pipeline now; skipped with ``run_active`` while a call of the agent is in flight."""
+        """Run the pipeline now; skipped (``run_active``) while a call of the agent runs."""
         if self._runs_active:
             return FlushResult("skipped", reason="run_active")
         return await self.runtime.flush(**options)
