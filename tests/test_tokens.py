@@ -73,3 +73,32 @@ def test_pathological_text_is_encoded_in_bounded_chunks(text: str) -> None:
     assert sum(seen) == len(text)
     # Blind cuts may move a token boundary: at most a token or so per cut.
     assert abs(count - whole_count(text)) <= len(seen)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(ordinary_text(), max_size=40))
+def test_count_many_counts_each_text(texts: list[str]) -> None:
+    # Made large enough to go to the threads, then counted text by text for comparison.
+    batch = [t * 40 for t in texts]
+    assert ESTIMATOR.count_many(batch) == [ESTIMATOR.count(t) for t in batch]
+
+
+def test_a_large_batch_is_encoded_on_the_token_threads() -> None:
+    import threading
+
+    seen: set[str] = set()
+
+    def encode(text: str) -> Any:
+        seen.add(threading.current_thread().name)
+        return ESTIMATOR._encode(text)
+
+    estimator = TokenEstimator(ESTIMATOR.name, encode)
+    texts = ["the budget review moved to thursday afternoon " * 60] * 16
+    assert sum(map(len, texts)) >= tokens.PARALLEL_MIN_CHARS
+    assert estimator.count_many(texts) == [ESTIMATOR.count(t) for t in texts]
+    if tokens._POOL_WORKERS > 1:
+        assert seen and all(name.startswith("prism-om-tokens") for name in seen)
+    # A handful of short messages is counted in place: a thread hand-off would cost more.
+    seen.clear()
+    assert estimator.count_many(["hi", "there"]) == [1, 1]
+    assert seen == {threading.current_thread().name}

@@ -1713,7 +1713,8 @@ class JsonlStore(TreeIndexReads):
         before the lock: an index sidecar written later carries them without reading
         its lines again."""
         estimator = get_estimator()
-        counts = {e.id: estimator.count_entry(e) for e in batch if e.kind == "message"}
+        messages = [e for e in batch if e.kind == "message"]
+        counts = dict(zip((e.id for e in messages), estimator.count_entries(messages), strict=True))
         return estimator.name, counts
 
     def _line_tokens(self, ids: Sequence[str], kinds: str) -> tuple[str, builtins.list[int]]:

@@ -219,17 +219,28 @@ def encode_batch(batch: Sequence[SessionEntry], estimator: TokenEstimator) -> li
         with collector_paused():
             return [(payload_json(e), estimator.count_entry(e)) for e in batch]
     serializer = message_serializer()
-    count = estimator.count
-    encoded: list[tuple[str, int]] = []
-    add = encoded.append
+    bodies: list[str] = []
+    plain: list[str] = []
     with collector_paused():
         for e in batch:
             message = e.message
             if message is not None and not message.tool_calls and isinstance(message.content, str):
-                body = serializer.to_json(message, by_alias=True, exclude_none=True).decode()
-                add((body, count(message.content) + MESSAGE_OVERHEAD_TOKENS))
+                bodies.append(
+                    serializer.to_json(message, by_alias=True, exclude_none=True).decode()
+                )
+                plain.append(message.content)
             else:
-                add((payload_json(e), estimator.count_entry(e)))
+                bodies.append(payload_json(e))
+    # The plain messages' texts counted as one batch (on several threads when it is big:
+    # see TokenEstimator.count_many), the rest one by one.
+    counts = iter(estimator.count_many(plain))
+    encoded: list[tuple[str, int]] = []
+    for e, body in zip(batch, bodies, strict=True):
+        message = e.message
+        if message is not None and not message.tool_calls and isinstance(message.content, str):
+            encoded.append((body, next(counts) + MESSAGE_OVERHEAD_TOKENS))
+        else:
+            encoded.append((body, estimator.count_entry(e)))
     return encoded
 
 
