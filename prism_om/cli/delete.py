@@ -1,9 +1,10 @@
 """``prism-om delete SESSION``: erase one session from a store (the right to erase).
 
 The store's ``delete_session`` removes every entry, branch, leaf and memory row of the
-session at once (SQLite: ``secure_delete`` on, then a WAL checkpoint; JSONL: the file and
-its sidecars). Nothing asks twice in a script: without ``--yes`` the command asks on a
-terminal and refuses when stdin is not one, so a pipe never deletes by accident.
+session at once (SQLite: ``secure_delete`` on, then ``VACUUM`` and a WAL checkpoint, so no
+copy stays in the file's free space; JSONL: the file and its sidecars). Nothing asks
+twice in a script: without ``--yes`` the command asks on a terminal and refuses when
+stdin is not one, so a pipe never deletes by accident.
 
 A tombstone session (``tombstones.<scope>``) is refused: it records revocations, and
 erasing it would let revoked memory back into every read.
@@ -15,8 +16,13 @@ A damaged JSONL session is erased too, without ``check --repair`` first. The tex
 survive outside the store, and the command says where it knows of: backups that
 ``check --repair`` made under their default names (``<store>.backup-<time>``; a JSONL one
 that holds the session's file, every SQLite one, as each is a copy of the whole file),
-which it leaves for the user to remove; and, on SQLite, WAL frames a reader in another
-process kept the checkpoint from copying back (``"walFramesPending"`` in ``--json``).
+which it leaves for the user to remove; on SQLite, WAL frames a reader in another
+process kept the checkpoint from copying back (``"walFramesPending"`` in ``--json``); on
+PostgreSQL, the server's own copies (``"serverKeepsText"``): the deleted rows' bytes stay
+in the tables' files until ``VACUUM FULL`` (``"vacuumFullSql"``) rewrites them, and in its
+WAL, archives, replicas and backups until those are recycled. The command does not run
+that ``VACUUM FULL``: it locks the store's tables against every read and write while it
+copies them (docs/erasure.md).
 """
 
 from __future__ import annotations
@@ -107,6 +113,8 @@ async def cmd_delete(args: argparse.Namespace) -> None:
         deleted = await store.delete_session(session_id)
         url = store.url
         pending = int(getattr(store, "wal_frames_pending", 0))
+        vacuum_full = getattr(store, "vacuum_full_sql", None)
+        rewrite: str | None = vacuum_full() if callable(vacuum_full) else None
     backups = _backups_holding(url, session_id)
     if args.json:
         print_json(
@@ -115,6 +123,8 @@ async def cmd_delete(args: argparse.Namespace) -> None:
                 "deletedEntries": deleted,
                 "url": url,
                 "walFramesPending": pending,
+                "serverKeepsText": rewrite is not None,
+                "vacuumFullSql": rewrite,
                 "backups": backups,
             }
         )
@@ -130,6 +140,16 @@ async def cmd_delete(args: argparse.Namespace) -> None:
         )
     else:
         out.print(f"deleted session {session_id} ({deleted:,} entries) from {url}", markup=False)
+    if rewrite is not None:
+        out.print(
+            "PostgreSQL still holds the deleted rows' bytes: in the tables' files until "
+            "VACUUM FULL rewrites them (a plain VACUUM, autovacuum's too, leaves them in "
+            "place), and in its WAL and any WAL archive, replica or backup until those "
+            "are recycled, which no client can do. To rewrite the tables (it locks them "
+            "against every read and write while it runs, and needs their owner):",
+            markup=False,
+        )
+        out.print(f"{rewrite};", markup=False, soft_wrap=True)
     for backup in backups:
         out.print(
             f"a backup made by 'check --repair' may still hold its text: {backup} "

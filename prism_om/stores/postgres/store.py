@@ -55,6 +55,7 @@ from ..sqlite.placement import (
 from ..sqlite.sql import (
     ADD_TO_SUMMARY_SQL,
     DELETE_SESSION_SQL,
+    ERASED_TABLES,
     INSERT_ENTRY_SQL,
     INSERT_SEGMENT_SQL,
     LEAF_BY_SESSION_SQL,
@@ -347,8 +348,14 @@ class PostgresStore(PostgresReads):
     async def delete_session(self, session_id: str) -> int:
         """Erase the session in one transaction, under the session's append lock.
 
-        Deleted rows stay in the table files as dead tuples until autovacuum reclaims
-        them; the server's own storage and WAL archive are outside what a client erases.
+        The rows leave every read at the commit, not the server's files: PostgreSQL keeps
+        a deleted row's bytes in its table's files (a plain ``VACUUM``, autovacuum's too,
+        only marks their space free for new rows to overwrite in time), and in its WAL,
+        and in any WAL archive, replica or backup, until those are recycled. Only
+        ``VACUUM FULL`` of the tables (``vacuum_full_sql``) rewrites their files without
+        the rows; the WAL and what lies beyond the server are outside a client's reach
+        (docs/erasure.md has what was measured). Nothing of that is run here: it locks
+        the tables against every read and write for a time that grows with the store.
         """
         session_id = self._session(session_id)
         self._open_writer()
@@ -363,6 +370,15 @@ class PostgresStore(PostgresReads):
             return int(count)
 
         return await self._writing("delete", work)
+
+    def vacuum_full_sql(self) -> str:
+        """The ``VACUUM FULL`` that rewrites the files of every table ``delete_session``
+        deletes from, so a deleted row's bytes leave them. It holds an ``ACCESS
+        EXCLUSIVE`` lock on each table while it copies it (every read and write of that
+        table waits), needs the tables' owner, and runs outside a transaction block."""
+        _, schema, _ = split_postgres_url(self.url)
+        tables = ", ".join(f"{_quoted(schema)}.{_quoted(table)}" for table in ERASED_TABLES)
+        return f"VACUUM FULL {tables}"
 
     async def close(self) -> None:
         if self._closed:
@@ -546,6 +562,11 @@ def _pipeline(raw: psycopg.AsyncConnection[Any]) -> AbstractAsyncContextManager[
     if psycopg.AsyncPipeline.is_supported():
         return raw.pipeline()
     return contextlib.nullcontext()
+
+
+def _quoted(identifier: str) -> str:
+    """``identifier`` as a PostgreSQL quoted identifier (no connection needed)."""
+    return '"' + identifier.replace('"', '""') + '"'
 
 
 async def _await(task: asyncio.Future[T]) -> T:

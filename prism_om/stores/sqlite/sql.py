@@ -399,6 +399,8 @@ DELETE_SESSION_SQL = (
     "DELETE FROM session_summary WHERE session_id = ?",
     "DELETE FROM sessions WHERE session_id = ?",
 )
+# The tables a delete takes rows from (PostgreSQL names them to rewrite after one).
+ERASED_TABLES = tuple(dict.fromkeys(statement.split()[2] for statement in DELETE_SESSION_SQL))
 SESSION_ENTRY_COUNT_SQL = "SELECT count(*) FROM entries WHERE session_id = ?"
 
 

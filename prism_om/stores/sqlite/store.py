@@ -7,6 +7,7 @@ import builtins
 import contextlib
 import functools
 import os
+import shlex
 import sqlite3
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
@@ -20,6 +21,7 @@ from ...entries import SessionEntry, now_timestamp
 from ...errors import (
     CorruptStoreError,
     ReadOnlyStoreError,
+    StoreError,
     StoreNotFoundError,
 )
 from ...tokens import TokenEstimator, get_estimator
@@ -308,17 +310,30 @@ class SqliteStore(OneHopReads):
         await self._writing("checkout", work)
 
     async def delete_session(self, session_id: str) -> int:
-        """Erase the session in one transaction, with ``secure_delete`` on for it.
+        """Erase the session in one transaction, then rewrite the file (``VACUUM``).
 
-        ``secure_delete`` makes SQLite overwrite the deleted rows with zeros rather than
-        only unlink them, and the ``wal_checkpoint(TRUNCATE)`` after the commit copies
-        those pages into the file and empties the WAL, so the erased text is in neither
-        file's bytes. A reader in another process holding an old snapshot can keep the
-        checkpoint from finishing (it waits ``busy_timeout`` for it first): then
-        ``wal_frames_pending`` is the count of WAL frames not yet copied back, and until
-        the next checkpoint (``prism-om check``, or at the latest the last close) the
-        erased text is still in the database file's bytes. It is 0 when the checkpoint
-        completed. Copies outside the file (backups, the filesystem's own) are not reached.
+        The delete runs with ``secure_delete`` on, so the session's rows are zeroed as
+        they go. That alone leaves copies: earlier writes made with ``secure_delete`` off
+        (SQLite's own default, kept by python.org's builds; Debian's turns it on), a
+        migration's rewrite, and page balancing can leave cells behind in a page's free
+        space, which no delete reaches. The ``VACUUM`` after the commit rebuilds every
+        page from the rows that remain, and the ``wal_checkpoint(TRUNCATE)`` after it
+        copies the rebuilt pages into the file and empties the WAL, so the erased text is
+        in neither file's bytes, whatever the library's default and the file's history.
+        The rewrite costs time and space in proportion to the whole file, not to the
+        session (docs/erasure.md: 0.55 s for a 52 MB file, 3.4-8.4 s for 523 MB on a busy
+        2-core machine, while other processes' writers wait; free disk space up to twice
+        the file's size); appends pay nothing for it.
+
+        A reader in another process holding an old snapshot can keep the checkpoint from
+        finishing (it waits ``busy_timeout`` for it first): then ``wal_frames_pending`` is
+        the count of WAL frames not yet copied back, and until the next checkpoint
+        (``prism-om check``, or at the latest the last close) the erased text is still in
+        the database file's bytes. It is 0 when the checkpoint completed. A ``VACUUM``
+        that fails (a full disk, a writer in another process holding the file past the
+        busy retries) raises the ``StoreError`` it met, saying the session is deleted but
+        its text may stay in the file until a ``VACUUM`` succeeds. Copies outside the
+        file (backups, the filesystem's own) are not reached.
         """
         session_id = self._session(session_id)
         self._open_writer()
@@ -334,23 +349,55 @@ class SqliteStore(OneHopReads):
                 for statement in DELETE_SESSION_SQL:
                     await conn.execute(statement, (session_id,))
             finally:
-                # The rows are zeroed as they are deleted; appends need not pay for it.
+                # The rows are zeroed as they are deleted; appends need not pay for it
+                # (the VACUUM below removes what earlier writes left).
                 await conn.execute(f"PRAGMA secure_delete = {int(was)}")
             return int(count)
 
         count = await self._writing("delete", work)
-        self.wal_frames_pending = await finish_then_cancel(self._checkpoint())
+        await finish_then_cancel(self._rewrite(session_id, count))
         return count
 
-    async def _checkpoint(self) -> int:
-        """Checkpoint and empty the WAL; the frames left in it when readers blocked that."""
+    async def _rewrite(self, session_id: str, count: int) -> None:
+        """``VACUUM``, then checkpoint, setting ``wal_frames_pending`` (see delete_session)."""
         async with self._lock:
             writer = self._open_writer()
-            rows = await retrying(
-                self.url,
-                "checkpoint",
-                functools.partial(writer.execute_fetchall, "PRAGMA wal_checkpoint(TRUNCATE)"),
-            )
+            failed: StoreError | None = None
+            try:
+                await retrying(self.url, "vacuum", functools.partial(writer.execute, "VACUUM"))
+            except StoreError as exc:
+                failed = exc
+            try:
+                pending = await self._checkpoint_locked(writer)
+            except StoreError:
+                if failed is None:
+                    raise
+                pending = 0  # the VACUUM's failure is the one to report
+        self.wal_frames_pending = pending
+        if failed is None:
+            return
+        location = self._location
+        error = type(failed)(
+            f"deleted session {session_id!r} ({count:,} entries) from {self.url}, but the "
+            f"VACUUM that rewrites the file failed ({failed}): copies of its text that "
+            "earlier writes left in the file's free space may stay in its bytes until a "
+            f"VACUUM of {location!r} succeeds (it needs free disk space about twice the "
+            f"file's size; e.g. sqlite3 {shlex.quote(location)} VACUUM)",
+            url=self.url,
+            session_id=session_id,
+        )
+        if isinstance(error, CorruptStoreError):
+            self._mark_damaged(error)
+        raise error from failed
+
+    async def _checkpoint_locked(self, writer: aiosqlite.Connection) -> int:
+        """Checkpoint and empty the WAL (hold ``_lock``); the frames left in it when
+        readers blocked that."""
+        rows = await retrying(
+            self.url,
+            "checkpoint",
+            functools.partial(writer.execute_fetchall, "PRAGMA wal_checkpoint(TRUNCATE)"),
+        )
         # (busy, frames in the WAL, frames checkpointed); -1s when the file is not in WAL.
         busy, logged, done = next(iter(rows), (0, 0, 0))
         if not busy and done >= logged:

@@ -1,0 +1,200 @@
+"""SQLite ``delete_session`` leaves no copy of the erased text in any file of the store,
+whatever the library's ``secure_delete`` default and whatever wrote the file before.
+
+Every connection here is opened with ``secure_delete`` off before anything is written, as
+python.org's builds have it (SQLite's own default; Debian's build turns it on). Cells
+that page balancing, updates and a migration's rewrite leave in a page's free space are
+then plain bytes in the file, which the delete's own ``secure_delete`` never reaches: the
+files are scanned raw (database, ``-wal``, ``-shm``, any journal) for the erased session.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from prism_om.entries import SessionEntry
+from prism_om.errors import StoreError
+from prism_om.stores.sqlite.store import SqliteStore
+from prism_om.testing.om_factories import BranchBuilder
+
+FIXTURES = Path(__file__).resolve().parents[1] / "data" / "sqlite"
+ERASED = "ERASED-x5k2p"
+GONE = "gone-q7z3"
+KEPT = "KEPT-m3v8r"
+
+
+class _FailingVacuum(sqlite3.Connection):
+    """A connection whose ``VACUUM`` meets a full disk, as SQLite reports one."""
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if sql.strip().upper() == "VACUUM":
+            error = sqlite3.OperationalError("database or disk is full")
+            error.sqlite_errorcode = sqlite3.SQLITE_FULL  # type: ignore[attr-defined]
+            raise error
+        return super().execute(sql, *args)
+
+
+def _forcing_secure_delete_off(
+    monkeypatch: pytest.MonkeyPatch, factory: type[sqlite3.Connection] = sqlite3.Connection
+) -> None:
+    opened = sqlite3.connect
+
+    def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = opened(*args, factory=factory, **kwargs)
+        conn.execute("PRAGMA secure_delete = OFF")
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+
+
+@pytest.fixture
+def secure_delete_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    _forcing_secure_delete_off(monkeypatch)
+    yield
+
+
+def _session(session_id: str, marker: str, seed: int) -> list[SessionEntry]:
+    """Messages and memory records carrying ``marker``, a fork, and one entry of many
+    pages (overflow pages hold its text)."""
+    builder = BranchBuilder(session_id=session_id, rng=random.Random(seed), secrets=[marker])
+    for n in range(150):
+        size = 12_000 if n == 70 else 3 + n % 40
+        builder.message("user" if n % 2 == 0 else "assistant", f"{marker} {n} " * size)
+        if n % 25 == 24:
+            builder.observe(2, text=f"the user said {marker} at {n}")
+        if n == 90:
+            builder.fork()
+    builder.run(["reflect", "drop", "scope", "compact", "assistant"])
+    return builder.entries
+
+
+def _store_files(directory: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file()}
+
+
+def _holding(directory: Path, needles: list[bytes]) -> dict[str, int]:
+    """Files of the store holding any of ``needles``, with how many copies."""
+    found = {}
+    for name, data in _store_files(directory).items():
+        copies = sum(data.count(needle) for needle in needles)
+        if copies:
+            found[name] = copies
+    return found
+
+
+async def _secure_delete_of(store: SqliteStore) -> int:
+    rows = list(await store._writer.execute_fetchall("PRAGMA secure_delete"))
+    return int(rows[0][0])
+
+
+async def _fill_interleaved(store: SqliteStore) -> None:
+    """The erased session's entries appended one at a time, between two other sessions'
+    (so their rows share pages, which split and rebalance as they grow)."""
+    sessions = [
+        _session("kept-a", KEPT, 1),
+        _session(GONE, ERASED, 2),
+        _session("kept-b", KEPT, 3),
+    ]
+    for row in range(max(len(s) for s in sessions)):
+        for entries in sessions:
+            if row < len(entries):
+                await store.append(entries[row])
+
+
+async def test_delete_leaves_no_copy_in_any_file_with_secure_delete_off(
+    tmp_path: Path, secure_delete_off: None
+) -> None:
+    db = tmp_path / "store.db"
+    needles = [ERASED.encode(), GONE.encode()]
+    async with await SqliteStore.open(db) as store:
+        await _fill_interleaved(store)
+        assert await _secure_delete_of(store) == 0  # the emulated build's default holds
+        kept = {sid: await store.list(sid) for sid in ("kept-a", "kept-b")}
+        assert _holding(tmp_path, needles)
+        assert await store.delete_session(GONE) > 150
+        # With the store still open: the WAL and -shm are where a delete lands first.
+        assert _holding(tmp_path, needles) == {}
+        assert store.wal_frames_pending == 0
+        assert await store.sessions() == ["kept-a", "kept-b"]
+        for sid, entries in kept.items():
+            assert await store.list(sid) == entries
+        assert await _secure_delete_of(store) == 0  # appends still do not pay for it
+        await store.append(_session("after", KEPT, 4)[0])
+    assert _holding(tmp_path, needles) == {}
+    assert KEPT.encode() in _store_files(tmp_path)["store.db"]
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    conn.close()
+
+
+def _sessions_of(db: Path) -> list[str]:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        rows = conn.execute("SELECT session_id FROM sessions ORDER BY seq").fetchall()
+    conn.close()
+    return [sid for (sid,) in rows]
+
+
+def _traces_of(db: Path, session_id: str) -> list[bytes]:
+    """What names the session's rows in an older fixture: its entry ids, and the
+    ``sessionId`` of the wire JSON bodies held up to schema version 3."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        ids = conn.execute("SELECT id FROM entries WHERE session_id = ?", (session_id,))
+        traces = [entry_id.encode() for (entry_id,) in ids]
+    conn.close()
+    return [*traces, f'"sessionId":"{session_id}"'.encode()]
+
+
+FIXTURE_SESSIONS = [
+    (version, sid)
+    for version in (1, 2, 3)
+    for sid in _sessions_of(FIXTURES / f"store-v{version}.db")
+]
+
+
+@pytest.mark.parametrize(("version", "session_id"), FIXTURE_SESSIONS)
+async def test_delete_after_a_migration_leaves_no_copy_of_the_rewritten_rows(
+    tmp_path: Path, secure_delete_off: None, version: int, session_id: str
+) -> None:
+    db = tmp_path / "store.db"
+    shutil.copy(FIXTURES / f"store-v{version}.db", db)
+    traces = _traces_of(db, session_id)
+    kept = [sid for sid in _sessions_of(db) if sid != session_id]
+    async with await SqliteStore.open(db) as store:
+        before = {sid: await store.list(sid) for sid in kept}
+        # Migrated on open (the body rewrite of version 4 left the old cells behind).
+        assert await store.delete_session(session_id) > 0
+        assert _holding(tmp_path, traces) == {}
+        assert store.wal_frames_pending == 0
+        assert {sid: await store.list(sid) for sid in kept} == before
+    assert _holding(tmp_path, traces) == {}
+
+
+async def test_a_failed_vacuum_says_the_session_is_deleted_but_its_text_may_stay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "store.db"
+    async with await SqliteStore.open(db) as store:
+        await _fill_interleaved(store)
+    _forcing_secure_delete_off(monkeypatch, _FailingVacuum)
+    async with await SqliteStore.open(db) as store:
+        with pytest.raises(StoreError) as raised:
+            await store.delete_session(GONE)
+        message = str(raised.value)
+        assert f"deleted session {GONE!r}" in message
+        assert "the VACUUM that rewrites the file failed" in message
+        assert "database or disk is full" in message and str(db) in message
+        assert raised.value.session_id == GONE and raised.value.url == store.url
+        assert not isinstance(raised.value.__cause__, sqlite3.Error)
+        # The delete itself committed, and the WAL was still checkpointed.
+        assert await store.sessions() == ["kept-a", "kept-b"]
+        assert store.wal_frames_pending == 0
+        assert (tmp_path / "store.db-wal").stat().st_size == 0
+        # The next write is not refused: a full disk is no damage.
+        await store.append(_session("after", KEPT, 4)[0])
