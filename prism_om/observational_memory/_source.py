@@ -67,6 +67,7 @@ from .recall import (
     recall_observational_memory_from_entries,
     recall_observational_memory_from_store,
 )
+from .withholding import withholding_ledger
 
 __all__ = [
     "BranchSource",
@@ -556,13 +557,7 @@ async def _context_blocks_from_store(
         return []
 
     async def reads() -> list[ContextBlock]:
-        # Without invalidated ids, the dropped observations cannot change what is shown,
-        # so the store reads only the live ones; a revocation must see the full ledger (a
-        # reflection resting on a dropped, revoked observation is still withheld).
-        if options.invalidated_ids:
-            ledger = await store.ledger(session_id, leaf_id)
-        else:
-            ledger = await store.live_ledger(session_id, leaf_id)
+        ledger = await withholding_ledger(store, session_id, options.invalidated_ids, leaf_id)
         recent = await store.recent_messages(session_id, options.keep_recent_entries, leaf_id)
         scopes = scope_map if scope_map is not None else await store.scope_map(session_id, leaf_id)
         return context_blocks_from_parts(ledger, recent, options, scope_map=scopes)

@@ -21,6 +21,7 @@ from ...entries import SessionEntry, custom_entry, validate_session_id
 from ...errors import InvalidInputError, StoreClosedError
 from ...host.context import render_system
 from ...observational_memory.recall_tool import RecallMemoryTool, create_recall_memory_tool
+from ...observational_memory.withholding import withholding_ledger
 from ...providers.base import CredentialResolver, Provider
 from ...session import Session
 from ...stores import SessionStore, open_store, parse_store_url
@@ -401,9 +402,8 @@ class PrismSession:
         assert self.memory is not None and self._provider is not None
         sid, context = self.session_id, self.memory.settings.context
         invalid = await self._invalidated()
-        # Dropped observations change nothing shown unless something is revoked (see
-        # build_observational_memory_context_blocks); coverage is the same in both.
-        ledger = await (store.ledger(sid) if invalid else store.live_ledger(sid))
+        # Coverage is the same in both ledgers withholding_ledger may read.
+        ledger = await withholding_ledger(store, sid, invalid)
         options = BlockOptions(
             context.recent_messages,
             context.recent_message_max_tokens,
