@@ -59,7 +59,6 @@ from typing import Any, Final
 
 from .core.branch_snapshot import BranchSnapshot
 from .core.context_blocks import ContextBlock
-from .core.projection import active_memory
 from .core.relevance import observation_pool_tokens
 from .core.render import render_observational_memory
 from .core.withheld import InvalidationSource, check_invalidation_source, resolve_invalidation
@@ -95,6 +94,7 @@ from .observational_memory.strategy import (
     ObservationalMemoryCompactionStrategy,
     create_observational_memory_compaction_strategy,
 )
+from .observational_memory.withholding import active_store_memory
 from .providers.base import CredentialResolver, Provider, ProviderRequest
 from .session import Session
 from .tokens import TokenEstimator, get_estimator
@@ -719,9 +719,8 @@ class AttachedObservationalMemory:
         agent, session = self.agent, self.agent.session
         request = await agent.request_preview(None)
         settings = self.memory.settings
-        live = await session.store.live_ledger(session.id)
         invalid = await self.context_provider.invalidated()
-        observations, reflections = active_memory(live, invalid)
+        observations, reflections = await active_store_memory(session.store, session.id, invalid)
         pool = observation_pool_tokens([r.observation for r in observations], self.estimator)
         if pool > settings.context.observations_pool_max_tokens:
             return True  # the strategy trims the pool to its cap

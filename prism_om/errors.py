@@ -5,6 +5,8 @@ The hierarchy::
     PrismMemoryError
     ├── InvalidInputError            bad input rejected before any side effect
     │   ├── InvalidEntryError        an entry that does not match the wire format
+    │   │   └── TombstoneRecordError a tombstone session entry or record that breaks
+    │   │                            the tombstone shape (``field``)
     │   ├── InvalidIdError           a malformed entry, memory or scope id
     │   ├── InvalidSessionIdError    a session id that is not a safe name
     │   ├── AmbiguousInputError      a request that names two things, or none
@@ -42,8 +44,10 @@ The hierarchy::
     ├── WorkerError                  a memory worker run failed
     │   ├── WorkerRunError           a broken worker limit or failing part (``reason``)
     │   └── WorkerRunFailed*         a CLI flush whose worker failed (exit code 1)
-    └── ProviderError*               a model call failed (``status``, ``provider_id``)
-        └── ScriptExhaustedError*    a scripted provider asked for one turn too many
+    ├── ProviderError*               a model call failed (``status``, ``provider_id``)
+    │   └── ScriptExhaustedError*    a scripted provider asked for one turn too many
+    └── MalformedTombstoneWarning    (also a ``UserWarning``) a stored tombstone entry
+                                     (or session) that a read skipped, named by its id
 
 A ``*`` marks a class defined beside the code that raises it, not here:
 ``ProviderError`` and ``ScriptExhaustedError`` in ``prism_om.providers`` (the message is
@@ -78,6 +82,7 @@ __all__ = [
     "InvalidInputError",
     "InvalidSessionIdError",
     "LimitExceededError",
+    "MalformedTombstoneWarning",
     "MemoryRecordError",
     "MemoryRecordTooLargeError",
     "PageTooLargeError",
@@ -96,6 +101,7 @@ __all__ = [
     "StoreNotFoundError",
     "StoreRuleError",
     "StoreUnreachableError",
+    "TombstoneRecordError",
     "UnknownParentError",
     "WorkerError",
     "WorkerRunError",
@@ -154,6 +160,31 @@ class InvalidInputError(PrismMemoryError, ValueError):
 
 class InvalidEntryError(InvalidInputError):
     """An entry that does not match the wire format."""
+
+
+class TombstoneRecordError(InvalidEntryError):
+    """An entry of a ``tombstones.<scope>`` session that is no well-formed tombstone
+    record, or a tombstone record outside such a session (``prism_om.core.tombstones``);
+    ``field`` names the part that is wrong (``data.ids``, ``data.reason``...)."""
+
+    def __init__(
+        self,
+        *args: object,
+        field: str,
+        entry_id: str | None = None,
+        session_id: str | None = None,
+        url: str | None = None,
+    ) -> None:
+        super().__init__(*args, entry_id=entry_id, session_id=session_id, url=url)
+        self.field = field
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # ``field`` is keyword-only: rebuild from the attributes when unpickled.
+        return (_rebuild_tombstone_record_error, (self.args, self.field), self.__dict__)
+
+
+def _rebuild_tombstone_record_error(args: tuple[object, ...], field: str) -> TombstoneRecordError:
+    return TombstoneRecordError(*args, field=field)
 
 
 class InvalidIdError(InvalidInputError):
@@ -372,3 +403,12 @@ def _rebuild_import_time_error(
 
 class SessionExistsError(InvalidInputError):
     """An explicitly named target session that already has entries: an import never mixes."""
+
+
+class MalformedTombstoneWarning(PrismMemoryError, UserWarning):
+    """Warned (not raised) when a read skips an entry of a tombstone session that is no
+    well-formed tombstone record: a store written by hand or by a version without the
+    append rule stays readable, and the entry withholds nothing. ``entry_id`` and
+    ``session_id`` name it (``entry_id`` is None for a whole ``tombstones.*`` session
+    skipped because no valid scope name follows the prefix); a host that turns warnings
+    into errors catches it as a ``PrismMemoryError``."""

@@ -24,6 +24,7 @@ from .common import (
 )
 from .redaction import SECRETS_ENV, add_secret_option, cli_secrets, redacting_stderr
 from .tombstones import TOMBSTONE_COMMANDS, add_tombstone_scope
+from .warning_lines import warning_lines
 
 __all__ = ["build_parser", "main"]
 
@@ -337,6 +338,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="do not ask (needed when stdin is not a terminal)",
     )
+    delete.add_argument(
+        "--allow-tombstones",
+        action="store_true",
+        help="allow erasing a tombstones.<scope> session: every id its tombstones revoke "
+        "becomes visible again in every read (refused without this flag)",
+    )
 
     from .mcp import add_mcp_arguments  # argparse only: the SDK is imported on use
 
@@ -440,7 +447,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     set_width(getattr(args, "width", None))  # per call: main may run many times in a process
     # Every line on stderr, error lines and tracebacks included, is redacted: an error can
     # quote an entry's field, and a damaged field can hold a secret.
-    with redacting_stderr(cli_secrets(args)):
+    with redacting_stderr(cli_secrets(args)), warning_lines():
         return _run(handler, args)
 
 

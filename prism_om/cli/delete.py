@@ -6,8 +6,9 @@ copy stays in the file's free space; JSONL: the file and its sidecars). Nothing 
 twice in a script: without ``--yes`` the command asks on a terminal and refuses when
 stdin is not one, so a pipe never deletes by accident.
 
-A tombstone session (``tombstones.<scope>``) is refused: it records revocations, and
-erasing it would let revoked memory back into every read.
+A tombstone session (``tombstones.<scope>``) is refused unless ``--allow-tombstones`` is
+given: it records revocations, and erasing it lets every id it revokes back into every
+read. With the flag, the confirmation and the report say how many ids become visible.
 
 A JSONL delete that was killed after it committed reads as no session; running the command
 again finishes the erasure and says so.
@@ -32,7 +33,7 @@ import glob
 import os
 import sys
 
-from ..errors import CorruptStoreError, SessionNotFoundError
+from ..errors import CorruptStoreError, MalformedTombstoneWarning, SessionNotFoundError
 from ..observational_memory.revocation import TOMBSTONE_SESSION_PREFIX
 from ..stores import SessionStore, parse_store_url
 from .common import CliUsageError, open_cli_store, require_session
@@ -59,7 +60,9 @@ def _backups_holding(url: str, session_id: str) -> list[str]:
     return found
 
 
-def _confirmed(session_id: str, entries: int | None, url: str) -> bool:
+def _confirmed(
+    session_id: str, entries: int | None, url: str, tombstones: bool, released: int | None
+) -> bool:
     if not sys.stdin.isatty():
         raise CliUsageError(
             f"refusing to delete session {session_id!r} from {url} without --yes: stdin is "
@@ -68,8 +71,10 @@ def _confirmed(session_id: str, entries: int | None, url: str) -> bool:
             url=url,
         )
     size = "damaged" if entries is None else f"{entries:,} entries"
+    lets_back = f" {_released_text(session_id, released)}." if tombstones else ""
     error_console().print(
-        f"delete session {session_id!r} ({size}) from {url}? This cannot be undone. [y/N] ",
+        f"delete session {session_id!r} ({size}) from {url}?{lets_back} This cannot be "
+        "undone. [y/N] ",
         end="",
     )
     answer = sys.stdin.readline().strip().lower()
@@ -84,6 +89,30 @@ async def _finish_interrupted(store: SessionStore, session_id: str) -> int | Non
         return await store.delete_session(session_id)
     except SessionNotFoundError:
         return None
+
+
+async def _revoked_by(store: SessionStore, session_id: str) -> int:
+    """How many ids the tombstone session withholds: deleting it makes them visible again
+    to every read of its scope."""
+    import warnings
+
+    from ..observational_memory.revocation import list_invalidated_ids
+
+    with warnings.catch_warnings():
+        # A malformed record withholds nothing, so it changes no count; the read commands
+        # say it, and erasing the session is what ends it.
+        warnings.simplefilter("ignore", MalformedTombstoneWarning)
+        return len(await list_invalidated_ids(store, session_id[len(TOMBSTONE_SESSION_PREFIX) :]))
+
+
+def _released_text(session_id: str, count: int | None) -> str:
+    scope = session_id[len(TOMBSTONE_SESSION_PREFIX) :]
+    ids = (
+        "ids (how many is unknown: the session is damaged)" if count is None else f"{count:,} id(s)"
+    )
+    return (
+        f"its tombstones revoke {ids}, which become visible again to every read of scope {scope!r}"
+    )
 
 
 async def cmd_delete(args: argparse.Namespace) -> None:
@@ -101,13 +130,19 @@ async def cmd_delete(args: argparse.Namespace) -> None:
                 raise
             _print_finished(args, session_id, finished, store.url)
             return
-        if session_id.startswith(TOMBSTONE_SESSION_PREFIX):
-            raise CliUsageError(
-                f"session {session_id!r} holds revocation tombstones; deleting it would "
-                "make revoked memory readable again, so 'delete' refuses it",
-                session_id=session_id,
-            )
-        if not args.yes and not _confirmed(session_id, entries, store.url):
+        tombstones = session_id.startswith(TOMBSTONE_SESSION_PREFIX)
+        released: int | None = None
+        if tombstones:
+            if not args.allow_tombstones:
+                raise CliUsageError(
+                    f"session {session_id!r} holds revocation tombstones; deleting it would "
+                    "make revoked memory readable again, so 'delete' refuses it without "
+                    "--allow-tombstones (every id it revokes becomes visible again)",
+                    session_id=session_id,
+                )
+            if entries is not None:
+                released = await _revoked_by(store, session_id)
+        if not args.yes and not _confirmed(session_id, entries, store.url, tombstones, released):
             error_console().print("prism-om: nothing deleted")
             return
         deleted = await store.delete_session(session_id)
@@ -117,17 +152,18 @@ async def cmd_delete(args: argparse.Namespace) -> None:
         rewrite: str | None = vacuum_full() if callable(vacuum_full) else None
     backups = _backups_holding(url, session_id)
     if args.json:
-        print_json(
-            {
-                "session": session_id,
-                "deletedEntries": deleted,
-                "url": url,
-                "walFramesPending": pending,
-                "serverKeepsText": rewrite is not None,
-                "vacuumFullSql": rewrite,
-                "backups": backups,
-            }
-        )
+        report = {
+            "session": session_id,
+            "deletedEntries": deleted,
+            "url": url,
+            "walFramesPending": pending,
+            "serverKeepsText": rewrite is not None,
+            "vacuumFullSql": rewrite,
+            "backups": backups,
+        }
+        if tombstones:
+            report["revokedIdsVisibleAgain"] = released
+        print_json(report)
         return
     out = console()
     if pending:
@@ -140,6 +176,8 @@ async def cmd_delete(args: argparse.Namespace) -> None:
         )
     else:
         out.print(f"deleted session {session_id} ({deleted:,} entries) from {url}", markup=False)
+    if tombstones:
+        out.print(_released_text(session_id, released), markup=False)
     if rewrite is not None:
         out.print(
             "PostgreSQL still holds the deleted rows' bytes: in the tables' files until "

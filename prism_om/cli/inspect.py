@@ -3,7 +3,9 @@
 On 127.0.0.1 unless ``--host`` names another address; one that is not loopback (not
 127.0.0.0/8, ``::1`` or ``localhost``) is said on stderr as a warning: the page shows
 whole transcripts. The store is opened read-only. The port is bound before anything is
-announced, so a taken port is one error line and exit code 1.
+announced, so a taken port is one error line and exit code 1. After the announcement,
+stderr is written by a thread of its own (``stderr_lane``): a launcher that stops reading
+it once the page is announced cannot make the page stop answering.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from ..core.limits import MAX_SAFE_INTEGER
 from .common import count_argument, open_cli_store
 from .listen import bind_listener
 from .redaction import cli_redactor
+from .stderr_lane import nonblocking_stderr
 
 __all__ = ["DEFAULT_INSPECT_PORT", "add_inspect_arguments", "cmd_inspect"]
 
@@ -81,8 +84,10 @@ async def cmd_inspect(args: argparse.Namespace) -> None:
                 import webbrowser
 
                 webbrowser.open(url)
-            config = uvicorn.Config(app, log_level="warning")
-            await uvicorn.Server(config).serve(sockets=[listener])
+            # From here on a log line never waits for stderr to be read (stderr_lane).
+            with nonblocking_stderr():
+                config = uvicorn.Config(app, log_level="warning")
+                await uvicorn.Server(config).serve(sockets=[listener])
 
 
 def is_loopback(host: str) -> bool:

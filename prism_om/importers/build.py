@@ -1,5 +1,9 @@
 """Shared by every format: deterministic ids, timestamps, progress and entry validation.
 
+Validation. Each entry is built from its wire form and checked against the tombstone rule
+(``prism_om.core.tombstones``): an import into a ``tombstones.<scope>`` session takes only
+well-formed tombstone records, and a tombstone record only there, refused at its line.
+
 Ids. An imported entry's id is ``"i"`` plus 24 hex digits of
 ``sha256(session_id + NUL + source_key)``, where ``source_key`` names the record in its file
 (``"line:12"``, ``"pi:a1b2c3d4"``, ``"id:<native id>"``...). The same file parsed twice into
@@ -21,6 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ..core.tombstones import check_tombstone_entry
 from ..entries import SessionEntry, entry_from_wire
 from ..errors import ImportTimeError, InvalidEntryError
 from .source import Source
@@ -120,7 +125,10 @@ class EntryFactory:
         """Validate a wire dict (``sessionId`` is filled in) into an entry of the import."""
         wire["sessionId"] = self.session_id
         try:
-            return entry_from_wire(wire, where="entry")
+            entry = entry_from_wire(wire, where="entry")
+            # The store refuses it too; here the error names the file's line.
+            check_tombstone_entry(entry)
+            return entry
         except InvalidEntryError as exc:
             raise self.source.error(
                 pos, str(exc), entry_id=exc.entry_id, session_id=self.session_id

@@ -262,9 +262,6 @@ class _Guard:
                 return
             start = state["start"]
             body = b"".join(state["chunks"])
-            length = str(len(body)).encode()
-            if head and not body:  # a file response already left its body out
-                length = dict(start.get("headers", [])).get(b"content-length", length)
             headers = [
                 (k, v)
                 for k, v in start.get("headers", [])
@@ -273,6 +270,10 @@ class _Guard:
             content_type = dict(headers).get(b"content-type", b"").decode("latin-1")
             if redact and red and content_type.startswith(("text/", "image/svg")):
                 body = red.text(body.decode("utf-8", "replace")).encode("utf-8")
+            # Measured on the body as sent: the redaction above may shrink or grow it.
+            length = str(len(body)).encode()
+            if head and not body:  # a file response already left its body out
+                length = dict(start.get("headers", [])).get(b"content-length", length)
             headers += [(k.encode(), v.encode()) for k, v in _SECURITY_HEADERS.items()]
             headers.append((b"content-length", length))
             outgoing.started = True  # type: ignore[attr-defined]

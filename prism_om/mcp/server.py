@@ -27,7 +27,9 @@ the specification's "recall is exact-id only; no search, no transcript browser" 
 holds for the ``recall`` tool, which stays exact-id and cursor paging. The search reads
 only memory, never messages, and matches the redacted text, so a query cannot confirm a
 secret that the results would hide; revoked, dropped and superseded memory is not
-searched.
+searched. What is revoked is judged by the rule every read path shares, on the ledger
+``withholding_ledger`` reads (the full one once anything is revoked): a reflection resting
+on an observation that the revocation's drop handler already dropped is withheld too.
 """
 
 from __future__ import annotations
@@ -42,7 +44,6 @@ from mcp_types import ToolAnnotations
 from pydantic import StrictBool, StrictInt, StrictStr, ValidationError
 
 from ..core.limits import PAGE_LIMIT_HARD_CAP
-from ..core.projection import active_memory
 from ..core.redaction import Redactor
 from ..entries import validate_session_id
 from ..errors import InvalidInputError, PrismMemoryError, SessionNotFoundError
@@ -51,6 +52,7 @@ from ..observational_memory import (
     create_memory_view_command,
     create_recall_memory_tool,
 )
+from ..observational_memory.withholding import active_store_memory
 from ..stores import SessionStore
 
 __all__ = ["SEARCH_LIMIT_HARD_CAP", "SEARCH_QUERY_MAX_CHARS", "create_mcp_server"]
@@ -281,8 +283,8 @@ def create_mcp_server(
                 f"query must be at most {SEARCH_QUERY_MAX_CHARS} characters, got {len(query)}"
             )
         needle = query.casefold()
-        observations, reflections = active_memory(
-            await store.live_ledger(sid), await memory.invalidated()
+        observations, reflections = await active_store_memory(
+            store, sid, await memory.invalidated()
         )
         matches: list[dict[str, Any]] = []
         for r in reflections:

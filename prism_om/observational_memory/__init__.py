@@ -64,6 +64,7 @@ from .strategy import (
     ObservationalMemoryCompactionStrategy,
     create_observational_memory_compaction_strategy,
 )
+from .withholding import active_store_memory, withholding_ledger
 
 __all__ = [
     "RECALL_TOOL_NAME",
@@ -85,6 +86,7 @@ __all__ = [
     "TombstoneSet",
     "WorkScopeController",
     "WorkScopeSpec",
+    "active_store_memory",
     "build_observational_memory_context_blocks",
     "build_observational_memory_projection",
     "create_deletion_propagator",
@@ -111,4 +113,5 @@ __all__ = [
     "shared_scope_block",
     "unscanned_entries",
     "with_work_scope",
+    "withholding_ledger",
 ]

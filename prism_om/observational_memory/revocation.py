@@ -17,7 +17,10 @@ Tombstones live in the store itself, so every adapter keeps them: custom entries
 ``prism.tombstones.recorded`` (outside the validated ``om.*`` namespace) chained in a
 dedicated session ``tombstones.<scope>``. ``list_invalidated_ids`` reads every entry of
 that session (``list()``, not one branch), so two writers that forked the chain lose
-nothing.
+nothing. The records' shape is one rule (``prism_om.core.tombstones``): every adapter's
+append refuses a record that breaks it (``TombstoneRecordError``), and the read skips a
+stored one that does (written by hand, or before the rule) with a
+``MalformedTombstoneWarning`` naming its entry id, so every read keeps working.
 
 Reasons: ``revoked`` and ``deleted`` withhold; ``corrected`` records that a source was
 superseded but keeps it visible (the correction is new evidence, not a retraction). A
@@ -27,14 +30,30 @@ withholding tombstone is final: a later ``corrected`` for the same id does not l
 from __future__ import annotations
 
 import asyncio
+import warnings
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, get_args
+from typing import TYPE_CHECKING, Any
 
 from ..core.projection import active_memory, invalidated_observation_ids
 from ..core.records import ENTRY_ID_MAX_CHARS, OBSERVATIONS_DROPPED
+from ..core.tombstones import (
+    MAX_TOMBSTONE_IDS,
+    TOMBSTONE_REASONS,
+    TOMBSTONE_SESSION_PREFIX,
+    TOMBSTONES_RECORDED,
+    WITHHOLDING_REASONS,
+    TombstoneReason,
+    tombstone_record_problem,
+    tombstone_scope,
+)
 from ..entries import SessionEntry, custom_entry, validate_session_id
-from ..errors import BranchMismatchError, InvalidIdError, InvalidInputError
+from ..errors import (
+    BranchMismatchError,
+    InvalidIdError,
+    InvalidInputError,
+    MalformedTombstoneWarning,
+)
 from ..session import stored_on_branch
 
 if TYPE_CHECKING:
@@ -57,13 +76,6 @@ __all__ = [
     "list_tombstone_scopes",
     "tombstone_session_id",
 ]
-
-TOMBSTONES_RECORDED: Final = "prism.tombstones.recorded"
-TOMBSTONE_SESSION_PREFIX: Final = "tombstones."
-TombstoneReason = Literal["revoked", "deleted", "corrected"]
-WITHHOLDING_REASONS: Final = frozenset({"revoked", "deleted"})
-# One tombstone record names at most this many ids, so a record stays a sane entry size.
-_MAX_IDS: Final = 4096
 
 AppendEntry = Callable[[SessionEntry], Awaitable[Any]]
 """``async append_entry(entry)``, bound by the host to one store and session."""
@@ -95,9 +107,9 @@ def tombstone_session_id(scope: str) -> str:
 
 
 def _check_reason(reason: object) -> TombstoneReason:
-    if reason not in get_args(TombstoneReason):
+    if not isinstance(reason, str) or reason not in TOMBSTONE_REASONS:
         raise InvalidInputError(
-            f"reason must be one of {', '.join(get_args(TombstoneReason))}, got {reason!r}"
+            f"reason must be one of {', '.join(TOMBSTONE_REASONS)}, got {reason!r:.80}"
         )
     return reason  # type: ignore[return-value]
 
@@ -106,14 +118,19 @@ def _check_ids(ids: Iterable[str]) -> list[str]:
     if isinstance(ids, str | bytes):
         # Iterating one id would tombstone each of its characters.
         raise InvalidInputError("ids must be a collection of ids, not one string")
+    if not isinstance(ids, Iterable):
+        raise InvalidInputError(f"ids must be a collection of ids, got {type(ids).__name__}")
     out: list[str] = []
     for item in ids:
         if not isinstance(item, str) or not item or len(item) > ENTRY_ID_MAX_CHARS:
-            raise InvalidIdError(f"tombstone id {item!r:.80} is not an entry or memory id")
+            shown = repr(item)[:80] if isinstance(item, str) else f"of type {type(item).__name__}"
+            raise InvalidIdError(f"tombstone id {shown} is not an entry or memory id")
         out.append(item)
     out = list(dict.fromkeys(out))
-    if len(out) > _MAX_IDS:
-        raise InvalidInputError(f"one propagation takes at most {_MAX_IDS} ids, got {len(out)}")
+    if len(out) > MAX_TOMBSTONE_IDS:
+        raise InvalidInputError(
+            f"one propagation takes at most {MAX_TOMBSTONE_IDS} ids, got {len(out)}"
+        )
     return sorted(out)
 
 
@@ -180,17 +197,34 @@ async def list_invalidated_ids(store: SessionStore, scope: str) -> frozenset[str
     """The ids ``scope`` withholds now: every id of a ``revoked`` or ``deleted`` tombstone.
 
     One read of the scope's tombstone session; empty when the store holds none.
-    ``corrected`` ids are not returned (they stay visible).
+    ``corrected`` ids are not returned (they stay visible). An entry that is no
+    well-formed tombstone record (``prism_om.core.tombstones``) is skipped with a
+    ``MalformedTombstoneWarning`` naming it: it withholds nothing, and the read goes on.
     """
     session_id = tombstone_session_id(scope)
     withheld: set[str] = set()
     for entry in await store.list(session_id):
-        data = entry.data or {}
-        if entry.custom_type != TOMBSTONES_RECORDED or data.get("scope") != scope:
+        problem = tombstone_record_problem(entry)
+        if problem is not None:
+            _warn_skipped(store, entry, *problem)
             continue
-        if data.get("reason") in WITHHOLDING_REASONS:
-            withheld.update(i for i in data.get("ids", ()) if isinstance(i, str))
+        data = entry.data or {}
+        if data["reason"] in WITHHOLDING_REASONS:
+            withheld.update(data["ids"])
     return frozenset(withheld)
+
+
+def _warn_skipped(store: SessionStore, entry: SessionEntry, field: str, why: str) -> None:
+    warning = MalformedTombstoneWarning(
+        f"skipped entry {entry.id!r} of tombstone session {entry.session_id!r} in "
+        f"{store.url}: {field} {why}; it withholds nothing: record that revocation again "
+        "with the deletion propagator",
+        entry_id=entry.id,
+        session_id=entry.session_id,
+        url=store.url,
+    )
+    # stacklevel 3: the caller of list_invalidated_ids, where the read was asked for.
+    warnings.warn(warning, stacklevel=3)
 
 
 async def list_tombstone_scopes(store: SessionStore) -> list[str]:
@@ -210,14 +244,34 @@ async def list_store_invalidated_ids(
     server, an inspector, which withhold whatever any scope revoked).
 
     A named scope is validated like any scope name; one with no tombstones adds nothing.
+    By default, a ``tombstones.*`` session whose scope is no valid name (only a store
+    written by hand holds one) is skipped with a ``MalformedTombstoneWarning``.
     """
     if isinstance(scopes, str | bytes):
         raise InvalidInputError("scopes must be a collection of scope names, not one string")
-    chosen = await list_tombstone_scopes(store) if scopes is None else list(scopes)
+    if scopes is None:
+        chosen = []
+        for scope in await list_tombstone_scopes(store):
+            if tombstone_scope(TOMBSTONE_SESSION_PREFIX + scope) is None:
+                _warn_unreadable_session(store, TOMBSTONE_SESSION_PREFIX + scope)
+            else:
+                chosen.append(scope)
+    else:
+        chosen = list(scopes)
     withheld: set[str] = set()
     for scope in dict.fromkeys(chosen):
         withheld |= await list_invalidated_ids(store, scope)
     return frozenset(withheld)
+
+
+def _warn_unreadable_session(store: SessionStore, session_id: str) -> None:
+    warning = MalformedTombstoneWarning(
+        f"skipped tombstone session {session_id!r} in {store.url}: no valid scope name "
+        f"follows {TOMBSTONE_SESSION_PREFIX!r}, so it withholds nothing",
+        session_id=session_id,
+        url=store.url,
+    )
+    warnings.warn(warning, stacklevel=3)
 
 
 def create_observational_memory_drop_handler(

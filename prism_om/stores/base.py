@@ -21,6 +21,7 @@ from ..core.ledger import (
 from ..core.ledger_views import live_ledger, restrict_ledger
 from ..core.limits import MAX_ENTRY_BYTES, resolve_page_limit
 from ..core.scope_map import WorkScopeMap, fold_work_scope_map
+from ..core.tombstones import TOMBSTONE_SESSION_PREFIX, check_tombstone_entry
 from ..core.validation import check_memory_record_caps
 from ..entries import (
     Message,
@@ -109,6 +110,9 @@ class SessionTree(Protocol):
       ``EntryNotFoundError`` for an id that is in no session of the store and
       ``SessionMismatchError`` for an entry of another session, before anything changes.
       ``entries`` with no ``leaf_id`` returns ``[]`` for a session without entries;
+    * a ``tombstones.<scope>`` session holds only well-formed ``prism.tombstones.recorded``
+      records for ``<scope>``, and that record type nowhere else
+      (``prism_om.core.tombstones``; ``TombstoneRecordError`` naming the entry and field);
     * every error about an entry, a session or the store carries them as attributes
       (``entry_id``, ``session_id``, ``url``; ``memory_id`` for a memory record) and its
       message quotes the offending id (``f"entry {entry_id!r} ..."``).
@@ -336,8 +340,9 @@ def check_batch_shape(
     entries: Iterable[SessionEntry], *, url: str | None = None
 ) -> builtins.list[SessionEntry]:
     """Checks that need no store: entry types, one session, no id twice in the batch, and
-    each entry's serialised size within ``MAX_ENTRY_BYTES`` (``EntryTooLargeError``), and
-    the per-record id caps (``MemoryRecordTooLargeError``). These are append rules: a
+    each entry's serialised size within ``MAX_ENTRY_BYTES`` (``EntryTooLargeError``), the
+    per-record id caps (``MemoryRecordTooLargeError``) and the tombstone rule
+    (``TombstoneRecordError``, ``prism_om.core.tombstones``). These are append rules: a
     store loading what it holds does not re-apply them. Pass the store's ``url`` so the
     errors carry it."""
     try:
@@ -351,8 +356,9 @@ def _check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[Session
     batch = builtins.list(entries)
     if not batch:
         return batch
-    if plain_ascii_messages_within(batch, MAX_ENTRY_BYTES):
-        # The usual batch (a turn, a transcript): every check below passes for it.
+    # The usual batch (a turn, a transcript): every check below passes for it, unless it
+    # is for a tombstone session, which holds no messages.
+    if plain_ascii_messages_within(batch, MAX_ENTRY_BYTES) and not _in_tombstones(batch[0]):
         validate_session_id(batch[0].session_id)
         return batch
     seen: set[str] = set()
@@ -380,6 +386,9 @@ def _check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[Session
                 session_id=session_id,
             )
         seen.add(entry.id)
+        # A tombstone session holds only well-formed tombstone records (core.tombstones):
+        # one that the read path would have to skip is refused here, on every adapter.
+        check_tombstone_entry(entry)
         if plain_ascii_message_within(entry, MAX_ENTRY_BYTES):
             # The usual entry: within the size cap, no record to cap, no surrogate.
             continue
@@ -398,6 +407,10 @@ def _check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[Session
                 session_id=entry.session_id,
             )
     return batch
+
+
+def _in_tombstones(entry: SessionEntry) -> bool:
+    return entry.session_id.startswith(TOMBSTONE_SESSION_PREFIX)
 
 
 def chain_at_leaf(

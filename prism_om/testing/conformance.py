@@ -29,6 +29,7 @@ from ._requires import pytest
 from .conformance_bounds import BoundsConformance
 from .delete_conformance import DeleteConformance
 from .generate import LeafOp, Op, generate_ops, make_message
+from .tombstone_conformance import TombstoneConformance
 from .write_conformance import WriteConformance
 
 __all__ = ["StoreConformance", "StoreOpener", "apply_ops", "snapshot"]
@@ -75,12 +76,15 @@ def _msg(sid: str, eid: str, parent: str | None, text: str = "hello") -> Session
     return make_message(sid, eid, parent, "user", text, 1)
 
 
-class StoreConformance(WriteConformance, BoundsConformance, DeleteConformance):
+class StoreConformance(
+    WriteConformance, BoundsConformance, DeleteConformance, TombstoneConformance
+):
     """The shared suite. Every test opens a fresh store through ``store_opener``.
 
     ``WriteConformance`` adds the write path's concurrency and cancellation rules; the
     hard-bound tests (entry size, record caps) come from ``BoundsConformance``;
-    ``delete_session`` from ``DeleteConformance``.
+    ``delete_session`` from ``DeleteConformance``; the tombstone append rule from
+    ``TombstoneConformance``.
     """
 
     @pytest.fixture

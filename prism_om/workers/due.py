@@ -17,7 +17,6 @@ from typing import Final
 
 from ..core.branch_snapshot import BranchSnapshot
 from ..core.ledger import ObservationalMemoryLedger
-from ..core.ledger_views import live_ledger
 from ..core.memory_budget import rendered_memory_tokens
 from ..core.projection import active_memory, invalidated_observation_ids
 from ..core.redaction import Redactor
@@ -87,17 +86,15 @@ class WorkerDue:
     def _check(self, snapshot: BranchSnapshot, invalid: frozenset[str], scoped: bool) -> MemoryDue:
         est = self._estimator()
         settings = self._settings
+        if invalid and not snapshot.full:
+            # The workers judge a revocation on the whole ledger (``withholding_ledger``):
+            # only a read of it can decide.
+            return MemoryDue(None, None, None)
         ledger = snapshot.ledger
-        live = live_ledger(ledger) if snapshot.full else ledger
-        # The reflector reads the live ledger; the consolidator and the dropper the whole
-        # ledger when something is revoked (a snapshot read with ``full`` is that one).
-        whole = ledger if snapshot.full or not invalid else None
-        reflector = self._reflector(live, invalid, scoped, est)
+        reflector = self._reflector(ledger, invalid, scoped, est)
         if scoped:
             return MemoryDue(reflector, "host_scopes", "host_scopes")
-        if whole is None:
-            return MemoryDue(reflector, None, None)  # a full read must decide
-        active_obs, active_refl = active_memory(whole, invalid)
+        active_obs, active_refl = active_memory(ledger, invalid)
         reflections = [r.reflection for r in active_refl]
         consolidator = (
             "within_budget"

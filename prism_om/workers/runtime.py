@@ -126,6 +126,7 @@ from ..observational_memory.settings import (
     reject_removed_settings,
     resolve_observational_memory_settings,
 )
+from ..observational_memory.withholding import withholding_ledger
 from ..providers.base import (
     CredentialResolver,
     Provider,
@@ -704,9 +705,10 @@ class ObservationalMemoryRuntime:
             return self._record(progress, WorkerOutcome("reflector", "skipped", "missing_provider"))
         store, sid = self.session.store, self.session.id
         head = await store.memory_head(sid)
-        # Active memory and coverage are the same in the live ledger, which a turn can
-        # afford; dropped observations are never parsed.
-        ledger = await store.live_ledger(sid)
+        # Without a revocation the live ledger, which a turn can afford, has the same
+        # active memory and coverage; with one, what _drop_pending counts must be judged
+        # on the full ledger (a reflection may rest on a dropped, revoked observation).
+        ledger = await withholding_ledger(store, sid, invalid)
         observations: list[Observation]
         if full_rebuild:
             observations = [r.observation for r in active_memory(ledger, invalid)[0]]
@@ -790,7 +792,7 @@ class ObservationalMemoryRuntime:
         head = await store.memory_head(sid)
         # A revocation must see the full ledger: a reflection superseded by a withheld one
         # is active again, and must be counted (and may be merged) as such.
-        ledger = await store.ledger(sid) if invalid else await store.live_ledger(sid)
+        ledger = await withholding_ledger(store, sid, invalid)
         active = [r.reflection for r in active_memory(ledger, invalid)[1]]
         est = self._estimator()
         budget = self.settings.reflection.budget_tokens
@@ -869,7 +871,7 @@ class ObservationalMemoryRuntime:
         if scopes.has_host_scopes:
             return self._record(progress, WorkerOutcome("dropper", "skipped", "host_scopes"))
         head = await store.memory_head(sid)
-        ledger = await store.ledger(sid) if invalid else await store.live_ledger(sid)
+        ledger = await withholding_ledger(store, sid, invalid)
         # Revoked observations are already withheld; the dropper never sees their text.
         observations, reflections = active_memory(ledger, invalid)
         pool = [r.observation for r in observations]

@@ -22,6 +22,16 @@ def free_port() -> int:
 @contextlib.contextmanager
 def serving(db: str, *extra: str, cwd: Path, secrets: str = "") -> Iterator[tuple[str, str]]:
     """Start the page; yield its URL and the stderr it printed before serving."""
+    with serving_process(db, *extra, cwd=cwd, secrets=secrets) as (url, said, _):
+        yield url, said
+
+
+@contextlib.contextmanager
+def serving_process(
+    db: str, *extra: str, cwd: Path, secrets: str = ""
+) -> Iterator[tuple[str, str, subprocess.Popen[str]]]:
+    """``serving``, also yielding the process; its stderr is read no further than the
+    announcement (as a launcher that only waits for it does)."""
     port = free_port()
     env = {**os.environ, "PRISM_SECRETS": secrets}
     process = subprocess.Popen(
@@ -43,7 +53,7 @@ def serving(db: str, *extra: str, cwd: Path, secrets: str = "") -> Iterator[tupl
             said.append(line)
             if "inspect page at " in line:
                 url = line.split("inspect page at ", 1)[1].split()[0]
-                yield url, "".join(said)
+                yield url, "".join(said), process
                 return
         raise AssertionError(f"prism-om inspect never announced its page: {''.join(said)}")
     finally:
