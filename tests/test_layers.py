@@ -120,3 +120,41 @@ def test_no_import_cycle_between_modules() -> None:
         if name not in state:
             visit(name, [name])
     assert cycles == []
+
+
+def _store_attribute_names() -> set[str]:
+    """Every attribute the store classes define (public and private), beyond object's."""
+    from prism_om.stores.base import StoreBase
+    from prism_om.stores.jsonl import JsonlStore
+    from prism_om.stores.memory import MemoryStore
+    from prism_om.stores.postgres import PostgresStore
+    from prism_om.stores.sqlite import SqliteStore
+
+    names: set[str] = set()
+    for cls in (StoreBase, MemoryStore, JsonlStore, SqliteStore, PostgresStore):
+        for klass in cls.__mro__:
+            if klass is not object:
+                names.update(vars(klass))
+    return {n for n in names if not (n.startswith("__") and n.endswith("__"))}
+
+
+def test_no_store_method_is_found_by_name_outside_the_stores() -> None:
+    """A fast path is a declared method of the store protocol, called as such: no service,
+    command or page looks a store attribute up with getattr/hasattr (an outside adapter
+    could never know such a method exists)."""
+    store_names = _store_attribute_names()
+    found = []
+    for name, path in MODULES.items():
+        if name.startswith("prism_om.stores"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in {"getattr", "hasattr"}
+                and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant)
+                and node.args[1].value in store_names
+            ):
+                found.append(f"{name}:{node.lineno} {node.func.id}(..., {node.args[1].value!r})")
+    assert found == []

@@ -147,9 +147,8 @@ async def cmd_delete(args: argparse.Namespace) -> None:
             return
         deleted = await store.delete_session(session_id)
         url = store.url
-        pending = int(getattr(store, "wal_frames_pending", 0))
-        vacuum_full = getattr(store, "vacuum_full_sql", None)
-        rewrite: str | None = vacuum_full() if callable(vacuum_full) else None
+        left = await store.erasure_report()
+        pending, rewrite = left.wal_frames_pending, left.rewrite_statement
     backups = _backups_holding(url, session_id)
     if args.json:
         report = {

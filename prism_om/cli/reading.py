@@ -22,7 +22,6 @@ from ..observational_memory import (
 from ..observational_memory.page import BranchPage
 from ..observational_memory.recall import MemoryRecall
 from ..stores import SessionStore, SessionSummary
-from ..stores._summary import summarize_entries
 from .common import CliUsageError, open_cli_store, require_session, store_url
 from .output import clip, console, heading, one_line, print_json, table
 from .redaction import cli_redactor
@@ -209,20 +208,12 @@ def print_page(page: BranchPage) -> None:
 
 
 async def session_rows(store: SessionStore) -> list[dict[str, Any]]:
-    """One row per session, from the store's kept summaries where it has them.
+    """One row per session, from the store's kept summaries (``session_summaries``).
 
-    A store without ``session_summaries`` is summarised from every entry. Last activity
-    is compared as a time and shown in UTC, whatever format the timestamps were in.
+    Last activity is compared as a time and shown in UTC, whatever format the timestamps
+    were in.
     """
-    summaries: Sequence[SessionSummary]
-    kept = getattr(store, "session_summaries", None)
-    if kept is not None:
-        summaries = await kept()
-    else:
-        summaries = [
-            summarize_entries(sid, await store.list(sid), len(await store.leaves(sid)))
-            for sid in await store.sessions()
-        ]
+    summaries: Sequence[SessionSummary] = await store.session_summaries()
     return [
         {
             "session": s.session_id,
@@ -237,8 +228,7 @@ async def session_rows(store: SessionStore) -> list[dict[str, Any]]:
 
 
 async def _damaged(store: SessionStore) -> dict[str, Exception]:
-    found = getattr(store, "damaged_sessions", None)
-    return dict(await found()) if found is not None else {}
+    return dict(await store.damaged_sessions())
 
 
 async def cmd_sessions(args: argparse.Namespace) -> None:

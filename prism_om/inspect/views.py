@@ -92,8 +92,7 @@ class Inspector:
             row["poolTokens"] = observation_pool_tokens(
                 [r.observation for r in observations], estimator
             )
-        found = getattr(self.store, "damaged_sessions", None)
-        damaged = await found() if found is not None else {}
+        damaged = await self.store.damaged_sessions()
         unreadable = {
             **{sid: self.text(str(e)) for sid, e in damaged.items()},
             **{r["session"]: r["problem"] for r in page if "problem" in r},

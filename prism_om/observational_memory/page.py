@@ -15,10 +15,10 @@ Revoked messages (``invalidated_ids``) keep their place on the page, so paging a
 cursors do not shift, but carry only ``id``, ``role``, ``timestamp`` and ``reason:
 "revoked"``: no text, no message.
 
-A store that answers ``page_message_parts`` (the SQL stores) is paged through it: the same
-messages as ``page_messages``, as ``(id, timestamp, message)`` parts read from its rows, so
-no entry is built only to be turned into an item; other stores are paged through
-``page_messages``. The pages are equal either way.
+A store is paged through ``SessionStore.page_message_parts``: the same messages as
+``page_messages``, as ``(id, timestamp, message)`` parts (a SQL store reads them straight
+from its rows, so no entry is built only to be turned into an item). The pages of the
+entries path and the store path are equal.
 
 Result shape (``BranchPage.to_json()``)::
 
@@ -270,30 +270,10 @@ async def _page_store(
     red: Redactor,
     invalid: frozenset[str],
 ) -> BranchPage:
-    point_parts = getattr(store, "_point_page_parts", None)
-    if point_parts is not None:
-        # SQLite on the loop: the page read in plain calls, of arguments checked here
-        # already (None: the store's hop serves it, below).
-        found = point_parts(session_id, cursor, limit, direction, leaf_id)
-        if found is not None:
-            parts, more = found
-            return _page_from_parts(parts, more, cursor, limit, direction, detail, red, invalid)
-    parts_of = getattr(store, "page_message_parts", None)
-    if parts_of is not None:
-        # The store's rows straight to items: no SessionEntry built only to be read here.
-        parts, more = await parts_of(session_id, cursor, limit, direction, leaf_id)
-        return _page_from_parts(parts, more, cursor, limit, direction, detail, red, invalid)
-    chosen, more = await store.page_messages(session_id, cursor, limit, direction, leaf_id)
-    return build_branch_page(
-        chosen,
-        more,
-        cursor=cursor,
-        limit=limit,
-        direction=direction,
-        detail=detail,
-        secrets=red,
-        invalidated_ids=invalid,
-    )
+    # The store's rows straight to items (``SessionStore.page_message_parts``): no
+    # SessionEntry built only to be read here.
+    parts, more = await store.page_message_parts(session_id, cursor, limit, direction, leaf_id)
+    return _page_from_parts(parts, more, cursor, limit, direction, detail, red, invalid)
 
 
 def _page_from_parts(

@@ -63,7 +63,6 @@ from ..core.redaction import Redactor, redactor
 from ..entries import SessionEntry
 from ..errors import InvalidIdError, InvalidInputError, PageTooLargeError
 from ..ids import is_memory_id
-from ..stores._together import point_reads_ready, read_point, read_together
 from ..stores._wire import entry_wire, observation_wire
 from ..stores.base import SessionStore
 
@@ -219,10 +218,10 @@ def recall_observational_memory_from_store(
 ) -> Awaitable[MemoryRecall]:
     """Recall from a store: the branch's ledger rows of this id, then each source by id.
 
-    A store with a ``_recall_rows`` method (SQLite, PostgreSQL) reads the rows and the
-    sources they cite in one statement when nothing is withheld, no extra ledger is given
-    and the branch is the session's own. The arguments are checked now, before anything
-    is read; the reads run when awaited.
+    When nothing is withheld, no extra ledger is given and the branch is the session's
+    own, the store reads the id's rows with the sources they cite
+    (``SessionStore.memory_with_sources``: one statement on the SQL stores). The
+    arguments are checked now, before anything is read; the reads run when awaited.
     """
     try:
         memory_id = check_memory_id(memory_id)
@@ -234,11 +233,7 @@ def recall_observational_memory_from_store(
     red = redactor(secrets)
     extras = tuple(extra_ledgers or ())
     if not invalid and not extras and leaf_id is None:
-        # The store's one-statement read of the id's rows with their sources, if it has
-        # one (SQLite on the loop, PostgreSQL).
-        rows_with_sources = getattr(store, "_recall_rows", None)
-        if rows_with_sources is not None:
-            return _recall_read_ahead(store, rows_with_sources, session_id, memory_id, red, window)
+        return _recall_read_ahead(store, session_id, memory_id, red, window)
     return _recall_store(store, session_id, leaf_id, memory_id, invalid, red, extras, window)
 
 
@@ -251,8 +246,6 @@ async def _recall_store(
     red: Redactor,
     extras: tuple[ObservationalMemoryLedger, ...],
     window: tuple[int, int],
-    *,
-    together: bool = False,
 ) -> MemoryRecall:
     async def subset() -> ObservationalMemoryLedger:
         # Only the rows of this id (and, for a reflection, its supports) are read.
@@ -267,76 +260,45 @@ async def _recall_store(
                 ledger = await store.memory_subset(session_id, [memory_id, *supports], leaf_id)
         return ledger
 
-    async def answer(
-        read_subset: Callable[[], Awaitable[ObservationalMemoryLedger]],
-        read_sources: Callable[[list[str]], Awaitable[dict[str, SessionEntry]]],
-    ) -> MemoryRecall:
-        # Resolved once: withholding and the cited slice are decided before the store
-        # fetches that slice by id (append-time validation put every local source on
-        # this branch); the result is built once, from what was fetched.
-        plan = _resolve(await read_subset(), extras, memory_id, invalid)
-        if isinstance(plan, MemoryRecall):
-            return plan
-        wanted = _slice(plan.cited, window)
-        fetched = await read_sources(wanted) if wanted else {}
-        return _build(plan, red, fetched.get, window)
-
-    if invalid or together or not point_reads_ready(store):
-        # One unit: on SQLite, one thread hop for the subset and the sources together.
-        return await read_together(store, lambda: answer(subset, store.get_many))
-    # Without withholding only rows by id are read: point reads (on SQLite, no hop while
-    # they stay narrow; a wide or busy one takes a hop).
-    return await answer(
-        lambda: read_point(store, subset, keys=1),
-        lambda wanted: read_point(store, lambda: store.get_many(wanted), keys=len(wanted)),
-    )
-
-
-RecallRows = Callable[
-    [str, str], Awaitable[tuple[ObservationalMemoryLedger, dict[str, SessionEntry]] | None]
-]
-"""A store's ``_recall_rows(session_id, memory_id)``: ``memory_subset(session_id,
-[memory_id])`` with the source entries its observations cite (some or all), read in one
-statement; None when the store cannot read it that way now."""
+    # Resolved once: withholding and the cited slice are decided before the store fetches
+    # that slice by id (append-time validation put every local source on this branch);
+    # the result is built once, from what was fetched.
+    plan = _resolve(await subset(), extras, memory_id, invalid)
+    if isinstance(plan, MemoryRecall):
+        return plan
+    wanted = _slice(plan.cited, window)
+    fetched = await store.get_many(wanted) if wanted else {}
+    return _build(plan, red, fetched.get, window)
 
 
 async def _recall_read_ahead(
     store: SessionStore,
-    rows_with_sources: RecallRows,
     session_id: str,
     memory_id: str,
     red: Redactor,
     window: tuple[int, int],
 ) -> MemoryRecall:
-    """The answer from the store's ``_recall_rows`` (nothing withheld, no extra ledgers,
-    the session's leaf); when it has none now, ``_recall_store`` in one unit.
+    """The answer from ``memory_with_sources`` (nothing withheld, no extra ledgers, the
+    session's leaf).
 
     A reflection's supports, and the window's sources when one of them was not read
     ahead (beyond the store's read-ahead, or missing), are read by id, as
     ``_recall_store`` reads them.
     """
-    got = await rows_with_sources(session_id, memory_id)
-    if got is None:
-        none: frozenset[str] = frozenset()
-        return await _recall_store(
-            store, session_id, None, memory_id, none, red, (), window, together=True
-        )
-    ledger, read_ahead = got
+    ledger, read_ahead = await store.memory_with_sources(session_id, memory_id)
     plan = _only_observation(ledger, memory_id) or _resolve(ledger, (), memory_id, frozenset())
     if isinstance(plan, MemoryRecall):
         return plan
     if isinstance(plan.recorded, RecordedReflection):
         wanted_ids = [memory_id, *plan.recorded.reflection.observation_ids]
-        ledger = await read_point(
-            store, lambda: store.memory_subset(session_id, wanted_ids), keys=1
-        )
+        ledger = await store.memory_subset(session_id, wanted_ids)
         plan = _resolve(ledger, (), memory_id, frozenset())
         if isinstance(plan, MemoryRecall):  # another writer cannot remove rows; kept safe
             return plan
     wanted = _slice(plan.cited, window)
     if any(i not in read_ahead for i in wanted):
         # The slice as ``_recall_store`` reads it: by id, all of it.
-        read_ahead = await read_point(store, lambda: store.get_many(wanted), keys=len(wanted))
+        read_ahead = await store.get_many(wanted)
     return _build(plan, red, read_ahead.get, window)
 
 

@@ -42,6 +42,7 @@ from ..errors import (
     SessionNotFoundError,
     StaleCoverageError,
     StoreClosedError,
+    StoreError,
 )
 from ..tokens import get_estimator
 from .snapshot import read_branch_snapshot
@@ -50,7 +51,9 @@ __all__ = [
     "ANY_MEMORY_HEAD",
     "AnyMemoryHead",
     "AppendFault",
+    "ErasureReport",
     "MessagePart",
+    "SOURCES_READ_AHEAD",
     "StoreLifecycle",
     "SessionStore",
     "SessionSummary",
@@ -60,9 +63,13 @@ __all__ = [
     "check_batch_shape",
     "check_memory_head",
     "check_page_args",
+    "read_memory_with_sources",
     "session_not_found",
 ]
 
+
+SOURCES_READ_AHEAD: Final = 64
+"""Source entries ``memory_with_sources`` reads with a memory's rows at least."""
 
 MessagePart = tuple[str, str, Message]
 """(entry id, timestamp, message) of one message of a page: what a SQL store's
@@ -305,6 +312,27 @@ class SessionStore(SessionTree, Protocol):
         for a bad ``limit`` or ``direction`` (``PageTooLargeError`` above 100).
         """
 
+    async def page_message_parts(
+        self,
+        session_id: str,
+        cursor: str,
+        limit: int,
+        direction: Literal["forward", "backward"] = "forward",
+        leaf_id: str | None = None,
+    ) -> tuple[builtins.list[MessagePart], bool]:
+        """``page_messages`` as ``(id, timestamp, message)`` parts (``MessagePart``): the
+        same messages, checks and errors, for a caller that needs no whole entries (the
+        public page). ``StoreBase`` derives it from ``page_messages``."""
+
+    async def memory_with_sources(
+        self, session_id: str, memory_id: str
+    ) -> tuple[ObservationalMemoryLedger, dict[str, SessionEntry]]:
+        """What an exact recall by id reads: ``memory_subset(session_id, [memory_id])`` at
+        the session's current leaf, and the entries its observations cite, by id (at least
+        the first ``SOURCES_READ_AHEAD`` cited, in citation order; a caller reads any
+        other by id). ``StoreBase`` derives it from ``memory_subset`` and ``get_many``; a
+        SQL store reads both in one statement."""
+
     async def entry_count(self, session_id: str, leaf_id: str | None = None) -> int:
         """Number of entries on the branch (its length, root included)."""
 
@@ -334,6 +362,33 @@ class SessionStore(SessionTree, Protocol):
         ``stores.snapshot.read_branch_snapshot`` over its own reads (SQLite in one hop to
         its reader). Raises what ``entries`` raises for ``leaf_id``.
         """
+
+    async def damaged_sessions(self) -> dict[str, StoreError]:
+        """Sessions found damaged so far, by id, with the error their reads raise (a store
+        that keeps sessions apart, such as JSONL, reads the others). ``StoreBase``: none."""
+
+    async def erasure_report(self) -> ErasureReport:
+        """What of the latest ``delete_session`` this store could not erase itself
+        (``ErasureReport``). ``StoreBase``: nothing."""
+
+
+@dataclass(frozen=True)
+class ErasureReport:
+    """What a ``delete_session`` left for someone else to erase.
+
+    ``wal_frames_pending``: SQLite WAL frames another process's reader kept from being
+    copied back (the text stays in the file's bytes until the next checkpoint).
+    ``rewrite_statement``: for a server that keeps deleted rows' bytes in its files (and
+    its WAL) until a rewrite, the statement that rewrites them (PostgreSQL:
+    ``VACUUM FULL``); None when the store holds no copy after the delete.
+    """
+
+    wal_frames_pending: int = 0
+    rewrite_statement: str | None = None
+
+    @property
+    def server_keeps_text(self) -> bool:
+        return self.rewrite_statement is not None
 
 
 def check_batch_shape(
@@ -425,6 +480,25 @@ def chain_at_leaf(
         )
         parent = entry.id
     return chained
+
+
+class _SubsetReads(Protocol):
+    async def memory_subset(
+        self, session_id: str, memory_ids: Iterable[str], leaf_id: str | None = None
+    ) -> ObservationalMemoryLedger: ...
+
+    async def get_many(self, entry_ids: Iterable[str]) -> dict[str, SessionEntry]: ...
+
+
+async def read_memory_with_sources(
+    store: _SubsetReads, session_id: str, memory_id: str
+) -> tuple[ObservationalMemoryLedger, dict[str, SessionEntry]]:
+    """``SessionStore.memory_with_sources`` from two reads: the id's rows, then the first
+    ``SOURCES_READ_AHEAD`` entries its observations cite, by id."""
+    subset = await store.memory_subset(session_id, [memory_id])
+    cited = dict.fromkeys(s for r in subset.observations for s in r.observation.source_entry_ids)
+    wanted = builtins.list(cited)[:SOURCES_READ_AHEAD]
+    return subset, (await store.get_many(wanted) if wanted else {})
 
 
 def session_not_found(session_id: str, url: str | None) -> SessionNotFoundError:
@@ -749,6 +823,25 @@ class StoreBase(StoreLifecycle):
             exc.add_context(session_id=session_id, url=self.url)
             raise
 
+    async def page_message_parts(
+        self,
+        session_id: str,
+        cursor: str,
+        limit: int,
+        direction: Literal["forward", "backward"] = "forward",
+        leaf_id: str | None = None,
+    ) -> tuple[builtins.list[MessagePart], bool]:
+        """``page_messages``' page as message parts."""
+        page, more = await self.page_messages(session_id, cursor, limit, direction, leaf_id)
+        return [(e.id, e.timestamp, e.message) for e in page if e.message is not None], more
+
+    async def memory_with_sources(
+        self, session_id: str, memory_id: str
+    ) -> tuple[ObservationalMemoryLedger, dict[str, SessionEntry]]:
+        """``memory_subset`` of the id, then ``get_many`` of what it cites (see
+        ``read_memory_with_sources``)."""
+        return await read_memory_with_sources(self, session_id, memory_id)
+
     async def entry_count(self, session_id: str, leaf_id: str | None = None) -> int:
         """Number of entries on the branch."""
         return len(await self.entries(session_id, leaf_id))
@@ -777,6 +870,15 @@ class StoreBase(StoreLifecycle):
         """The latest compaction entry on the branch, or None."""
         branch = await self.entries(session_id, leaf_id)
         return next((e for e in reversed(branch) if e.kind == "compaction"), None)
+
+    async def damaged_sessions(self) -> dict[str, StoreError]:
+        """None found: a store without sessions apart has nothing to report here."""
+        self._check_open()
+        return {}
+
+    async def erasure_report(self) -> ErasureReport:
+        """Nothing left: the store erases a deleted session itself."""
+        return ErasureReport()
 
     async def snapshot(
         self,

@@ -9,7 +9,8 @@ must refuse the same invalid memory records with ``MemoryRecordError``, writing 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from ..core.branch_reads import entries_after_cursor, last_eligible_messages
 from ..core.branch_snapshot import advance_snapshot, snapshot_from_branch
@@ -18,9 +19,14 @@ from ..core.ledger_views import live_ledger, restrict_ledger
 from ..core.records import OBSERVATIONS_DROPPED, OBSERVATIONS_RECORDED, REFLECTIONS_RECORDED
 from ..core.scope_map import SCOPE_OPENED, fold_work_scope_map
 from ..entries import SessionEntry, custom_entry, message_entry
-from ..errors import MemoryRecordError
-from ..observational_memory import build_observational_memory_context_blocks, unscanned_entries
-from ..stores.base import SessionStore
+from ..errors import MemoryRecordError, PrismMemoryError
+from ..observational_memory import (
+    build_observational_memory_context_blocks,
+    recall_observational_memory,
+    recall_observational_memory_branch_page,
+    unscanned_entries,
+)
+from ..stores.base import SOURCES_READ_AHEAD, SessionStore
 from ..tokens import get_estimator
 from ._requires import pytest
 from .conformance import StoreOpener, snapshot
@@ -106,6 +112,71 @@ class MemoryConformance(SupersessionConformance):
         leaves = await store.leaves(sid)
         for leaf in [builder.path[-1].id, *leaves[:3]]:
             await self._check_leaf(store, sid, leaf)
+
+    @pytest.mark.parametrize("seed", range(3))
+    async def test_pages_equal_the_reference_on_every_branch(
+        self, store: SessionStore, seed: int
+    ) -> None:
+        """The public page on the store equals the page over the branch's entries, both
+        directions and details, from a cursor on every kind of entry (a message pages; any
+        other entry, one off the branch or unknown fails the same way), on every leaf."""
+        builder = random_builder(seed, steps=70, session_id=f"pg{seed}")
+        await load_builder(store, builder)
+        sid = builder.session_id
+        everything = await store.list(sid)
+        for leaf in [None, *(await store.leaves(sid))[:3]]:
+            branch = await store.entries(sid, leaf)
+            cursors = [e.id for e in branch[::3]] + [e.id for e in everything[::11]]
+            cursors.append("no-such-entry")
+            for cursor in dict.fromkeys(cursors):
+                for direction in ("forward", "backward"):
+                    for detail, limit in (("summary", 1), ("full", 3), ("summary", 20)):
+                        options: dict[str, Any] = {
+                            "limit": limit,
+                            "direction": direction,
+                            "detail": detail,
+                        }
+                        want = _outcome(
+                            recall_observational_memory_branch_page, branch, cursor, **options
+                        )
+                        got = await _outcome_async(
+                            recall_observational_memory_branch_page,
+                            store,
+                            cursor,
+                            session_id=sid,
+                            leaf_id=leaf,
+                            **options,
+                        )
+                        assert got == want, (leaf, cursor, direction, detail, limit)
+            message = next((e for e in branch if e.kind == "message"), None)
+            if message is not None:
+                entries, more = await store.page_messages(sid, message.id, 5, "forward", leaf)
+                parts = await store.page_message_parts(sid, message.id, 5, "forward", leaf)
+                assert parts == ([(e.id, e.timestamp, e.message) for e in entries], more)
+
+    @pytest.mark.parametrize("seed", range(3))
+    async def test_recall_equals_the_reference(self, store: SessionStore, seed: int) -> None:
+        """Recall by id on the store equals recall over the branch's entries, for every
+        observation and reflection (dropped and superseded ones included), and
+        ``memory_with_sources`` holds what ``memory_subset`` and ``get_many`` give."""
+        builder = random_builder(seed, steps=80, session_id=f"rc{seed}")
+        await load_builder(store, builder)
+        sid = builder.session_id
+        branch = await store.entries(sid)
+        ledger = fold_ledger(branch)
+        ids = [r.id for r in ledger.observations] + [r.id for r in ledger.reflections]
+        for memory_id in [*ids, "ffffffffffff"]:
+            want = recall_observational_memory(branch, memory_id)
+            got = await recall_observational_memory(store, memory_id, session_id=sid)
+            assert got == want, memory_id
+            subset, sources = await store.memory_with_sources(sid, memory_id)
+            assert subset == await store.memory_subset(sid, [memory_id])
+            cited = [s for r in subset.observations for s in r.observation.source_entry_ids]
+            assert sources == await store.get_many(list(sources))
+            assert (
+                list(dict.fromkeys(cited))[:SOURCES_READ_AHEAD]
+                == [i for i in dict.fromkeys(cited) if i in sources][:SOURCES_READ_AHEAD]
+            )
 
     @pytest.mark.parametrize("seed", range(4))
     async def test_an_advanced_snapshot_equals_a_fresh_one(
@@ -253,3 +324,19 @@ class MemoryConformance(SupersessionConformance):
         assert await store.sessions() == []
         await store.append_many(good)
         assert len((await store.ledger("v2")).observations) == len(fold_ledger(good).observations)
+
+
+def _outcome(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """What ``call(...)`` returned, or the type of error it raised."""
+    try:
+        return call(*args, **kwargs)
+    except PrismMemoryError as exc:
+        return type(exc).__name__
+
+
+async def _outcome_async(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """What ``await call(...)`` returned, or the type of error the call or await raised."""
+    try:
+        return await call(*args, **kwargs)
+    except PrismMemoryError as exc:
+        return type(exc).__name__

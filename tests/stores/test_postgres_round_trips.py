@@ -164,21 +164,23 @@ async def test_memory_subset_at_any_leaf_and_for_many_ids_matches_the_memory_sto
         assert got[0] == want[0], leaf
 
 
-async def test_get_many_serves_sources_read_ahead_and_reads_the_rest(
+async def test_memory_with_sources_is_one_statement_and_keeps_nothing(
     stores: Stores, statements: list[str]
 ) -> None:
     pg, memory, builder = stores
     recorded = next(e for e in builder.path if e.data is not None and e.data.get("observations"))
     observation = recorded.data["observations"][0]  # type: ignore[index]
-    await pg.memory_subset("s1", [observation["id"]])
+    del statements[:]
+    got = await pg.memory_with_sources("s1", observation["id"])
+    assert len(statements) == 1
+    assert got == await memory.memory_with_sources("s1", observation["id"])
     sources = observation["sourceEntryIds"]
-    others = [e.id for e in builder.entries[-3:]] + ["ghost"]
+    assert set(got[1]) == set(sources)
+    # Nothing is kept for a later call: a get_many reads the server, whatever came before.
+    await pg.memory_subset("s1", [observation["id"]])
     del statements[:]
     assert await pg.get_many(sources) == await memory.get_many(sources)
-    assert statements == []
-    assert await pg.get_many(sources + others) == await memory.get_many(sources + others)
     assert len(statements) == 1
-    assert await pg.get(others[0]) == await memory.get(others[0])
     assert await pg.get("ghost") is None
 
 

@@ -32,7 +32,7 @@ from ...core.limits import PAGE_LIMIT_HARD_CAP
 from ...core.sources import ELIGIBLE_SOURCE_ROLES
 from ...entries import SessionEntry
 from ...errors import CorruptStoreError
-from ..base import check_page_args
+from ..base import SOURCES_READ_AHEAD, check_page_args
 from ..sqlite.folds import ledger_from_rows
 from ..sqlite.placement import check_leaf_session, check_page_head
 from ..sqlite.reads import SqliteReads
@@ -46,7 +46,6 @@ __all__ = [
     "BOUNDED_KEYS",
     "MEMORY_SUBSET_SQL",
     "PAGE_SQL",
-    "SOURCES_READ_AHEAD",
     "PostgresReads",
     "page_statement",
 ]
@@ -56,7 +55,6 @@ __all__ = [
 BOUNDED_KEYS = 1000
 # Source entries read ahead with a recall's memory rows: enough for the default window of
 # recalled sources; an observation citing more has the rest fetched by get_many.
-SOURCES_READ_AHEAD = 64
 _ROLES = ", ".join(f"'{role}'" for role in sorted(ELIGIBLE_SOURCE_ROLES))
 
 # The branch end and its pieces. At the session's leaf, ``leaf`` is one row whose leaf_id
@@ -211,12 +209,6 @@ BODY_BY_ID_SQL = f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE id = %s"
 class PostgresReads(SqliteReads):
     """``SqliteReads`` with a page, a recall's rows and lookups by id in one statement."""
 
-    # Source entries (id -> stored entry row) read by the latest memory_subset, for the
-    # get_many a recall makes next, which takes them (a later one reads the server: a
-    # session may have been deleted since). Entries never change once written, so a row
-    # read here is the row that get_many would read; other ids come from the server.
-    _sources_read: dict[str, tuple[Any, ...]]
-
     def _pool_reader(self) -> PoolReader:
         reader = self._open_reader()
         assert isinstance(reader, PoolReader)
@@ -241,21 +233,13 @@ class PostgresReads(SqliteReads):
         wanted = sorted(set(entry_ids))
         self._open_reader()
         found: dict[str, SessionEntry] = {}
-        # Read once: the get_many of the recall that read them, not a later one (a
-        # session deleted since, here or by another process, must not be served).
-        read, self._sources_read = self._sources_read, {}
-        rest = []
-        rows = []
-        for entry_id in wanted:
-            row = read.get(entry_id)
-            if row is None:
-                rest.append(entry_id)
-            else:
-                rows.append(row)
-        if rest:
+        rows: builtins.list[Any] = []
+        if wanted:
             # One id binds as text, cheaper than an array.
-            sql, param = (BODY_BY_ID_SQL, rest[0]) if len(rest) == 1 else (BODIES_BY_IDS_SQL, rest)
-            rows.extend(await self._fetch_native(sql, (param,), len(rest)))
+            sql, param = (
+                (BODY_BY_ID_SQL, wanted[0]) if len(wanted) == 1 else (BODIES_BY_IDS_SQL, wanted)
+            )
+            rows = await self._fetch_native(sql, (param,), len(wanted))
         for entry in self._parse_rows(rows):
             found[entry.id] = entry
         return found
@@ -263,7 +247,8 @@ class PostgresReads(SqliteReads):
     async def memory_subset(
         self, session_id: str, memory_ids: Iterable[str], leaf_id: str | None = None
     ) -> ObservationalMemoryLedger:
-        """The ledger restricted to ``memory_ids``, with the sources they cite read ahead."""
+        """The ledger restricted to ``memory_ids``, in one statement (its source rows, read
+        for ``memory_with_sources``, are left unused here: nothing is kept between calls)."""
         wanted = sorted(set(memory_ids))
         session_id = self._session(session_id)
         if not wanted:
@@ -276,8 +261,7 @@ class PostgresReads(SqliteReads):
         )
         rows = await self._fetch_native(MEMORY_SUBSET_SQL[key], params, len(wanted))
         observations, reflections, drops, supersessions = [], [], [], []
-        sources: dict[str, tuple[Any, ...]] = {}
-        for kind, depth, ordinal, memory_id, entry_id, recorded_at, body, *source in rows:
+        for kind, depth, ordinal, memory_id, entry_id, recorded_at, body, *_source in rows:
             if kind == 0:
                 observations.append((depth, ordinal, memory_id, entry_id, recorded_at, body))
             elif kind == 1:
@@ -285,24 +269,22 @@ class PostgresReads(SqliteReads):
             elif kind == 2:
                 drops.append((depth, ordinal, memory_id))
             elif kind == 3:
-                parent_id, entry_kind = source
-                sources[memory_id] = (memory_id, entry_id, parent_id, entry_kind, recorded_at, body)
+                continue  # a source row: memory_with_sources reads those
             elif kind == 5:
                 # entry_id's column holds the superseding reflection here.
                 supersessions.append((depth, ordinal, memory_id, entry_id))
             elif leaf_id is not None:
                 check_leaf_session(leaf_id, session_id, memory_id, self.url)
-        self._sources_read = sources
         with fold_rows_parse(self.url, session_id):
             return ledger_from_rows(
                 sorted(observations), sorted(reflections), sorted(drops), [], sorted(supersessions)
             )
 
-    async def _recall_rows(
+    async def memory_with_sources(
         self, session_id: str, memory_id: str
     ) -> tuple[ObservationalMemoryLedger, dict[str, SessionEntry]]:
         """``memory_subset(session_id, [memory_id])`` at the session's leaf with the
-        source entries read ahead, parsed here and returned (nothing kept for later)."""
+        source entries it cites (``SOURCES_READ_AHEAD`` at most), in one statement."""
         session_id = self._session(session_id)
         params = {"session_id": session_id, "id": memory_id}
         sql = MEMORY_SUBSET_SQL[("one", "session", self._has_supersessions)]

@@ -33,6 +33,7 @@ from .._summary import latest_timestamp
 from ..base import (
     ANY_MEMORY_HEAD,
     AnyMemoryHead,
+    ErasureReport,
     chain_at_leaf,
     check_batch_shape,
     check_memory_head,
@@ -219,7 +220,6 @@ class PostgresStore(PostgresReads):
         self._appended = 0
         self._analyzed_rows = max(0, analyzed_rows)
         self._analyze_at = max(_ANALYZE_FIRST_AT, self._analyzed_rows)
-        self._sources_read = {}
 
     @classmethod
     async def open(
@@ -370,6 +370,11 @@ class PostgresStore(PostgresReads):
             return int(count)
 
         return await self._writing("delete", work)
+
+    async def erasure_report(self) -> ErasureReport:
+        """PostgreSQL keeps a deleted row's bytes in the tables' files until ``VACUUM
+        FULL`` rewrites them, and in its WAL until recycled: the statement to run."""
+        return ErasureReport(rewrite_statement=self.vacuum_full_sql())
 
     def vacuum_full_sql(self) -> str:
         """The ``VACUUM FULL`` that rewrites the files of every table ``delete_session``

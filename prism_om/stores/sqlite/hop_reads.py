@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeVar
 from ...core.branch_snapshot import BranchSnapshot
 from ...core.ledger import ObservationalMemoryLedger
 from ...core.scope_map import WorkScopeMap
-from ...entries import SessionEntry, validate_session_id
+from ...entries import SessionEntry
 from ...errors import CorruptStoreError
 from ..base import MessagePart, SessionSummary, check_page_args
 from .direct import ThreadSlot, drive, fetch_direct, on_thread
@@ -60,10 +60,6 @@ class OneHopReads(SqliteReads):
                 self._direct.conn = None
 
         return await on_thread(reader, run)
-
-    async def _read_together(self, reads: Callable[[], Coroutine[Any, Any, T]]) -> T:
-        """``reads()`` (which awaits only this store's reads) in one hop; see ``read_together``."""
-        return await self._hop(reads)
 
     def _point_ready(self) -> bool:
         """Whether a point read would run on the loop's own connection now."""
@@ -115,27 +111,26 @@ class OneHopReads(SqliteReads):
             self._mark_damaged(exc)
             raise
 
-    async def _recall_rows(
+    async def memory_with_sources(
         self, session_id: str, memory_id: str
-    ) -> tuple[ObservationalMemoryLedger, dict[str, SessionEntry]] | None:
-        """``memory_subset(session_id, [memory_id])`` with the entries its observations
-        cite, from one statement on the loop's own connection (``recall_point``).
-
-        None when no point read can serve it now (a read-only store, another thread, a
-        busy or failing file): the caller then reads with one hop.
-        """
-        if not self._point_ready():
-            return None
-        session_id = validate_session_id(session_id)
-        sql, params = recall_statement(session_id, memory_id, self._has_supersessions)
-        try:
-            rows = self._point.fetch(sql, params)
-        except NotAPoint:
-            return None
-        observations, reflections, drops, supersessions, sources = split_recall_rows(rows)
-        with fold_rows_parse(self.url, session_id):
-            ledger = recall_ledger(observations, reflections, drops, supersessions)
-        return ledger, {entry.id: entry for entry in self._parse_rows(sources)}
+    ) -> tuple[ObservationalMemoryLedger, dict[str, SessionEntry]]:
+        """The id's rows and the entries its observations cite, from one statement on the
+        loop's own connection (``recall_point``); when no point read can serve it now (a
+        read-only store, another thread, a busy or failing file), the two reads in one
+        hop."""
+        session_id = self._session(session_id)
+        if self._point_ready():
+            sql, params = recall_statement(session_id, memory_id, self._has_supersessions)
+            try:
+                rows = self._point.fetch(sql, params)
+            except NotAPoint:
+                pass
+            else:
+                observations, reflections, drops, supersessions, sources = split_recall_rows(rows)
+                with fold_rows_parse(self.url, session_id):
+                    ledger = recall_ledger(observations, reflections, drops, supersessions)
+                return ledger, {entry.id: entry for entry in self._parse_rows(sources)}
+        return await self._hop(super().memory_with_sources, session_id, memory_id)
 
     async def memory_head(self, session_id: str, leaf_id: str | None = None) -> str | None:
         return await self._hop(super().memory_head, session_id, leaf_id)
@@ -144,7 +139,9 @@ class OneHopReads(SqliteReads):
         return await self._hop(super().get, entry_id)
 
     async def get_many(self, entry_ids: Iterable[str]) -> dict[str, SessionEntry]:
-        return await self._hop(super().get_many, builtins.list(entry_ids))
+        wanted = builtins.list(entry_ids)
+        # Rows by id: on the loop's own connection while narrow (no hop), else one hop.
+        return await self._read_point(functools.partial(super().get_many, wanted), len(wanted))
 
     async def list(self, session_id: str) -> builtins.list[SessionEntry]:
         return await self._hop(super().list, session_id)
@@ -210,7 +207,9 @@ class OneHopReads(SqliteReads):
         self, session_id: str, memory_ids: Iterable[str], leaf_id: str | None = None
     ) -> ObservationalMemoryLedger:
         wanted = builtins.list(memory_ids)
-        return await self._hop(super().memory_subset, session_id, wanted, leaf_id)
+        read = functools.partial(super().memory_subset, session_id, wanted, leaf_id)
+        # Rows by memory id: a point read while narrow (see get_many).
+        return await self._read_point(read, len(wanted))
 
     async def last_compaction(
         self, session_id: str, leaf_id: str | None = None

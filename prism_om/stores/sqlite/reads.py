@@ -19,6 +19,7 @@ from ...entries import SessionEntry, now_timestamp, validate_session_id
 from ...errors import (
     CorruptStoreError,
     EntryNotFoundError,
+    StoreError,
 )
 from ...tokens import TokenEstimator
 from .._rows import (
@@ -30,10 +31,12 @@ from .._rows import (
 )
 from .._schema import LIVE_POOL_SINCE_VERSION, SUPERSESSIONS_SINCE_VERSION
 from ..base import (
+    ErasureReport,
     MessagePart,
     SessionSummary,
     StoreLifecycle,
     check_page_args,
+    read_memory_with_sources,
 )
 from ..snapshot import read_branch_snapshot
 from .connect import DAMAGED_SUFFIX
@@ -351,6 +354,21 @@ class SqliteReads(StoreLifecycle):
             if rows:
                 return await self.get(rows[0][0])
         return None
+
+    async def damaged_sessions(self) -> dict[str, StoreError]:
+        """None: a SQL store's damage is the whole file's (``prism-om check``)."""
+        self._check_open()
+        return {}
+
+    async def erasure_report(self) -> ErasureReport:
+        """Nothing left by default; ``SqliteStore`` and ``PostgresStore`` say what is."""
+        return ErasureReport()
+
+    async def memory_with_sources(
+        self, session_id: str, memory_id: str
+    ) -> tuple[ObservationalMemoryLedger, dict[str, SessionEntry]]:
+        """The id's rows, then the entries they cite (``base.read_memory_with_sources``)."""
+        return await read_memory_with_sources(self, session_id, memory_id)
 
     async def snapshot(
         self,

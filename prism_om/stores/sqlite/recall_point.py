@@ -17,6 +17,7 @@ from typing import Any
 
 from ...core.ledger import ObservationalMemoryLedger, RecordedObservation
 from ...core.records import Observation
+from ..base import SOURCES_READ_AHEAD
 from .folds import ledger_from_rows
 
 __all__ = [
@@ -31,9 +32,6 @@ SOURCE_ROW = 4
 """The kind column of a source entry row (0-3: observation, reflection, drop and
 supersession rows, as in ``memory_subset``)."""
 
-SOURCES_READ_AHEAD = 64
-"""Source entries read with the memory rows; when the window asked holds any other, the
-window is read by id afterwards (``get_many``)."""
 
 # ?1 is the session, ?2 the memory id. Each part finds the id's rows by its memory_id
 # index, then keeps those on a branch piece: ``+bp.segment_id`` scans the few pieces

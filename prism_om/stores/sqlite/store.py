@@ -31,6 +31,7 @@ from .._summary import latest_timestamp
 from ..base import (
     ANY_MEMORY_HEAD,
     AnyMemoryHead,
+    ErasureReport,
     chain_at_leaf,
     check_batch_shape,
     check_memory_head,
@@ -403,6 +404,11 @@ class SqliteStore(OneHopReads):
         if not busy and done >= logged:
             return 0
         return max(int(logged) - max(int(done), 0), 1)
+
+    async def erasure_report(self) -> ErasureReport:
+        """The WAL frames the latest delete's checkpoint could not copy back (another
+        process was reading): the erased text stays in the file until a checkpoint."""
+        return ErasureReport(wal_frames_pending=self.wal_frames_pending)
 
     async def close(self) -> None:
         if self._closed:
