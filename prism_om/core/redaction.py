@@ -37,6 +37,7 @@ __all__ = [
     "URL_PASSWORD_MARKER",
     "hide_url_password",
     "hide_url_passwords",
+    "redact_error",
     "redact_text",
     "redact_value",
     "redacted_entry_text",
@@ -195,6 +196,16 @@ def redact_text(text: str, secrets: Iterable[str] | Redactor | None) -> str:
 def redact_value(value: _T, secrets: Iterable[str] | Redactor | None) -> _T:
     """A string or JSON-like value (dicts, lists, tuples) with every secret replaced."""
     return redactor(secrets).value(value)
+
+
+def redact_error(exc: BaseException, secrets: Iterable[str] | Redactor | None) -> BaseException:
+    """``exc`` with every secret replaced in its message (its string ``args``), in place,
+    type and attributes kept; returns it. For an error whose message is shown to someone
+    (a model, a client) and may quote an argument it was given."""
+    red = redactor(secrets)
+    if red:
+        exc.args = tuple(red.text(a) if isinstance(a, str) else a for a in exc.args)
+    return exc
 
 
 def redacted_message_text(message: Message, secrets: Iterable[str] | Redactor | None) -> str:
