@@ -45,8 +45,9 @@ commands never create them;
 the default is {DEFAULT_DB} in the current directory, the file 'prism-om demo' writes.
 
 secrets: status, view, recall, page, observe, compact, sessions, check, inspect and mcp
-replace every exact secret value with [REDACTED] in what they print or answer (and
-observe/compact in what they record); every command redacts what it prints on stderr.
+replace every exact secret value with [REDACTED] in what they print or answer, ids
+included (and observe/compact in what they record); every command redacts what it
+prints on stderr. A URL's password is never printed: it shows as ***.
 Give them in ${SECRETS_ENV}, one per line (a secret may hold commas or spaces), or
 with --secret VALUE, repeatable. Text shown for a person has control characters
 escaped (\\x1b, \\u202e); --json output is plain JSON.
