@@ -21,6 +21,16 @@ ADAPTERS = ["memory", "jsonl", "sqlite", "postgres"]
 
 
 @pytest.fixture(scope="session")
+def nobody_python() -> Iterator[list[str]]:
+    """A command running Python as the unprivileged user nobody, with prism_om importable
+    from a copy that user can read, wherever the checkout is (support/other_user.py)."""
+    from support.other_user import python_for_nobody, reachable_dir
+
+    with reachable_dir("prism-om-nobody-") as root:
+        yield python_for_nobody(root)
+
+
+@pytest.fixture(scope="session")
 def postgres_base_url() -> Iterator[str]:
     """One PostgreSQL server for the whole session (support/postgres.py says which)."""
     from support.postgres import URL_VARIABLE, throwaway_cluster, unavailable

@@ -10,6 +10,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, NoReturn
 
 from ..core.limits import MAX_SAFE_INTEGER
+from ..core.redaction import url_passwords
 from ..errors import InvalidInputError, PrismMemoryError, StoreRuleError
 from .common import (
     DEFAULT_DB,
@@ -45,8 +46,9 @@ commands never create them;
 the default is {DEFAULT_DB} in the current directory, the file 'prism-om demo' writes.
 
 secrets: status, view, recall, page, observe, compact, sessions, check, inspect and mcp
-replace every exact secret value with [REDACTED] in what they print or answer (and
-observe/compact in what they record); every command redacts what it prints on stderr.
+replace every exact secret value with [REDACTED] in what they print or answer, ids
+included (and observe/compact in what they record); every command redacts what it
+prints on stderr. A URL's password is never printed: it shows as ***.
 Give them in ${SECRETS_ENV}, one per line (a secret may hold commas or spaces), or
 with --secret VALUE, repeatable. Text shown for a person has control characters
 escaped (\\x1b, \\u202e); --json output is plain JSON.
@@ -163,8 +165,14 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--db",
         default=DEFAULT_DB,
-        metavar="PATH",
-        help=f"SQLite file to (re)create (default: ./{DEFAULT_DB})",
+        metavar="URL",
+        help=f"store URL or SQLite file (default: ./{DEFAULT_DB}); of the sessions it "
+        "holds, only an earlier demo's are replaced",
+    )
+    demo.add_argument(
+        "--force",
+        action="store_true",
+        help="write into a store that holds sessions the demo did not make (they are kept)",
     )
 
     imp = add("import", "import a transcript file as a new session", store, as_json)
@@ -440,7 +448,11 @@ def _describe(exc: BaseException) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``prism-om`` console script; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    # A usage error quotes the command line: the passwords of its URLs are redacted
+    # whole, spaces and all, where a line's own URL rule would see only a piece.
+    with redacting_stderr([*cli_secrets(argparse.Namespace()), *_passwords_in(given)]):
+        args = build_parser().parse_args(given)
     handler: Handler = args.handler
     from .output import set_width
 
@@ -449,6 +461,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     # quote an entry's field, and a damaged field can hold a secret.
     with redacting_stderr(cli_secrets(args)), warning_lines():
         return _run(handler, args)
+
+
+def _passwords_in(argv: Sequence[str]) -> list[str]:
+    """The URL passwords of a command line's arguments (``--db URL`` or ``--db=URL``)."""
+    found: list[str] = []
+    for item in argv:
+        value = item.split("=", 1)[1] if item.startswith("--") and "=" in item else item
+        found.extend(url_passwords(value))
+    return found
 
 
 def _run(handler: Handler, args: argparse.Namespace) -> int:

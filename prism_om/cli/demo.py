@@ -1,4 +1,4 @@
-"""``prism-om demo``: the whole lifecycle on a fresh SQLite file, offline, in seconds.
+"""``prism-om demo``: the whole lifecycle in a store of any kind, offline, in seconds.
 
 A recorded two-session conversation (``prism_om/data/demo_conversation.json``) is replayed
 through an agent with observational memory attached. The agent's replies come from the
@@ -6,26 +6,36 @@ recording (a ``ScriptedProvider``) and the memory workers are the deterministic
 ``OfflineMemoryProvider``, so nothing needs a network, a model or a credential. The
 thresholds are small, so a conversation of a few dozen turns records observations and a
 reflection and triggers a compaction, as a long real session would.
+
+The store is the user's (``prism-om-demo.db`` is every command's default ``--db``), so the
+demo removes only what it made. The replay runs in memory first. A session of the store
+named like one of the demo's is the demo's when its transcript (every entry but memory
+records) is the replay's, ids aside; that one is replaced. Any other session is left as
+it was: one with another name refuses the run (exit 2) unless ``--force``, which adds the
+demo's sessions beside it, and one named like the demo's refuses it even then.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from rich.text import Text
 
 from ..attach import AttachedObservationalMemory, create_observational_memory
 from ..core.ledger import RecordedObservation
+from ..core.redaction import hide_url_password
 from ..debug import MEMORY_APPENDED
 from ..entries import SessionEntry
+from ..errors import CopyVerificationError, StoreError, StoreNotFoundError
 from ..host import Agent, AgentTool
 from ..observational_memory import (
     recall_observational_memory,
@@ -35,9 +45,11 @@ from ..providers import ScriptedProvider
 from ..session import Session
 from ..stores import SessionStore, open_store
 from ..stores.base import ANY_MEMORY_HEAD, AnyMemoryHead
+from ..stores.memory import MemoryStore
 from ..tokens import get_estimator
 from ..workers import OFFLINE_MODEL, OfflineMemoryProvider
 from .common import CliUsageError, store_url
+from .copy import copy_sessions, verify_copy
 from .memory import compaction_figures, print_compaction
 from .output import clip, console, heading, table
 from .reading import print_observations, print_page, print_recall, print_reflections
@@ -164,42 +176,126 @@ async def _replay(
     return SessionRun(spec["id"], attached, len(spec["turns"]), records)
 
 
-def _prepare(db: str) -> Path:
-    """The demo's SQLite file, removed when it is a previous run's (or any SQLite file)."""
-    url = store_url(db)
+def _check_file(url: str) -> None:
+    """Refuse a ``sqlite:`` path that exists and is not a SQLite file: never written to."""
     if not url.startswith("sqlite:"):
-        raise CliUsageError(f"the demo writes a SQLite file; got {db!r}")
+        return
     path = Path(url.removeprefix("sqlite:").removeprefix("//"))
     if path.exists():
         with path.open("rb") as handle:
             header = handle.read(16)
         if path.is_dir() or (header and header != b"SQLite format 3\x00"):
-            raise CliUsageError(f"{path} exists and is not a SQLite file; not overwriting it")
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
-    return path
+            raise CliUsageError(f"{path} exists and is not a SQLite file; not writing to it")
 
 
-async def run_demo(db: str) -> None:
-    """Replay the recorded conversation into a fresh store at ``db`` and print the tour."""
+async def _open_target(url: str) -> SessionStore:
+    """The store at ``url``, made when missing; never a SQLite file that another program
+    made (a non-empty one without prism-om's tables)."""
+    try:
+        return await open_store(url, create=False)
+    except StoreNotFoundError as exc:
+        if url.startswith("sqlite:") and _holds_bytes(url):
+            raise CliUsageError(
+                f"{url} is a SQLite file without prism-om's tables; not writing to it: "
+                "pass --db NEW",
+                url=url,
+            ) from exc
+    return await open_store(url, create=True)
+
+
+def _holds_bytes(url: str) -> bool:
+    path = Path(url.removeprefix("sqlite:").removeprefix("//"))
+    return path.is_file() and path.stat().st_size > 0
+
+
+# A replay draws new entry ids; everything else of a transcript entry it writes alike.
+_DRAWN_ANEW: Final = frozenset({"id", "parentId"})
+
+
+def _transcript(entries: list[SessionEntry]) -> list[dict[str, Any]]:
+    """What a session says: its entries but memory records, without their drawn ids."""
+    wires = (e.model_dump(by_alias=True, mode="json") for e in entries if e.kind != "custom")
+    return [{k: v for k, v in wire.items() if k not in _DRAWN_ANEW} for wire in wires]
+
+
+async def _own_sessions(target: SessionStore, replay: SessionStore, force: bool) -> list[str]:
+    """The sessions of ``target`` that an earlier demo made, to replace; ``CliUsageError``
+    for any other, unless ``force`` (never for one named like the demo's)."""
+    ours = set(await replay.sessions())
+    held = await target.sessions()
+    others = [sid for sid in held if sid not in ours]
+    mine: list[str] = []
+    unlike: list[str] = []
+    for sid in held:
+        if sid not in ours:
+            continue
+        try:
+            theirs = await target.list(sid)
+        except StoreError:
+            unlike.append(sid)  # unreadable: not the demo's to remove
+            continue
+        same = _transcript(theirs) == _transcript(await replay.list(sid))
+        (mine if same else unlike).append(sid)
+    if unlike:
+        raise CliUsageError(
+            f"{target.url} holds {_listed(unlike)} named like the demo's but not as the "
+            "demo made it; the demo never replaces a session it did not make, --force or "
+            "not: pass --db NEW for a store of its own",
+            session_id=unlike[0],
+            url=target.url,
+        )
+    if others and not force:
+        raise CliUsageError(
+            f"{target.url} holds {_listed(others)} the demo did not make, and it replaces "
+            "only its own: pass --force to add the demo's sessions beside them, or --db NEW "
+            "for a store of its own",
+            session_id=others[0],
+            url=target.url,
+        )
+    return mine
+
+
+def _listed(session_ids: list[str]) -> str:
+    shown = ", ".join(repr(sid) for sid in session_ids[:3])
+    more = f", ... {len(session_ids)} in all" if len(session_ids) > 3 else ""
+    noun = "session" if len(session_ids) == 1 else "sessions"
+    return f"{len(session_ids)} {noun} ({shown}{more})"
+
+
+async def _fill(store: SessionStore, replay: SessionStore, force: bool) -> None:
+    """Replace the demo's earlier sessions in ``store`` with the replay's, leaving every
+    other session as it was."""
+    for sid in await _own_sessions(store, replay, force):
+        await store.delete_session(sid)
+    copies = await copy_sessions(replay, store, await replay.sessions())
+    problems = await verify_copy(replay, store, copies)
+    if problems:
+        raise CopyVerificationError(
+            f"the demo's sessions differ in {store.url} from the replay: " + "; ".join(problems),
+            url=store.url,
+        )
+
+
+async def run_demo(db: str, *, force: bool = False) -> None:
+    """Replay the recorded conversation into the store at ``db`` and print the tour.
+
+    The demo's sessions of an earlier run are replaced; a session it did not make stays
+    as it was, and refuses the run (``CliUsageError``) unless ``force``.
+    """
     started = time.perf_counter()
     url = store_url(db)
-    # A server store cannot be removed and remade like the demo's file: the demo fills an
-    # empty one (a new ?schema= on the server) and refuses one that holds sessions.
-    server = url.startswith(("postgresql://", "postgres://"))
-    target = url if server else f"sqlite:{_prepare(db)}"
+    _check_file(url)
     data = load_demo_conversation()
     out = console()
     est = get_estimator()
-    async with await open_store(target) as store:
-        if server and await store.sessions():
-            raise CliUsageError(
-                f"{store.url} already holds sessions; the demo fills an empty store: "
-                "name a new schema (?schema=demo2)"
-            )
-        runs = []
-        for spec in data["sessions"]:
-            runs.append(await _replay(store, spec, data["system"], Counter()))
+    # Replayed in memory before the target is opened: the target is compared with what
+    # the demo makes, and a replay that fails leaves it untouched.
+    replay = MemoryStore()
+    runs = []
+    for spec in data["sessions"]:
+        runs.append(await _replay(replay, spec, data["system"], Counter()))
+    async with await _open_target(url) as store:
+        await _fill(store, replay, force)
         elapsed = time.perf_counter() - started
 
         out.print(Text(f"prism-om demo: {data['title']}", style="bold"))
@@ -237,16 +333,31 @@ async def run_demo(db: str) -> None:
         )
         await _tour(store, runs[0], est_name=est.name)
     out.print()
-    first = runs[0].session_id
+    _next_steps(db, runs[0].session_id)
+
+
+def _next_steps(db: str, first: str) -> None:
+    """The commands to try next, each as it runs (a URL's password hidden)."""
+    out = console()
+    if store_url(db).startswith("memory:"):
+        out.print(
+            "memory: keeps nothing past this command: pass --db FILE to keep the demo's "
+            "sessions for the commands to try next"
+        )
+        return
+    shown = hide_url_password(db)
+    where = shlex.quote(shown)
     out.print(Text("Next:", style="bold"))
     for command in (
-        f"prism-om sessions --db {db}",
-        f"prism-om status --session {first} --db {db}",
-        f"prism-om view --session {first} --db {db} --full",
+        f"prism-om sessions --db {where}",
+        f"prism-om status --session {first} --db {where}",
+        f"prism-om view --session {first} --db {where} --full",
     ):
         out.print(f"  {command}")
     # The page is an optional extra; name it so a first-time user finds it.
-    out.print(f"  prism-om inspect --db {db} --open   (pip install 'prism-om[inspect]')")
+    out.print(f"  prism-om inspect --db {where} --open   (pip install 'prism-om[inspect]')")
+    if shown != db:
+        out.print("  (the URL's password is shown as ***: put it back, or set PGPASSWORD)")
 
 
 async def _tour(store: SessionStore, run: SessionRun, *, est_name: str) -> None:
@@ -319,4 +430,4 @@ def _pick(observations: tuple[RecordedObservation, ...]) -> RecordedObservation 
 
 
 async def cmd_demo(args: argparse.Namespace) -> None:
-    await run_demo(args.db)
+    await run_demo(args.db, force=args.force)

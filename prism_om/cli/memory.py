@@ -285,6 +285,18 @@ async def _refuse_empty_summary(
     error_console().print(f"prism-om: warning: {problem} (--force given)")
 
 
+def _redacted_ids(figures: dict[str, Any], red: Redactor) -> dict[str, Any]:
+    """``figures`` with the ids of messages redacted: the host's text, as a message is
+    (the compaction's own id is the one this command drew)."""
+    if not red:
+        return figures
+    return {
+        **figures,
+        "throughEntryId": red.text(figures["throughEntryId"] or "") or None,
+        "keepEntryIds": [red.text(i) for i in figures["keepEntryIds"]],
+    }
+
+
 def print_compaction(figures: dict[str, Any]) -> None:
     out = console()
     out.print(
@@ -321,6 +333,7 @@ async def cmd_compact(args: argparse.Namespace) -> None:
             )
         entry = await session.append(compaction)
         figures = compaction_figures(entry, await store.branch_tokens(session.id, branch[-1].id))
+        figures = _redacted_ids(figures, cli_redactor(args))
     if args.json:
         print_json(figures)
     else:

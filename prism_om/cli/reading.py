@@ -75,7 +75,7 @@ def print_observations(
             one_line(red.text(o.text)),
         ]
         if sources:
-            row.append(", ".join(o.source_entry_ids))
+            row.append(red.text(", ".join(o.source_entry_ids)))
         rows.append(row)
     columns: list[str | tuple[str, dict[str, Any]]] = [
         ("id", {"no_wrap": True}),
@@ -353,5 +353,5 @@ async def cmd_page(args: argparse.Namespace) -> None:
     if args.json:
         print_json(page.to_json())
     else:
-        heading("page", f"{args.session} from {args.cursor}")
+        heading("page", cli_redactor(args).text(f"{args.session} from {args.cursor}"))
         print_page(page)

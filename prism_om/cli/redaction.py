@@ -8,7 +8,8 @@ machine while the command runs.
 
 Everything a command writes to stderr (its error line, warnings, a server's log lines and
 tracebacks, ``--debug``'s traceback) passes ``redacting_stderr``: an error message can quote
-an entry's field, and a damaged field can hold a secret.
+an entry's field, and a damaged field can hold a secret. The same stream hides the password
+of every URL in a line (``hide_url_passwords``), secrets given or not.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from contextlib import contextmanager
 from typing import Any, Final, TextIO
 from urllib.parse import quote, quote_plus
 
-from ..core.redaction import Redactor
+from ..core.redaction import Redactor, hide_url_passwords
 
 __all__ = [
     "SECRETS_ENV",
@@ -69,7 +70,8 @@ def log_redactor(secrets: Iterable[str]) -> Redactor:
 
 
 class RedactingStream:
-    """A text stream that redacts each whole line before passing it on.
+    """A text stream that redacts each whole line before passing it on: the secrets of
+    ``redactor``, and the password of every URL.
 
     Text is held until its line ends (or ``flush``), so a secret written in two pieces is
     still seen whole; everything else (``fileno``, ``isatty``, ``encoding``) is the
@@ -85,7 +87,7 @@ class RedactingStream:
         self._pending += text
         done, newline, rest = self._pending.rpartition("\n")
         if newline:
-            self._stream.write(self._redactor.text(done + newline))
+            self._stream.write(self._redacted(done + newline))
             self._pending = rest
         return len(text)
 
@@ -95,9 +97,12 @@ class RedactingStream:
 
     def flush(self) -> None:
         if self._pending:
-            self._stream.write(self._redactor.text(self._pending))
+            self._stream.write(self._redacted(self._pending))
             self._pending = ""
         self._stream.flush()
+
+    def _redacted(self, text: str) -> str:
+        return hide_url_passwords(self._redactor.text(text))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
@@ -105,15 +110,12 @@ class RedactingStream:
 
 @contextmanager
 def redacting_stderr(secrets: Iterable[str]) -> Iterator[None]:
-    """``sys.stderr`` redacting ``secrets`` for the duration (unchanged when there are none).
+    """``sys.stderr`` redacting ``secrets`` and URL passwords for the duration.
 
     Installed before a command starts, so loggers it configures (uvicorn's, the MCP SDK's)
     write through it too.
     """
     red = log_redactor(secrets)
-    if not red:
-        yield
-        return
     original = sys.stderr
     wrapped = RedactingStream(original, red)
     sys.stderr = wrapped

@@ -11,6 +11,12 @@ overlapping another (``user-sk`` in ``user-sk-live-...``) never leaves a piece o
 behind, and a replacement marker is never rescanned. Empty secrets are ignored (they would
 match everywhere). A secret that is a substring of the marker itself cannot be removed from
 output that shows a marker.
+
+A URL's password is the other kind of secret, found by its place rather than its value:
+``hide_url_password`` (one URL) and ``hide_url_passwords`` (every URL in a text) replace
+it with ``***``, wherever the URL is shown (a store's ``url``, an error, a hint, a log
+line); ``url_passwords`` gives the values themselves, for text that quotes one outside a
+URL (a driver's message about a malformed password).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import json
 import re
 from collections.abc import Iterable
 from typing import Any, Final, TypeVar
+from urllib.parse import unquote, unquote_plus
 
 from ..entries import Message, SessionEntry, entry_text, message_text
 from ..errors import InvalidInputError
@@ -27,11 +34,16 @@ __all__ = [
     "MAX_ESCAPE_LEVELS",
     "REDACTION_MARKER",
     "Redactor",
+    "URL_PASSWORD_MARKER",
+    "hide_url_password",
+    "hide_url_passwords",
+    "redact_error",
     "redact_text",
     "redact_value",
     "redacted_entry_text",
     "redacted_message_text",
     "redactor",
+    "url_passwords",
 ]
 
 REDACTION_MARKER: Final = "[REDACTED]"
@@ -186,6 +198,16 @@ def redact_value(value: _T, secrets: Iterable[str] | Redactor | None) -> _T:
     return redactor(secrets).value(value)
 
 
+def redact_error(exc: BaseException, secrets: Iterable[str] | Redactor | None) -> BaseException:
+    """``exc`` with every secret replaced in its message (its string ``args``), in place,
+    type and attributes kept; returns it. For an error whose message is shown to someone
+    (a model, a client) and may quote an argument it was given."""
+    red = redactor(secrets)
+    if red:
+        exc.args = tuple(red.text(a) if isinstance(a, str) else a for a in exc.args)
+    return exc
+
+
 def redacted_message_text(message: Message, secrets: Iterable[str] | Redactor | None) -> str:
     """``redacted_entry_text`` of a message entry, from its message alone."""
     red = redactor(secrets)
@@ -215,3 +237,92 @@ def redacted_entry_text(entry: SessionEntry, secrets: Iterable[str] | Redactor |
     if entry.data:
         entry = entry.model_copy(update={"data": red.value(entry.data)})
     return red.text(entry_text(entry))
+
+
+# -- URL passwords -----------------------------------------------------------------------
+
+URL_PASSWORD_MARKER: Final = "***"
+
+# Query options (libpq's connection keywords) whose values are secrets.
+_SECRET_OPTIONS: Final = frozenset({"password", "sslpassword"})
+_URL_START = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S*")
+# libpq's key=value form ("host=h password=pw"), in a message that quotes one.
+_KEYWORD_PASSWORD = re.compile(
+    r"(?i)(?<![\w%])((?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&'\"]+)"
+)
+
+
+def _userinfo_password(rest: str) -> tuple[int, int] | None:
+    """Where the password of ``user:password@host...`` (a URL past ``scheme://``) lies.
+
+    The userinfo ends at the last ``@`` before the first ``/``: libpq and ``urlsplit``
+    disagree about a raw ``@``, ``?`` or ``#`` in a password, and hiding up to the last
+    ``@`` covers both readings.
+    """
+    authority = rest.split("/", 1)[0]
+    at = authority.rfind("@")
+    colon = authority.find(":", 0, at)
+    if at < 0 or colon < 0:
+        return None  # no userinfo, or a user without a password
+    return colon + 1, at
+
+
+def _hidden(url: str) -> str:
+    """One URL (``url`` starts with ``scheme://``) with its password and secret options
+    replaced by the marker."""
+    start = _URL_START.match(url)
+    assert start is not None
+    head, rest = url[: start.end()], url[start.end() :]
+    span = _userinfo_password(rest)
+    if span is not None:
+        rest = rest[: span[0]] + URL_PASSWORD_MARKER + rest[span[1] :]
+    path, mark, query = rest.partition("?")
+    if mark:
+        pieces = []
+        for piece in query.split("&"):
+            key, equals, _ = piece.partition("=")
+            if equals and unquote_plus(key).strip().lower() in _SECRET_OPTIONS:
+                piece = f"{key}={URL_PASSWORD_MARKER}"
+            pieces.append(piece)
+        rest = path + mark + "&".join(pieces)
+    return head + rest
+
+
+def hide_url_password(url: str) -> str:
+    """``url`` (a whole URL, spaces and all) with any password shown as ``***``: the one
+    in its userinfo and those of ``password=``/``sslpassword=`` options. Text that is
+    not a ``scheme://`` URL is returned unchanged."""
+    if not isinstance(url, str) or _URL_START.match(url) is None:
+        return url
+    return _hidden(url)
+
+
+def hide_url_passwords(text: str) -> str:
+    """``text`` with the password of every URL in it (a run of non-space characters
+    starting ``scheme://``) and of every ``password=`` keyword shown as ``***``."""
+    if "://" in text:
+        text = _URL_IN_TEXT.sub(lambda m: _hidden(m.group()), text)
+    if "assword" in text.lower():
+        text = _KEYWORD_PASSWORD.sub(lambda m: m.group(1) + URL_PASSWORD_MARKER, text)
+    return text
+
+
+def url_passwords(url: str) -> tuple[str, ...]:
+    """The passwords ``url`` carries, as written and percent-decoded (none when it is not a
+    ``scheme://`` URL): for redacting a message that quotes one outside the URL."""
+    start = _URL_START.match(url) if isinstance(url, str) else None
+    if start is None:
+        return ()
+    rest = url[start.end() :]
+    found: list[str] = []
+    span = _userinfo_password(rest)
+    if span is not None:
+        found.append(rest[span[0] : span[1]])
+    _, mark, query = rest.partition("?")
+    for piece in query.split("&") if mark else ():
+        key, equals, value = piece.partition("=")
+        if equals and unquote_plus(key).strip().lower() in _SECRET_OPTIONS:
+            found.append(value)
+    forms = {form for value in found for form in (value, unquote(value), unquote_plus(value))}
+    return tuple(sorted(form for form in forms if form))

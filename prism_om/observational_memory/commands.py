@@ -27,7 +27,9 @@ scopes. ``attached.commands()`` builds them that way. Invalidated memory is with
 :mod:`.withheld` says and listed as ``[revoked] <id>`` lines (ids only), in status data
 under ``"revoked"``. ``om:view`` merges granted shared-scope memory (visible mode: the
 scopes in the current lineage, as the context block does; ``full``: every granted scope);
-``om:status`` counts stay session-local.
+``om:status`` counts stay session-local. ``secrets`` are redacted from text and data
+alike, the session id included (the host's text, as a message is; memory ids are drawn
+by prism_om).
 """
 
 from __future__ import annotations
@@ -206,7 +208,7 @@ class MemoryStatusCommand(_MemoryCommand):
         active_obs, active_refl = active_memory(ledger, view.invalidated)
         withheld_obs, withheld_refl = withheld_memory_ids(ledger, view.invalidated)
         data: dict[str, Any] = {
-            "sessionId": session_id,
+            "sessionId": self._redactor.text(session_id),  # the host's text, as a message
             "observations": {
                 "recorded": len(ledger.observations),
                 "dropped": len(ledger.dropped_observation_ids),

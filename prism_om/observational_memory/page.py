@@ -1,7 +1,8 @@
 """Raw-history paging: eligible messages around a cursor entry of one branch.
 
-Pages are exact: each message is the stored entry, redacted of known secrets and, in
-``summary`` detail, cut to its first 200 characters. A page carries the cursor for the
+Pages are exact: each message is the stored entry, redacted of known secrets (its id and
+time too, and the page's cursors) and, in ``summary`` detail, cut to its first 200
+characters. A page carries the cursor for the
 next one (``nextCursor``: the last message of a forward page, the first of a backward
 page, or null at the end), so a caller can walk the whole branch in either direction.
 
@@ -186,16 +187,37 @@ def build_branch_page(
         else frozenset(invalidated_ids or ())
     )
     summary = detail == "summary"
-    return BranchPage(
-        cursor=cursor,
-        direction=direction,
-        detail=detail,
-        limit=limit,
-        messages=tuple(
-            withheld_page_message(e) if e.id in invalid else _page_item(e, summary, red)
-            for e in chosen
+    return _redacted_page(
+        BranchPage(
+            cursor=cursor,
+            direction=direction,
+            detail=detail,
+            limit=limit,
+            messages=tuple(
+                withheld_page_message(e) if e.id in invalid else _page_item(e, summary, red)
+                for e in chosen
+            ),
+            next_cursor=next_cursor,
         ),
-        next_cursor=next_cursor,
+        red,
+    )
+
+
+def _redacted_page(page: BranchPage, red: Redactor) -> BranchPage:
+    """``page`` with its ids and times redacted too: an entry id is the host's text, and
+    a cursor given back would confirm a secret in it (the texts are redacted already)."""
+    if not red:
+        return page
+    return BranchPage(
+        cursor=red.text(page.cursor),
+        direction=page.direction,
+        detail=page.detail,
+        limit=page.limit,
+        messages=tuple(
+            {**m, "id": red.text(m["id"]), "timestamp": red.text(m["timestamp"])}
+            for m in page.messages
+        ),
+        next_cursor=None if page.next_cursor is None else red.text(page.next_cursor),
     )
 
 
@@ -300,7 +322,7 @@ def _page_from_parts(
             else _message_item(entry_id, timestamp, message, summary, red)
             for entry_id, timestamp, message in parts
         )
-    return BranchPage(
+    page = BranchPage(
         cursor=cursor,
         direction=direction,
         detail=detail,
@@ -308,6 +330,7 @@ def _page_from_parts(
         messages=messages,
         next_cursor=next_cursor,
     )
+    return _redacted_page(page, red)
 
 
 def _plain_summaries(

@@ -488,7 +488,7 @@ def _sources(
     end = offset + limit
     return {
         "sources": tuple(found),
-        "missing_source_entry_ids": tuple(missing),
+        "missing_source_entry_ids": tuple(red.text(m) for m in missing),
         "sources_total": len(distinct),
         "sources_offset": offset,
         "next_sources_offset": end if end < len(distinct) else None,

@@ -34,10 +34,10 @@ from typing import Any, Final, TypeAlias
 
 from ..core.ledger import ObservationalMemoryLedger
 from ..core.limits import PAGE_LIMIT_DEFAULT, PAGE_LIMIT_HARD_CAP, resolve_page_limit
-from ..core.redaction import Redactor, redactor
+from ..core.redaction import Redactor, redact_error, redactor
 from ..core.withheld import InvalidationSource, check_invalidation_source, resolve_invalidation
 from ..entries import validate_session_id
-from ..errors import AmbiguousInputError, InvalidInputError
+from ..errors import AmbiguousInputError, InvalidInputError, PrismMemoryError
 from ..ids import MEMORY_ID_PATTERN
 from ..providers.base import ToolDefinition
 from ..stores.base import SessionStore
@@ -153,7 +153,18 @@ class RecallMemoryTool:
         return self.definition.name
 
     async def handler(self, args: Mapping[str, Any], *, session_id: str) -> dict[str, Any]:
-        """Answer one call for the calling session; the result is JSON-serialisable."""
+        """Answer one call for the calling session; the result is JSON-serialisable.
+
+        A refused call's error says what was wrong with the secrets redacted: the host
+        hands its message to the model, and it may quote the cursor or id it was given.
+        """
+        try:
+            return await self._answer(args, session_id)
+        except PrismMemoryError as exc:
+            redact_error(exc, self._redactor)
+            raise
+
+    async def _answer(self, args: Mapping[str, Any], session_id: str) -> dict[str, Any]:
         # Everything about the request is checked before the branch is read.
         if not isinstance(args, Mapping):
             raise InvalidInputError(

@@ -26,6 +26,7 @@ __all__ = [
 
 def parse_store_url(url: str) -> tuple[str, str]:
     """Split a store URL into its scheme and path, raising ``InvalidInputError``."""
+    from ..core.redaction import hide_url_password
     from ..errors import InvalidInputError
 
     scheme, sep, rest = url.partition(":")
@@ -34,13 +35,13 @@ def parse_store_url(url: str) -> tuple[str, str]:
         return "postgresql", url
     if not sep or scheme not in {"memory", "jsonl", "sqlite"}:
         raise InvalidInputError(
-            f"unknown store URL {url!r}: use memory:, jsonl:<directory>, sqlite:<file> "
-            "or postgresql://user@host:port/db"
+            f"unknown store URL {hide_url_password(url)!r}: use memory:, jsonl:<directory>, "
+            "sqlite:<file> or postgresql://user@host:port/db"
         )
     if rest.startswith("///") or rest.startswith("//"):
         rest = rest[2:]
     if scheme != "memory" and not rest:
-        raise InvalidInputError(f"store URL {url!r} names no path")
+        raise InvalidInputError(f"store URL {hide_url_password(url)!r} names no path")
     return scheme, rest
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from support.mcp_client import server_params
 
 from prism_om.cli.app import main
 from prism_om.observational_memory.revocation import create_deletion_propagator
@@ -55,15 +55,6 @@ async def _build(db: Path) -> dict[str, str]:
 async def store_db(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     db = tmp_path / "memory.db"
     return db, await _build(db)
-
-
-def server_params(db: Path, *extra: str, secrets: str = "") -> StdioServerParameters:
-    env = {"PRISM_SECRETS": secrets} if secrets else {}
-    return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "prism_om.cli", "mcp", "--db", str(db), *extra],
-        env={**env, "PYTHONPATH": os.pathsep.join(sys.path)},
-    )
 
 
 @asynccontextmanager

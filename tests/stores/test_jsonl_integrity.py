@@ -7,18 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import signal
 import subprocess
 import sys
-import sysconfig
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.other_user import reachable_dir
 
 from prism_om.entries import SessionEntry, message_entry
 from prism_om.errors import (
@@ -32,7 +30,6 @@ from prism_om.stores.base import SessionSummary
 from prism_om.stores.jsonl import JsonlStore
 
 FIXTURE_V1 = Path(__file__).resolve().parents[1] / "data" / "jsonl_store_v1"
-REPO = Path(__file__).resolve().parents[2]
 
 
 def msg(sid: str, eid: str, parent: str | None, text: str = "hello") -> SessionEntry:
@@ -311,35 +308,11 @@ async def test_read_only_reader_sees_a_writers_appends(tmp_path: Path) -> None:
             assert await reader.leaf("s") == "more"
 
 
-def _python_for_nobody() -> list[str] | None:
-    """An interpreter ``nobody`` can run, with this checkout and its packages importable."""
-    if os.geteuid() != 0 or shutil.which("runuser") is None:
-        return None
-    version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    for candidate in (
-        sys.executable,
-        f"/usr/bin/python{version}",
-        f"/usr/local/bin/python{version}",
-    ):
-        probe = subprocess.run(
-            ["runuser", "-u", "nobody", "--", candidate, "-c", "import sys"],
-            capture_output=True,
-            cwd="/",
-        )
-        if probe.returncode == 0:
-            return [candidate]
-    return None
-
-
 @pytest.fixture
 def world_readable_dir() -> Iterator[Path]:
     # pytest's tmp_path lives under a 0700 directory that nobody cannot enter.
-    path = Path(tempfile.mkdtemp(prefix="prism-om-ro-"))
-    path.chmod(0o755)
-    try:
+    with reachable_dir("prism-om-ro-") as path:
         yield path
-    finally:
-        shutil.rmtree(path)
 
 
 NOBODY_READS = """
@@ -362,25 +335,20 @@ asyncio.run(main(sys.argv[1]))
 
 
 async def test_an_unprivileged_user_reads_a_store_it_cannot_write(
-    world_readable_dir: Path,
+    world_readable_dir: Path, nobody_python: list[str]
 ) -> None:
-    python = _python_for_nobody()
-    if python is None:
-        pytest.skip("needs root, runuser and an interpreter the user nobody can run")
     store_dir = world_readable_dir / "store"
     async with await JsonlStore.open(store_dir, fsync=False) as store:
         await store.append_many(chain("s", 4))
     (store_dir / ".lock").unlink()  # a store copied without its lock file
     store_dir.chmod(0o555)
     before = names(store_dir)
-    paths = [str(REPO), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
     result = await asyncio.to_thread(
         subprocess.run,
-        ["runuser", "-u", "nobody", "--", *python, "-c", NOBODY_READS, str(store_dir)],
+        [*nobody_python, "-c", NOBODY_READS, str(store_dir)],
         capture_output=True,
         text=True,
         cwd="/",
-        env={"PYTHONPATH": os.pathsep.join(paths), "PATH": os.environ.get("PATH", "")},
         timeout=60,
     )
     assert result.returncode == 0, result.stderr

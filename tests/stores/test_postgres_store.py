@@ -39,6 +39,8 @@ from prism_om.stores.sqlite import folds
 from prism_om.stores.sqlite import sql as sqlite_sql
 from prism_om.testing.generate import make_message
 
+DATA = Path(__file__).parents[1] / "data"
+
 
 def _queries() -> dict[str, str]:
     found = {
@@ -214,8 +216,11 @@ def test_cli_demo_then_reads_against_a_server(postgres_url: str) -> None:
     listed = _cli("sessions", "--db", postgres_url, "--json")
     assert listed.returncode == 0, listed.stderr
     assert '"session' in listed.stdout
-    again = _cli("demo", "--db", postgres_url)
-    assert again.returncode == 2 and "already holds sessions" in again.stderr
+    again = _cli("demo", "--db", postgres_url)  # replaces its own sessions, as on a file
+    assert again.returncode == 0, again.stderr
+    _cli("import", str(DATA / "import" / "openai_array.json"), "--db", postgres_url)
+    refused = _cli("demo", "--db", postgres_url)
+    assert refused.returncode == 2 and "the demo did not make" in refused.stderr
     check = _cli("check", "--db", postgres_url)
     assert check.returncode == 2 and "PostgreSQL server checks its own" in check.stderr
 

@@ -5,23 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
-import shutil
 import subprocess
 import sys
-import sysconfig
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.other_user import reachable_dir
 
 from prism_om.entries import message_entry
 from prism_om.errors import ReadOnlyStoreError, StoreNotFoundError
 from prism_om.stores import open_store
 from prism_om.stores.sqlite import SqliteStore
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def digest(path: Path) -> str:
@@ -111,42 +106,17 @@ asyncio.run(main(sys.argv[1]))
 """
 
 
-def nobody_python() -> list[str]:
-    """A command that runs Python as ``nobody`` with this checkout importable."""
-    if os.geteuid() != 0 or shutil.which("runuser") is None:
-        pytest.skip("needs root and runuser to run a reader as the unprivileged user nobody")
-    paths = os.pathsep.join([str(ROOT), sysconfig.get_paths()["purelib"]])
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    for python in (sys.executable, shutil.which(version) or "", f"/usr/bin/{version}"):
-        if not python:
-            continue
-        command = ["runuser", "-u", "nobody", "--", "env", f"PYTHONPATH={paths}", python]
-        probe = subprocess.run(
-            [*command, "-c", "import prism_om.stores.sqlite"],
-            capture_output=True,
-            cwd="/",
-            timeout=60,
-        )
-        if probe.returncode == 0:
-            return command
-    pytest.skip(f"no {version} that the user nobody can run")
-
-
 @pytest.fixture
 def shared_dir() -> Iterator[Path]:
     """A directory the user nobody can reach (pytest's tmp_path is private to root)."""
-    where = Path(tempfile.mkdtemp(prefix="prism-ro-"))
-    where.chmod(0o755)
-    try:
+    with reachable_dir("prism-ro-") as where:
         yield where
-    finally:
-        for path in [where, *where.rglob("*")]:
-            path.chmod(0o755 if path.is_dir() else 0o644)
-        shutil.rmtree(where)
 
 
-def test_nobody_reads_a_store_in_a_read_only_directory(shared_dir: Path) -> None:
-    command = nobody_python()
+def test_nobody_reads_a_store_in_a_read_only_directory(
+    shared_dir: Path, nobody_python: list[str]
+) -> None:
+    command = nobody_python
     store_dir = shared_dir / "store"
     store_dir.mkdir()
     path = store_dir / "s.db"
@@ -167,8 +137,10 @@ def test_nobody_reads_a_store_in_a_read_only_directory(shared_dir: Path) -> None
     assert files_in(store_dir) == ["s.db"]
 
 
-def test_nobody_is_told_when_committed_writes_wait_in_the_wal(shared_dir: Path) -> None:
-    command = nobody_python()
+def test_nobody_is_told_when_committed_writes_wait_in_the_wal(
+    shared_dir: Path, nobody_python: list[str]
+) -> None:
+    command = nobody_python
     store_dir = shared_dir / "store"
     store_dir.mkdir()
     path = store_dir / "s.db"
@@ -201,8 +173,10 @@ def test_nobody_is_told_when_committed_writes_wait_in_the_wal(shared_dir: Path) 
     assert "s.db-wal" in done.stdout and "write access" in done.stdout
 
 
-def test_nobody_runs_read_commands_on_a_read_only_store(shared_dir: Path) -> None:
-    command = nobody_python()
+def test_nobody_runs_read_commands_on_a_read_only_store(
+    shared_dir: Path, nobody_python: list[str]
+) -> None:
+    command = nobody_python
     store_dir = shared_dir / "store"
     store_dir.mkdir()
     path = store_dir / "s.db"

@@ -140,6 +140,21 @@ async def test_foreign_sqlite_file_is_refused(tmp_path: Path) -> None:
         assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("notes",)]
 
 
+@pytest.mark.parametrize("mark", ["CREATE TABLE notes (x TEXT)", "PRAGMA user_version = 7"])
+async def test_a_foreign_sqlite_file_is_refused_before_anything_is_written(
+    tmp_path: Path, mark: str
+) -> None:
+    # Switching the file to WAL alone rewrites its header (the journal-mode bytes).
+    path = tmp_path / "foreign.db"
+    with plain(path) as conn:
+        conn.execute(mark)
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="not a prism_om store"):
+        await SqliteStore.open(path)
+    assert path.read_bytes() == before
+    assert await asyncio.to_thread(os.listdir, tmp_path) == ["foreign.db"]  # no -wal, -shm
+
+
 async def test_unclosed_store_warns(tmp_path: Path) -> None:
     before = set(threading.enumerate())
     leaked = await SqliteStore.open(tmp_path / "leak.db")

@@ -8,6 +8,7 @@ from typing import Any
 from agents import FunctionTool
 from agents.tool_context import ToolContext
 
+from ...core.redaction import redact_error, redactor
 from ...errors import PrismMemoryError
 from ...observational_memory.recall_tool import RECALL_TOOL_NAME, create_recall_memory_tool
 from .session import PrismSession
@@ -27,7 +28,8 @@ def recall_tool(session: PrismSession) -> FunctionTool:
 
     Arguments are those of ``prism_om.observational_memory.recall_tool``. The result is
     JSON text; a refused call (a bad id, a page over 100, a cursor off the branch, ...)
-    answers ``{"error": <type>, "message": ...}`` so the model can correct itself, and an
+    answers ``{"error": <type>, "message": ...}`` (the memory's secrets redacted from the
+    message, as from every answer) so the model can correct itself, and an
     unknown or revoked id answers ``{"found": false, "reason": ...}``.
     """
     if not isinstance(session, PrismSession):
@@ -35,6 +37,7 @@ def recall_tool(session: PrismSession) -> FunctionTool:
 
         raise InvalidInputError(f"recall_tool() takes a PrismSession, got {type(session).__name__}")
     description, parameters = _definition_parameters()
+    secrets = redactor(session.memory.secrets if session.memory is not None else None)
 
     async def invoke(_context: ToolContext[Any], arguments: str) -> str:
         try:
@@ -45,7 +48,9 @@ def recall_tool(session: PrismSession) -> FunctionTool:
             tool = await session.recall_memory_tool()
             result = await tool.handler(args, session_id=session.session_id)
         except PrismMemoryError as exc:
-            return _error(type(exc).__name__, str(exc))
+            # The model reads the message: the memory's secrets are redacted from it, as
+            # from every answer (a message may quote the cursor or the session id).
+            return _error(type(exc).__name__, str(redact_error(exc, secrets)))
         return json.dumps(result, ensure_ascii=False)
 
     return FunctionTool(

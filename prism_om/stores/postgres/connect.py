@@ -33,6 +33,7 @@ from typing import Any, cast
 import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from ...core.redaction import hide_url_passwords, redact_text, url_passwords
 from ...errors import StoreBusyError, StoreError, StoreUnreachableError
 
 __all__ = [
@@ -73,9 +74,12 @@ def is_transient_connect_failure(exc: BaseException) -> bool:
     return any(piece in text for piece in TRANSIENT_CONNECT_FAILURES)
 
 
-def reason(exc: BaseException) -> str:
-    """The driver's message on one line: libpq splits it with newlines and tabs."""
+def reason(exc: BaseException, conninfo: str = "") -> str:
+    """The driver's message on one line (libpq splits it with newlines and tabs), with
+    the passwords of ``conninfo`` redacted: libpq quotes a malformed one whole
+    (``invalid percent-encoded token: "..."``)."""
     text = " ".join(str(exc).split())
+    text = hide_url_passwords(redact_text(text, url_passwords(conninfo)))
     return text.removeprefix("connection failed: ") or type(exc).__name__
 
 
@@ -100,19 +104,23 @@ async def first_connection(
             left = deadline - time.monotonic()
             if not transient:
                 raise StoreUnreachableError(
-                    f"open on {url}: cannot connect to the server ({reason(exc)})", url=url
+                    f"open on {url}: cannot connect to the server ({reason(exc, conninfo)})",
+                    url=url,
                 ) from exc
             if left <= 0:
                 raise StoreUnreachableError(
                     f"open on {url}: no connection to the server within {timeout_s:g} s"
-                    f" ({reason(exc)})",
+                    f" ({reason(exc, conninfo)})",
                     url=url,
                 ) from exc
             if not warned:
                 # Once per open: a server that is restarting is worth one line, not one
                 # per attempt (a logging warning, so an application decides where it goes).
                 _log.warning(
-                    "waiting up to %g s for the server at %s: %s", timeout_s, url, reason(exc)
+                    "waiting up to %g s for the server at %s: %s",
+                    timeout_s,
+                    url,
+                    reason(exc, conninfo),
                 )
                 warned = True
             await asyncio.sleep(min(pause, left))
@@ -133,7 +141,7 @@ async def pool_timeout_error(
         )
     except psycopg.Error as failed:
         return StoreUnreachableError(
-            f"{action} on {url}: no connection to the server in time ({reason(failed)})",
+            f"{action} on {url}: no connection to the server in time ({reason(failed, conninfo)})",
             url=url,
         )
     await probe.close()
@@ -142,6 +150,6 @@ async def pool_timeout_error(
     # between attempts): either way a later call can succeed.
     return StoreBusyError(
         f"{action} on {url}: no pooled connection came free in time while the server"
-        f" accepts connections: the pool is busy or still reconnecting ({reason(exc)})",
+        f" accepts connections: the pool is busy or still reconnecting ({reason(exc, conninfo)})",
         url=url,
     )

@@ -8,7 +8,7 @@ import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar, cast
-from urllib.parse import parse_qsl, unquote_plus, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 import psycopg.errors
@@ -17,6 +17,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from ..._gc import collector_paused
 from ...core.parse import MemoryRecord
+from ...core.redaction import hide_url_password
 from ...entries import SessionEntry, now_timestamp
 from ...errors import (
     CorruptStoreError,
@@ -158,15 +159,11 @@ MIGRATIONS: dict[int, Callable[[PgConnection], Awaitable[None]]] = {
 }
 
 
-# Query options of a PostgreSQL URL whose values are secrets (libpq's connection keywords).
-_SECRET_OPTIONS = frozenset({"password", "sslpassword"})
-
-
 def split_postgres_url(url: str) -> tuple[str, str, str]:
     """``(conninfo, schema, shown url)``: the ``schema`` option removed, the password hidden."""
     parts = urlsplit(url)
     if parts.scheme not in {"postgresql", "postgres"}:
-        raise InvalidInputError(f"not a PostgreSQL URL: {url!r}")
+        raise InvalidInputError(f"not a PostgreSQL URL: {hide_url_password(url)!r}")
     query = parse_qsl(parts.query, keep_blank_values=True)
     schemas = [value for key, value in query if key in {"schema", "search_path"}]
     rest = [(key, value) for key, value in query if key not in {"schema", "search_path"}]
@@ -174,18 +171,7 @@ def split_postgres_url(url: str) -> tuple[str, str, str]:
     if not schema or "," in schema:
         raise InvalidInputError(f"store URL option schema={schema!r} must name one schema")
     conninfo = urlunsplit(parts._replace(scheme="postgresql", query=urlencode(rest)))
-    netloc = parts.netloc
-    if parts.password is not None:
-        netloc = netloc.replace(f":{parts.password}@", ":***@", 1)
-    # libpq also takes a password as a query option; the shown URL never carries one.
-    shown_query = "&".join(
-        f"{key}=***" if unquote_plus(key).lower() in _SECRET_OPTIONS else piece
-        for piece in parts.query.split("&")
-        if piece
-        for key in (piece.split("=", 1)[0],)
-    )
-    shown = urlunsplit(parts._replace(netloc=netloc, query=shown_query))
-    return conninfo, schema, shown
+    return conninfo, schema, hide_url_password(url)
 
 
 class PostgresStore(PostgresReads):

@@ -312,20 +312,32 @@ def _file_uri(location: str, mode: str) -> str:
 async def prepare_file(
     url: str, conn: aiosqlite.Connection, mode: str, schema: Schema, *, create: bool = True
 ) -> None:
-    """Switch to WAL, set ``synchronous``, and apply, migrate or check the schema."""
-    if not create:
+    """Check the file is a prism_om store (or an empty file), then switch to WAL, set
+    ``synchronous``, and apply, migrate or check the schema.
+
+    Another program's SQLite file is refused before anything is written to it: switching
+    it to WAL alone would rewrite its header.
+    """
+    version, app_id = await retrying(url, "open", lambda: _file_marks(conn))
+    (tables,) = await retrying(
+        url, "open", lambda: fetch_first_row(conn, "SELECT count(*) FROM sqlite_master")
+    )
+    if not create and version == 0 and not tables:
         # An empty file reads as a database of version 0; without create it stays empty.
-        version, _ = await retrying(url, "open", lambda: _file_marks(conn))
-        (tables,) = await retrying(
-            url, "open", lambda: fetch_first_row(conn, "SELECT count(*) FROM sqlite_master")
+        location = url.removeprefix("sqlite:")
+        raise StoreNotFoundError(
+            f"no store at {location!r} ({url}): the file is empty, and this open may "
+            "not create a store",
+            url=url,
         )
-        if version == 0 and not tables:
-            location = url.removeprefix("sqlite:")
-            raise StoreNotFoundError(
-                f"no store at {location!r} ({url}): the file is empty, and this open may "
-                "not create a store",
-                url=url,
-            )
+    if version != 0:
+        _check_marks(url, version, app_id)
+    elif tables:
+        raise StoreError(
+            f"{url} is not a prism_om store: it holds tables but no schema version", url=url
+        )
+    elif app_id not in (0, APPLICATION_ID):
+        _check_marks(url, version, app_id)  # another program's mark on an empty file
 
     async def set_wal() -> None:
         rows = builtins.list(await conn.execute_fetchall("PRAGMA journal_mode = WAL"))
