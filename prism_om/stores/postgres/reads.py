@@ -32,7 +32,7 @@ from ...core.limits import PAGE_LIMIT_HARD_CAP
 from ...core.sources import ELIGIBLE_SOURCE_ROLES
 from ...entries import SessionEntry
 from ...errors import CorruptStoreError
-from ..base import check_page_args
+from ..arguments import check_entry_id, check_id_list, check_leaf_id, check_page_args
 from ..sqlite.folds import ledger_from_rows
 from ..sqlite.placement import check_leaf_session, check_page_head
 from ..sqlite.reads import SqliteReads
@@ -233,12 +233,13 @@ class PostgresReads(SqliteReads):
             raise
 
     async def get(self, entry_id: str) -> SessionEntry | None:
+        check_entry_id(entry_id)
         found = await self.get_many([entry_id])
         return found.get(entry_id)
 
     async def get_many(self, entry_ids: Iterable[str]) -> dict[str, SessionEntry]:
         """The entries with these ids that exist, in one statement."""
-        wanted = sorted(set(entry_ids))
+        wanted = sorted(set(check_id_list(entry_ids, "entry_ids")))
         self._open_reader()
         found: dict[str, SessionEntry] = {}
         # Read once: the get_many of the recall that read them, not a later one (a
@@ -264,7 +265,8 @@ class PostgresReads(SqliteReads):
         self, session_id: str, memory_ids: Iterable[str], leaf_id: str | None = None
     ) -> ObservationalMemoryLedger:
         """The ledger restricted to ``memory_ids``, with the sources they cite read ahead."""
-        wanted = sorted(set(memory_ids))
+        wanted = sorted(set(check_id_list(memory_ids, "memory_ids", memory=True)))
+        check_leaf_id(leaf_id)
         session_id = self._session(session_id)
         if not wanted:
             return ObservationalMemoryLedger()
@@ -335,7 +337,9 @@ class PostgresReads(SqliteReads):
     ) -> builtins.list[Any]:
         """The page's entry rows (``parts``: ``_rows.PART_COLUMNS`` rows), for
         ``SqliteReads.page_messages`` and ``page_message_parts``: one statement."""
+        check_entry_id(cursor, "cursor")
         check_page_args(limit, direction)
+        check_leaf_id(leaf_id)
         session_id = self._session(session_id)
         params = {"session_id": session_id, "leaf_id": leaf_id, "cursor": cursor}
         # One more row than the page tells whether another page follows.
