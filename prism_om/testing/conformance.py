@@ -27,6 +27,7 @@ from ..stores.base import SessionStore, SessionSummary
 from ..stores.memory import MemoryStore
 from ._requires import pytest
 from .conformance_bounds import BoundsConformance
+from .conformance_inputs import InputsConformance
 from .delete_conformance import DeleteConformance
 from .generate import LeafOp, Op, generate_ops, make_message
 from .write_conformance import WriteConformance
@@ -75,12 +76,13 @@ def _msg(sid: str, eid: str, parent: str | None, text: str = "hello") -> Session
     return make_message(sid, eid, parent, "user", text, 1)
 
 
-class StoreConformance(WriteConformance, BoundsConformance, DeleteConformance):
+class StoreConformance(WriteConformance, BoundsConformance, DeleteConformance, InputsConformance):
     """The shared suite. Every test opens a fresh store through ``store_opener``.
 
     ``WriteConformance`` adds the write path's concurrency and cancellation rules; the
     hard-bound tests (entry size, record caps) come from ``BoundsConformance``;
-    ``delete_session`` from ``DeleteConformance``.
+    ``delete_session`` from ``DeleteConformance``; bad arguments and unstorable entries
+    from ``InputsConformance``.
     """
 
     @pytest.fixture
