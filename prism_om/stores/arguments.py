@@ -45,13 +45,13 @@ from ..errors import InvalidEntryError, InvalidIdError, InvalidInputError
 __all__ = [
     "ANY_MEMORY_HEAD",
     "AnyMemoryHead",
+    "check_batch_argument",
     "check_count",
     "check_entry_id",
     "check_expected_memory_head",
     "check_id_list",
     "check_leaf_id",
     "check_page_args",
-    "check_batch_argument",
 ]
 
 
