@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Final, Literal
 
 from pydantic import (
     BaseModel,
@@ -26,12 +26,14 @@ from pydantic import (
     model_validator,
 )
 from pydantic.alias_generators import to_camel
-from pydantic_core import PydanticSerializationError
+from pydantic_core import PydanticCustomError, PydanticSerializationError
 
 from .errors import EntryTooLargeError, InvalidEntryError, InvalidSessionIdError
 from .ids import create_entry_id
 
 __all__ = [
+    "ENTRY_ID_MAX_CHARS",
+    "MAX_ENTRY_DEPTH",
     "ContentPart",
     "EntryKind",
     "ImagePart",
@@ -49,6 +51,9 @@ __all__ = [
     "entry_text",
     "entry_wire_bytes",
     "find_lone_surrogate",
+    "find_too_deep",
+    "find_unstorable",
+    "id_problem",
     "message_entry",
     "message_text",
     "now_timestamp",
@@ -79,6 +84,15 @@ def validate_session_id(session_id: object) -> str:
     return session_id
 
 
+ENTRY_ID_MAX_CHARS: Final = 256
+"""The longest entry id; an id argument of a store read is held to the same length."""
+
+MAX_ENTRY_DEPTH: Final = 128
+"""How deep an entry's ``data``, or a tool call's ``arguments``, may nest objects and
+arrays (the value itself is level 1). The wire JSON of any entry within it nests at most
+132 levels, below the 200 at which the JSON parser stops, so that every stored entry
+reads back, and no check over it (size, surrogates, record caps) can recurse too deep."""
+
 # Any surrogate code point: a Python str may hold one, but no UTF-8 text (a file, a JSON
 # column, a provider request) can, so it would fail only later, when the entry is written.
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -87,7 +101,103 @@ _REPLACEMENT = "\ufffd"
 
 
 def _bad(text: str | None) -> bool:
-    return text is not None and not text.isascii() and _SURROGATE.search(text) is not None
+    return isinstance(text, str) and not text.isascii() and _SURROGATE.search(text) is not None
+
+
+def id_problem(value: object) -> str | None:
+    """Why ``value`` cannot be an entry or memory id a store holds, or None when it can be.
+
+    An id is a string of 1 to ``ENTRY_ID_MAX_CHARS`` characters without a NUL (which
+    PostgreSQL cannot keep in a text column) or a lone surrogate (which no UTF-8 text
+    can hold): the rule every adapter applies to every id argument of its methods.
+    """
+    if not isinstance(value, str):
+        return f"is not a string ({type(value).__name__})"
+    if not value:
+        return "is empty"
+    if len(value) > ENTRY_ID_MAX_CHARS:
+        return f"is longer than {ENTRY_ID_MAX_CHARS} characters ({len(value):,})"
+    if "\x00" in value:
+        return "holds a NUL character"
+    if _bad(value):
+        return "holds a lone surrogate (half of a UTF-16 pair)"
+    return None
+
+
+def _containers(value: object) -> list[object]:
+    """The objects and arrays directly inside ``value`` (none unless it is one itself)."""
+    if isinstance(value, dict):
+        return [v for v in value.values() if isinstance(v, dict | list | tuple)]
+    if isinstance(value, list | tuple):
+        return [v for v in value if isinstance(v, dict | list | tuple)]
+    return []
+
+
+def find_too_deep(value: object, path: str = "value", limit: int = MAX_ENTRY_DEPTH) -> str | None:
+    """The path of the first object or array of ``value`` nested more than ``limit``
+    levels deep (``value`` itself is level 1), or None when none is.
+
+    Walked level by level without recursion, so a value nested a million levels deep is
+    answered, not a ``RecursionError``; the path is looked for only once one is found.
+    """
+    level: list[object] = [value] if isinstance(value, dict | list | tuple) else []
+    depth = 1
+    while level and depth <= limit:
+        level = [inner for item in level for inner in _containers(item)]
+        depth += 1
+    if not level:
+        return None
+    # The deep branch is there: follow it down from the top, naming each step.
+    stack: list[tuple[object, str, int]] = [(value, path, 1)]
+    while stack:
+        item, where, depth = stack.pop()
+        if depth > limit:
+            return where
+        if isinstance(item, dict):
+            steps = [(v, f"{where}.{k}") for k, v in item.items()]
+        elif isinstance(item, list | tuple):
+            steps = [(v, f"{where}[{n}]") for n, v in enumerate(item)]
+        else:
+            continue
+        stack.extend((v, w, depth + 1) for v, w in reversed(steps))
+    return None  # pragma: no cover - the walk above found a deeper value
+
+
+def find_unstorable(entry: SessionEntry) -> tuple[str, str] | None:
+    """The first field of ``entry`` that no store can keep, and why, or None.
+
+    A ``data`` or tool-call ``arguments`` value nested beyond ``MAX_ENTRY_DEPTH``; an id,
+    parent id or timestamp that is not a string (an entry changed with ``model_copy``
+    skips validation), or that holds a NUL, as does a custom entry's ``data.type``: SQL
+    stores keep those in text columns, and PostgreSQL cannot store a NUL there. (A NUL in
+    message text or inside ``data`` is kept: it is escaped in the stored JSON.)
+    """
+    message = entry.message
+    if message is not None:
+        for index, call in enumerate(message.tool_calls or ()):
+            where = find_too_deep(call.arguments, f"message.tool_calls[{index}].arguments")
+            if where is not None:
+                return where, f"nests deeper than {MAX_ENTRY_DEPTH} levels"
+    data = entry.data
+    if data is not None:
+        where = find_too_deep(data, "data")
+        if where is not None:
+            return where, f"nests deeper than {MAX_ENTRY_DEPTH} levels"
+    problem = id_problem(entry.id)
+    if problem is not None:
+        return "id", problem
+    for name in ("parent_id", "timestamp"):
+        value = getattr(entry, name)
+        if value is None and name == "parent_id":
+            continue
+        if not isinstance(value, str):
+            return name, f"is not a string ({type(value).__name__})"
+        if "\x00" in value:
+            return name, "holds a NUL character"
+    marker = data.get("type") if isinstance(data, dict) else None
+    if isinstance(marker, str) and "\x00" in marker:
+        return "data.type", "holds a NUL character"
+    return None
 
 
 def find_lone_surrogate(value: object, path: str = "") -> str | None:
@@ -124,18 +234,21 @@ def _plain_message_text(entry: SessionEntry) -> str | None:
         or message.tool_calls
     ):
         return None
-    return "".join(
-        (
-            entry.id or "",
-            entry.session_id or "",
-            entry.parent_id or "",
-            entry.timestamp or "",
-            entry.summary or "",
-            message.content,
-            message.tool_call_id or "",
-            message.name or "",
+    try:
+        return "".join(
+            (
+                entry.id,
+                entry.session_id,
+                "" if entry.parent_id is None else entry.parent_id,
+                entry.timestamp,
+                "" if entry.summary is None else entry.summary,
+                message.content,
+                "" if message.tool_call_id is None else message.tool_call_id,
+                "" if message.name is None else message.name,
+            )
         )
-    )
+    except TypeError:  # a field set to a non-string by model_copy: searched field by field
+        return None
 
 
 def _entry_surrogate(entry: SessionEntry) -> str | None:
@@ -213,6 +326,14 @@ def sanitize_surrogates_value(value: Any) -> tuple[Any, int]:
 def now_timestamp() -> str:
     """The current UTC time as an ISO 8601 string with milliseconds and a ``Z``."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _field_error(field: str, message: str) -> PydanticCustomError:
+    """A validator's refusal that names the field, for ``InvalidEntryError.field``."""
+    return PydanticCustomError(_FIELD_ERROR, "{message}", {"field": field, "message": message})
+
+
+_FIELD_ERROR = "entry_field"
 
 
 class WireModel(BaseModel):
@@ -314,7 +435,7 @@ class SessionEntry(WireModel):
 
     _keep_none: ClassVar[frozenset[str]] = frozenset({"parent_id"})
 
-    id: str = Field(min_length=1, max_length=256)
+    id: str = Field(min_length=1, max_length=ENTRY_ID_MAX_CHARS)
     session_id: str
     parent_id: str | None = None
     kind: EntryKind
@@ -359,15 +480,21 @@ class SessionEntry(WireModel):
 
     @model_validator(mode="after")
     def _valid_unicode(self, info: ValidationInfo) -> SessionEntry:
-        # Parsed JSON cannot hold a surrogate (the parser refuses the escape); Python
-        # objects can, and on SQLite and JSONL they would fail only when written.
+        # Parsed JSON cannot hold a surrogate (the parser refuses the escape) nor nest past
+        # its limit; Python objects can, and would fail only when written, or never read
+        # back. A NUL in parsed JSON is left to the append check, so that a store reading
+        # back what it holds does not refuse it.
         if info.mode == "json":
             return self
+        unstorable = find_unstorable(self)
+        if unstorable is not None:
+            raise _field_error(unstorable[0], f"field {unstorable[0]!r} {unstorable[1]}")
         where = find_lone_surrogate(self)
         if where is not None:
-            raise ValueError(
+            raise _field_error(
+                where,
                 f"field {where!r} holds a lone surrogate (half of a UTF-16 pair); entry text "
-                "must be valid Unicode"
+                "must be valid Unicode",
             )
         return self
 
@@ -399,14 +526,17 @@ def entry_from_wire(wire: object, *, where: str = "entry") -> SessionEntry:
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
+        named = first.get("ctx", {}).get("field") if first["type"] == _FIELD_ERROR else None
         ident = wire.get("id") if isinstance(wire, dict) else None
         session = wire.get("sessionId") if isinstance(wire, dict) else None
-        label = f"{where} {ident!r}" if ident else where
+        # Only a string id is quoted: repr of any other value could be huge, or recurse.
+        label = f"{where} {ident!r}" if isinstance(ident, str) and ident else where
         if field:
             label += f": field {field!r}"
         message = first["msg"].removeprefix("Value error, ")
         raise InvalidEntryError(
             f"{label}: {message}",
+            field=named or field or None,
             entry_id=ident if isinstance(ident, str) else None,
             session_id=session if isinstance(session, str) else None,
         ) from None
@@ -565,9 +695,10 @@ def plain_ascii_message_within(entry: SessionEntry, max_bytes: int) -> bool:
 
 def plain_ascii_messages_within(batch: Sequence[object], max_bytes: int) -> bool:
     """True when every item of ``batch`` is a ``SessionEntry`` passing
-    ``plain_ascii_message_within``, all of one session (the first's) and no id twice: then
-    every per-entry append check passes, settled for the whole batch in one loop, one
-    ``isascii`` and one size sum (False: check entry by entry, which names the culprit)."""
+    ``plain_ascii_message_within``, all of one session (the first's), no id twice and no
+    NUL in its text: then every per-entry append check passes, settled for the whole
+    batch in one loop, one ``isascii`` and one size sum (False: check entry by entry,
+    which names the culprit)."""
     first = batch[0] if batch else None
     if not isinstance(first, SessionEntry) or not isinstance(first.session_id, str):
         return False
@@ -585,17 +716,19 @@ def plain_ascii_messages_within(batch: Sequence[object], max_bytes: int) -> bool
             or message.tool_calls
         ):
             return False
+        # A field None where a string may be None, as is: a non-string fails the join.
         parts += (
-            entry.id or "",
-            entry.parent_id or "",
-            entry.timestamp or "",
-            entry.summary or "",
+            entry.id,
+            "" if entry.parent_id is None else entry.parent_id,
+            entry.timestamp,
+            "" if entry.summary is None else entry.summary,
             message.content,
-            message.tool_call_id or "",
-            message.name or "",
+            "" if message.tool_call_id is None else message.tool_call_id,
+            "" if message.name is None else message.name,
         )
+    ids = parts[::7]
     try:
-        if len(set(parts[::7])) != len(batch):
+        if len(set(ids)) != len(batch):
             return False
         text = "".join(parts)
     except TypeError:  # a field set to a non-string by model_copy: the slow path says which
@@ -606,6 +739,10 @@ def plain_ascii_messages_within(batch: Sequence[object], max_bytes: int) -> bool
         text.isascii()
         and session_id.isascii()
         and _MAX_BYTES_PER_CHAR * chars + _ENVELOPE_BYTES <= max_bytes
+        # find_unstorable's rules: ids of 1-256 characters, no NUL in an envelope field.
+        and "\x00" not in text
+        and min(map(len, ids)) > 0
+        and max(map(len, ids)) <= ENTRY_ID_MAX_CHARS
     )
 
 

@@ -57,7 +57,8 @@ redacted with the memory redaction, a layer above this module), ``ToolInputError
 ``prism_om`` exports every class a library user catches, ``ProviderError`` included.
 
 Each error carries what it is about as attributes (None when unknown where it was
-raised): ``entry_id``, ``session_id``, ``memory_id`` and the store's ``url``.
+raised): ``entry_id``, ``session_id``, ``memory_id`` and the store's ``url``; an
+``InvalidInputError`` also ``field``, the argument or entry field it refused.
 ``RemovedSettingError`` (a removed pre-0.1.5 settings key) derives from both
 ``PrismMemoryError`` and ``TypeError``, as the specification asks for a ``TypeError``.
 """
@@ -155,7 +156,29 @@ class PrismMemoryError(Exception):
 
 
 class InvalidInputError(PrismMemoryError, ValueError):
-    """Input rejected before any side effect."""
+    """Input rejected before any side effect.
+
+    ``field`` names what was refused when it is known: a call's argument (``leaf_id``,
+    ``count``, ``memory_ids[3]``) or a field of an entry (``id``, ``data.type``).
+    """
+
+    field: str | None = None
+
+    def __init__(
+        self,
+        *args: object,
+        field: str | None = None,
+        entry_id: str | None = None,
+        session_id: str | None = None,
+        memory_id: str | None = None,
+        url: str | None = None,
+    ) -> None:
+        super().__init__(
+            *args, entry_id=entry_id, session_id=session_id, memory_id=memory_id, url=url
+        )
+        # Only when given: ImportTimeError sets its own field before calling up.
+        if field is not None:
+            self.field = field
 
 
 class InvalidEntryError(InvalidInputError):

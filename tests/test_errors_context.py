@@ -332,3 +332,33 @@ def test_bad_provider_arguments_are_invalid_input_still_value_errors() -> None:
         with pytest.raises(InvalidInputError) as caught:
             refuse()
         assert isinstance(caught.value, ValueError)
+
+
+# -- bad arguments ---------------------------------------------------------------------------
+
+
+async def test_a_refused_argument_is_named_in_field_and_pickles() -> None:
+    async with MemoryStore() as store:
+        with pytest.raises(InvalidIdError) as caught:
+            await store.entries("s", "a\x00")
+    error = caught.value
+    assert (error.field, error.entry_id) == ("leaf_id", "a\x00")
+    assert "leaf_id" in str(error) and "NUL" in str(error)
+    copy = pickle.loads(pickle.dumps(error))
+    assert (type(copy), str(copy), copy.field, copy.entry_id) == (
+        InvalidIdError,
+        str(error),
+        "leaf_id",
+        "a\x00",
+    )
+    # An error that names no field says None.
+    assert InvalidInputError("no field").field is None
+
+
+def test_an_entry_refused_for_a_field_names_it() -> None:
+    with pytest.raises(InvalidEntryError) as caught:
+        custom_entry("s", {"type": "host\x00note"}, entry_id="c")
+    assert caught.value.field == "data.type" and caught.value.entry_id == "c"
+    with pytest.raises(InvalidEntryError) as caught:
+        entry_from_wire({"id": "m", "sessionId": "s", "kind": "message", "timestamp": "x"})
+    assert caught.value.field == "timestamp"

@@ -27,6 +27,7 @@ NEEDS_EXTRA = {
     "prism_om.testing._requires",
     "prism_om.testing.conformance",
     "prism_om.testing.conformance_bounds",
+    "prism_om.testing.conformance_inputs",
     "prism_om.testing.delete_conformance",
     "prism_om.testing.memory_conformance",
     "prism_om.testing.om_factories",

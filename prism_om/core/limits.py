@@ -27,6 +27,10 @@ constant                               value      enforced by
 =====================================  =========  ============================================
 ``MAX_ENTRY_BYTES``                    8 MiB      every append: an entry's serialised wire JSON
                                                   (UTF-8); ``EntryTooLargeError``
+``MAX_ENTRY_DEPTH``                    128        every append and every entry built in Python:
+                                                  levels of objects and arrays in ``data`` or
+                                                  a tool call's ``arguments``;
+                                                  ``InvalidEntryError``
 ``MAX_SOURCES_PER_OBSERVATION``        4,096      every append of ``om.observations.recorded``:
                                                   ``sourceEntryIds`` per observation;
                                                   ``MemoryRecordTooLargeError``
@@ -50,10 +54,13 @@ from dataclasses import asdict, dataclass
 from types import MappingProxyType
 from typing import Final
 
+from ..entries import MAX_ENTRY_DEPTH
 from ..errors import AmbiguousInputError, InvalidInputError, LimitExceededError, PageTooLargeError
+from .shown import shown
 
 __all__ = [
     "MAX_ENTRY_BYTES",
+    "MAX_ENTRY_DEPTH",
     "MAX_OBSERVATIONS_PER_REFLECTION",
     "MAX_SOURCES_PER_OBSERVATION",
     "MAX_SUPERSEDED_PER_REFLECTION",
@@ -174,13 +181,14 @@ def validate_limit(name: str, value: object, *, hard_cap: int | None = None) -> 
     # limit that arrives as a float is a caller bug worth surfacing rather than rounding.
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidInputError(
-            f"{name} must be a positive integer, got {value!r} ({type(value).__name__})"
+            f"{name} must be a positive integer, got {shown(value)} ({type(value).__name__})"
         )
     if value <= 0:
-        raise InvalidInputError(f"{name} must be a positive integer, got {value}")
+        raise InvalidInputError(f"{name} must be a positive integer, got {shown(value)}")
     if value > MAX_SAFE_INTEGER:
         raise InvalidInputError(
-            f"{name} must be a safe integer (at most 2**53 - 1 = {MAX_SAFE_INTEGER}), got {value}"
+            f"{name} must be a safe integer (at most 2**53 - 1 = {MAX_SAFE_INTEGER}), "
+            f"got {shown(value)}"
         )
     if hard_cap is not None and value > hard_cap:
         raise LimitExceededError(f"{name} = {value} exceeds its hard cap of {hard_cap}")
@@ -261,9 +269,12 @@ def resolve_page_limit(
     """
     value: object = default if limit is None else limit
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
+        raise InvalidInputError(
+            f"{name} must be a positive integer, got {shown(value)}", field=name
+        )
     if value > PAGE_LIMIT_HARD_CAP:
         raise PageTooLargeError(
-            f"{name} = {value} exceeds the page hard cap of {PAGE_LIMIT_HARD_CAP}"
+            f"{name} = {shown(value)} exceeds the page hard cap of {PAGE_LIMIT_HARD_CAP}",
+            field=name,
         )
     return value

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from ..entries import SessionEntry, WireModel
+from ..entries import ENTRY_ID_MAX_CHARS, SessionEntry, WireModel
 from ..ids import MEMORY_ID_PATTERN
 from .scope_map import (
     SCOPE_BOUND,
@@ -86,7 +86,6 @@ PRIORITY_RANK: dict[str, int] = {"low": 0, "medium": 1, "high": 2}
 """Relevance order of priorities: a lower rank is dropped or trimmed first."""
 
 # The longest entry id SessionEntry accepts; a reference to an entry is held to the same.
-ENTRY_ID_MAX_CHARS: Final = 256
 
 
 def _memory_id(value: str) -> str:

@@ -25,7 +25,7 @@ from typing import Any, Literal, Protocol
 
 from ..core.withheld import InvalidationSource, check_invalidation_source, resolve_invalidation
 from ..debug import PROVIDER_TEXT_SANITIZED, DebugEmitter, DebugSink
-from ..entries import SessionEntry, ToolCall, message_entry, sanitize_surrogates
+from ..entries import SessionEntry, ToolCall, find_too_deep, message_entry, sanitize_surrogates
 from ..entries import sanitize_surrogates_value as _sanitize_value
 from ..errors import InvalidInputError
 from ..providers.base import (
@@ -354,9 +354,10 @@ def _tool_call(event: ToolCallEvent) -> tuple[ToolCall, int]:
     """The call as stored, and how many surrogates were replaced to make it storable."""
     try:
         arguments = json.loads(event.arguments or "{}")
-    except ValueError:
+    except (ValueError, RecursionError):
         arguments = {"_raw": event.arguments}
-    if not isinstance(arguments, dict):
+    # Nested deeper than an entry may hold: kept whole as text, like arguments not JSON.
+    if not isinstance(arguments, dict) or find_too_deep(arguments) is not None:
         arguments = {"_raw": event.arguments}
     (call_id, name, arguments), replaced = _sanitize_value((event.id, event.name, arguments))
     return ToolCall(id=call_id, name=name, arguments=arguments), replaced

@@ -62,3 +62,5 @@ async def run_tool(
         return json.dumps(result, ensure_ascii=False, default=str), False
     except (PrismMemoryError, ValueError, TypeError, KeyError) as exc:
         return json.dumps({"error": f"{type(exc).__name__}: {exc}"}), True
+    except RecursionError:  # arguments nested past the JSON parser's own limit
+        return json.dumps({"error": "InvalidInputError: arguments nest too deeply"}), True

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..entries import find_too_deep
+
 __all__ = ["parse_arguments", "placeholder_part", "text_part"]
 
 
@@ -37,7 +39,10 @@ def parse_arguments(value: object) -> dict[str, Any]:
     if isinstance(value, str):
         try:
             parsed = json.loads(value)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             return {"_raw": value}
-        return parsed if isinstance(parsed, dict) else {"_raw": value}
+        # Nested deeper than an entry may hold: kept whole as text too.
+        if not isinstance(parsed, dict) or find_too_deep(parsed) is not None:
+            return {"_raw": value}
+        return parsed
     return {"_raw": value}

@@ -35,16 +35,19 @@ on an observation that the revocation's drop handler already dropped is withheld
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final, Literal, ParamSpec
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import Tool as MCPTool
 from mcp_types import ToolAnnotations
 from pydantic import StrictBool, StrictInt, StrictStr, ValidationError
 
 from ..core.limits import PAGE_LIMIT_HARD_CAP
 from ..core.redaction import Redactor
+from ..core.shown import shown
 from ..entries import validate_session_id
 from ..errors import InvalidInputError, PrismMemoryError, SessionNotFoundError
 from ..observational_memory import (
@@ -68,17 +71,42 @@ _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_worl
 
 
 class _StrictServer(MCPServer):
-    """``MCPServer`` whose argument-validation errors are short, typed and redacted.
+    """``MCPServer`` whose argument-validation errors are short, typed and redacted, and
+    which refuses an argument its tool does not take.
 
     The SDK reports a refused argument with pydantic's full text, which quotes the value
-    (a secret pasted into ``mode`` came back verbatim) and runs over many lines.
+    (a secret pasted into ``mode`` came back verbatim) and runs over many lines; and it
+    drops an unknown argument silently, so a misspelt ``sourcesOfset`` would read the
+    first sources as if all was well.
     """
 
     redactor: Redactor
+    # Each tool's parameter names, by tool name.
+    parameters: dict[str, frozenset[str]]
+
+    def add_strict_tool(self, tool: Callable[..., Any], annotations: ToolAnnotations) -> None:
+        """``add_tool``, with the tool's parameters kept to refuse any other argument."""
+        self.add_tool(tool, annotations=annotations)
+        self.parameters[tool.__name__] = frozenset(inspect.signature(tool).parameters)
+
+    async def list_tools(self) -> list[MCPTool]:
+        # The schemas say what call_tool enforces: no argument beyond the listed ones.
+        return [
+            tool.model_copy(
+                update={"input_schema": {**tool.input_schema, "additionalProperties": False}}
+            )
+            if tool.name in self.parameters
+            else tool
+            for tool in await super().list_tools()
+        ]
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> Any:
+        known = self.parameters.get(name)
+        unknown = [key for key in arguments if known is not None and key not in known]
+        if unknown:
+            raise ToolError(self.redactor.text(_unknown_arguments(name, unknown, known or ())))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -86,6 +114,17 @@ class _StrictServer(MCPServer):
             if not isinstance(cause, ValidationError):
                 raise
             raise ToolError(self.redactor.text(_argument_problems(name, cause))) from None
+
+
+def _unknown_arguments(tool: str, unknown: list[str], known: Iterable[str]) -> str:
+    """The arguments ``tool`` does not take, by name (cut short), and those it does."""
+    names = ", ".join(shown(str(key)) for key in unknown[:5])
+    more = f" (and {len(unknown) - 5} more)" if len(unknown) > 5 else ""
+    allowed = ", ".join(sorted(known))
+    return (
+        f"InvalidInputError: invalid arguments for {tool}: unknown argument {names}{more}; "
+        f"{tool} takes {allowed}"
+    )
 
 
 def _argument_problems(tool: str, exc: ValidationError) -> str:
@@ -191,6 +230,7 @@ def create_mcp_server(
         log_level="WARNING",
     )
     server.redactor = red
+    server.parameters = {}
 
     @guarded
     async def list_sessions(limit: StrictInt = 200) -> dict[str, Any]:
@@ -323,10 +363,10 @@ def create_mcp_server(
         )
 
     for tool in (list_sessions, memory_status, memory_view, recall, search_memory):
-        server.add_tool(tool, annotations=_READ)
+        server.add_strict_tool(tool, _READ)
     if allow_write:
         for tool in _write_tools(memory, guarded):
-            server.add_tool(tool, annotations=_WRITE)
+            server.add_strict_tool(tool, _WRITE)
     return server
 
 

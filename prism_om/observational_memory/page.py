@@ -38,11 +38,12 @@ from typing import Any, Literal
 
 from ..core.branch_reads import page_around_cursor
 from ..core.limits import PAGE_LIMIT_DEFAULT, resolve_page_limit
-from ..core.records import ENTRY_ID_MAX_CHARS
 from ..core.redaction import Redactor, redacted_entry_text, redacted_message_text, redactor
+from ..core.shown import shown
 from ..core.withheld import withheld_page_item, withheld_page_message
 from ..entries import Message, SessionEntry, entry_text, message_text, validate_session_id
-from ..errors import InvalidIdError, InvalidInputError
+from ..errors import InvalidInputError
+from ..stores.arguments import check_entry_id
 from ..stores.base import MessagePart, SessionStore
 
 __all__ = [
@@ -97,24 +98,20 @@ def validate_page_request(
     default_limit: int = PAGE_LIMIT_DEFAULT,
 ) -> tuple[str, int, PageDirection, PageDetail]:
     """Check a page request before any entry is read; returns it with the limit resolved."""
-    if not isinstance(cursor, str) or not cursor or len(cursor) > ENTRY_ID_MAX_CHARS:
-        shown = (
-            type(cursor).__name__
-            if not isinstance(cursor, str)
-            else repr(cursor)
-            if len(cursor) <= 64
-            else f"{cursor[:40]!r}... ({len(cursor):,} characters)"
-        )
-        raise InvalidIdError(
-            f"cursor must be an entry id (1-{ENTRY_ID_MAX_CHARS} characters), got {shown}",
-            entry_id=cursor if isinstance(cursor, str) else None,
-        )
+    cursor = check_entry_id(cursor, "cursor")
     if direction not in ("forward", "backward"):
-        raise InvalidInputError(f"direction must be 'forward' or 'backward', got {direction!r}")
+        raise InvalidInputError(
+            f"direction must be 'forward' or 'backward', got {shown(direction)}",
+            field="direction",
+        )
     if detail not in ("summary", "full"):
-        raise InvalidInputError(f"detail must be 'summary' or 'full', got {detail!r}")
+        raise InvalidInputError(
+            f"detail must be 'summary' or 'full', got {shown(detail)}", field="detail"
+        )
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
-        raise InvalidInputError(f"limit must be an integer, got {type(limit).__name__}")
+        raise InvalidInputError(
+            f"limit must be an integer, got {type(limit).__name__}", field="limit"
+        )
     return cursor, resolve_page_limit(limit, default_limit), direction, detail
 
 
@@ -276,6 +273,8 @@ def recall_observational_memory_branch_page_from_store(
     cursor, size, way, level = validate_page_request(
         cursor, limit, direction, detail, default_limit
     )
+    if leaf_id is not None:
+        check_entry_id(leaf_id, "leaf_id")
     red = redactor(secrets)
     invalid = frozenset(invalidated_ids or ())
     return _page_store(store, session_id, leaf_id, cursor, size, way, level, red, invalid)

@@ -60,6 +60,7 @@ from ..core.ledger import (
 from ..core.limits import RECALL_SOURCES_DEFAULT_LIMIT, RECALL_SOURCES_HARD_CAP
 from ..core.projection import invalidated_observation_ids, withheld_reflection_ids
 from ..core.redaction import Redactor, redactor
+from ..core.shown import shown
 from ..entries import SessionEntry
 from ..errors import InvalidIdError, InvalidInputError, PageTooLargeError
 from ..ids import is_memory_id
@@ -104,12 +105,18 @@ def check_sources_window(
     if limit is None:
         limit = RECALL_SOURCES_DEFAULT_LIMIT
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise InvalidInputError(f"{offset_name} must be an integer >= 0, got {offset!r}")
+        raise InvalidInputError(
+            f"{offset_name} must be an integer >= 0, got {shown(offset)}", field=offset_name
+        )
     if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
-        raise InvalidInputError(f"sources_limit must be a positive integer, got {limit!r}")
+        raise InvalidInputError(
+            f"sources_limit must be a positive integer, got {shown(limit)}",
+            field="sources_limit",
+        )
     if limit > RECALL_SOURCES_HARD_CAP:
         raise PageTooLargeError(
-            f"sources_limit = {limit} exceeds its hard cap of {RECALL_SOURCES_HARD_CAP}"
+            f"sources_limit = {shown(limit)} exceeds its hard cap of {RECALL_SOURCES_HARD_CAP}",
+            field="sources_limit",
         )
     return offset, limit
 

@@ -472,6 +472,8 @@ def _json(
         value = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise error(f"{what} is not valid JSON", secrets) from None
+    except RecursionError:
+        raise error(f"{what} nests too deeply to be parsed", secrets) from None
     if not isinstance(value, dict):
         raise error(f"{what} is not a JSON object", secrets)
     return value
@@ -482,7 +484,7 @@ def _error_detail(raw: bytes) -> str:
     text = raw.decode("utf-8", errors="replace").strip()
     try:
         document = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return text or "(empty body)"
     if isinstance(document, dict):
         error = document.get("error", document)

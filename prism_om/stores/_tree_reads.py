@@ -19,6 +19,7 @@ from ..entries import SessionEntry
 from ..errors import EntryNotFoundError
 from ..tokens import get_estimator
 from ._tree import TreeIndex
+from .arguments import check_count, check_entry_id, check_id_list, check_leaf_id
 from .base import StoreBase, check_page_args, remember_ledger
 
 __all__ = ["TreeIndexReads"]
@@ -49,7 +50,9 @@ class TreeIndexReads(StoreBase):
         direction: Literal["forward", "backward"] = "forward",
         leaf_id: str | None = None,
     ) -> tuple[builtins.list[SessionEntry], bool]:
+        check_entry_id(cursor, "cursor")
         check_page_args(limit, direction)
+        check_leaf_id(leaf_id)
 
         def page(index: TreeIndex, sid: str) -> tuple[builtins.list[SessionEntry], bool]:
             return index.page_messages(sid, cursor, limit, direction, leaf_id)
@@ -59,6 +62,8 @@ class TreeIndexReads(StoreBase):
     async def recent_messages(
         self, session_id: str, count: int, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
+        count = check_count(count)
+        check_leaf_id(leaf_id)
         return await self._tree_query(
             session_id, lambda index, sid: index.recent_messages(sid, count, leaf_id)
         )
@@ -66,7 +71,8 @@ class TreeIndexReads(StoreBase):
     async def memory_subset(
         self, session_id: str, memory_ids: Iterable[str], leaf_id: str | None = None
     ) -> ObservationalMemoryLedger:
-        wanted = builtins.list(memory_ids)
+        wanted = check_id_list(memory_ids, "memory_ids", memory=True)
+        check_leaf_id(leaf_id)
         return await self._tree_query(
             session_id, lambda index, sid: index.memory_subset(sid, wanted, leaf_id)
         )
@@ -81,6 +87,7 @@ class TreeIndexReads(StoreBase):
         the nearest remembered one, and never reads a message (a JSONL reopen leaves
         message lines unparsed).
         """
+        check_leaf_id(leaf_id)
         cache = self._ledger_cache
 
         def since(index: TreeIndex, sid: str) -> _Since:
@@ -106,6 +113,7 @@ class TreeIndexReads(StoreBase):
         view of the nearest remembered record, extended by the records since
         (``LedgerBuilder(live=True)``), so a new record costs the live memory, not every
         observation ever recorded (a dropped one is never looked at again)."""
+        leaf_id = check_leaf_id(leaf_id)
         cache = self._live_cache
 
         def since(index: TreeIndex, sid: str) -> _Since:
@@ -126,6 +134,7 @@ class TreeIndexReads(StoreBase):
 
     async def scope_map(self, session_id: str, leaf_id: str | None = None) -> WorkScopeMap:
         """The path's scope map, folded from its indexed om.scope.* records only."""
+        check_leaf_id(leaf_id)
         return fold_work_scope_map(
             await self._tree_query(session_id, lambda index, sid: index.scope_entries(sid, leaf_id))
         )
@@ -133,6 +142,8 @@ class TreeIndexReads(StoreBase):
     async def entries_after(
         self, session_id: str, after_id: str | None, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
+        check_leaf_id(after_id, "after_id")
+        check_leaf_id(leaf_id)
         found = await self._tree_query(
             session_id, lambda index, sid: index.entries_after(sid, after_id, leaf_id)
         )
@@ -146,6 +157,7 @@ class TreeIndexReads(StoreBase):
         return found
 
     async def entry_count(self, session_id: str, leaf_id: str | None = None) -> int:
+        check_leaf_id(leaf_id)
         return await self._tree_query(
             session_id, lambda index, sid: index.entry_count(sid, leaf_id)
         )
@@ -153,6 +165,7 @@ class TreeIndexReads(StoreBase):
     async def branch_tokens(self, session_id: str, leaf_id: str | None = None) -> int:
         """``StoreBase.branch_tokens`` over the path's ids, reading only entries not yet
         counted with this encoding (a JSONL index sidecar may bring every count)."""
+        check_leaf_id(leaf_id)
         estimator = get_estimator()
         counted = self._token_cache.setdefault(estimator.name, {})
         return await self._tree_query(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import abc
 import builtins
-import enum
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -19,7 +18,7 @@ from ..core.ledger import (
     fold_ledger,
 )
 from ..core.ledger_views import live_ledger, restrict_ledger
-from ..core.limits import MAX_ENTRY_BYTES, resolve_page_limit
+from ..core.limits import MAX_ENTRY_BYTES
 from ..core.scope_map import WorkScopeMap, fold_work_scope_map
 from ..core.tombstones import TOMBSTONE_SESSION_PREFIX, check_tombstone_entry
 from ..core.validation import check_memory_record_caps
@@ -28,6 +27,7 @@ from ..entries import (
     SessionEntry,
     check_entry_size,
     find_lone_surrogate,
+    find_unstorable,
     plain_ascii_message_within,
     plain_ascii_messages_within,
     validate_session_id,
@@ -45,6 +45,16 @@ from ..errors import (
     StoreError,
 )
 from ..tokens import get_estimator
+from .arguments import (
+    ANY_MEMORY_HEAD,
+    AnyMemoryHead,
+    check_batch_argument,
+    check_count,
+    check_entry_id,
+    check_id_list,
+    check_leaf_id,
+    check_page_args,
+)
 from .snapshot import read_branch_snapshot
 
 __all__ = [
@@ -75,16 +85,6 @@ MessagePart = tuple[str, str, Message]
 """(entry id, timestamp, message) of one message of a page: what a SQL store's
 ``page_message_parts`` answers in place of ``page_messages``' entries (the same messages,
 in the same order), so the public page builds its items without an entry per row."""
-
-
-class AnyMemoryHead(enum.Enum):
-    """The type of ``ANY_MEMORY_HEAD``."""
-
-    ANY = "any"
-
-
-ANY_MEMORY_HEAD: Final = AnyMemoryHead.ANY
-"""``append_at_leaf(expected_memory_head=...)`` default: append whatever the head is."""
 
 
 @runtime_checkable
@@ -408,7 +408,7 @@ def check_batch_shape(
 
 
 def _check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[SessionEntry]:
-    batch = builtins.list(entries)
+    batch = check_batch_argument(entries)
     if not batch:
         return batch
     # The usual batch (a turn, a transcript): every check below passes for it, unless it
@@ -418,11 +418,24 @@ def _check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[Session
         return batch
     seen: set[str] = set()
     session_id = None
-    for entry in batch:
+    for index, entry in enumerate(batch):
         if not isinstance(entry, SessionEntry):
             raise InvalidEntryError(
-                f"expected a SessionEntry, got {type(entry).__name__}; "
-                "build one from its wire form with prism_om.entries.entry_from_wire(wire)"
+                f"expected a SessionEntry, got {type(entry).__name__} (entries[{index}]); "
+                "build one from its wire form with prism_om.entries.entry_from_wire(wire)",
+                field=f"entries[{index}]",
+            )
+        # First: the checks below could recurse on deep data, or meet a non-string id.
+        unstorable = find_unstorable(entry)
+        if unstorable is not None:
+            field, problem = unstorable
+            named = isinstance(entry.id, str)
+            raise InvalidEntryError(
+                f"{f'entry {entry.id!r}' if named else f'entries[{index}]'}: "
+                f"field {field!r} {problem}",
+                field=field,
+                entry_id=entry.id if named else None,
+                session_id=entry.session_id if isinstance(entry.session_id, str) else None,
             )
         if session_id is None:
             # The others must equal it, so one check covers the batch.
@@ -458,6 +471,7 @@ def _check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[Session
             raise InvalidEntryError(
                 f"entry {entry.id!r}: field {where!r} holds a lone surrogate (half of a "
                 "UTF-16 pair); entry text must be valid Unicode",
+                field=where,
                 entry_id=entry.id,
                 session_id=entry.session_id,
             )
@@ -495,6 +509,7 @@ async def read_memory_with_sources(
 ) -> tuple[ObservationalMemoryLedger, dict[str, SessionEntry]]:
     """``SessionStore.memory_with_sources`` from two reads: the id's rows, then the first
     ``SOURCES_READ_AHEAD`` entries its observations cite, by id."""
+    memory_id = check_entry_id(memory_id, "memory_id")
     subset = await store.memory_subset(session_id, [memory_id])
     cited = dict.fromkeys(s for r in subset.observations for s in r.observation.source_entry_ids)
     wanted = builtins.list(cited)[:SOURCES_READ_AHEAD]
@@ -521,15 +536,6 @@ def check_memory_head(
         f"{expected!r}); another worker recorded first, so this run's records were not stored",
         session_id=session_id,
     )
-
-
-def check_page_args(limit: object, direction: object) -> None:
-    """The page checks of ``page_messages``: the same errors as the public page functions."""
-    if limit is None:
-        raise InvalidInputError("limit must be a positive integer, got None")
-    resolve_page_limit(limit)  # type: ignore[arg-type]  # it checks the type itself
-    if direction not in ("forward", "backward"):
-        raise InvalidInputError(f"direction must be 'forward' or 'backward', got {direction!r}")
 
 
 AppendFault = Callable[[Sequence[SessionEntry]], None]
@@ -636,6 +642,10 @@ class StoreBase(StoreLifecycle):
     * ``check_batch_shape(entries, url=self.url)``: the store-free batch checks, first;
     * ``prism_om.entries.validate_session_id(session_id)``: the session id rule, for
       reads that take one (``InvalidSessionIdError``);
+    * ``prism_om.stores.arguments``: the rule of every other argument, called at the
+      method's entry: ``check_entry_id`` for ``get`` and ``checkout``, ``check_leaf_id``
+      for a ``leaf_id`` (``entries``, ``memory_head``), ``check_expected_memory_head``
+      for ``append_at_leaf`` (``InvalidIdError``, naming the argument in ``field``);
     * ``prism_om.core.validation.validate_memory_record_on_branch(entry, path)``: each
       appended entry against the path from the root to its parent (the batch's earlier
       entries included); raises ``MemoryRecordError``, to which the adapter adds its
@@ -729,7 +739,7 @@ class StoreBase(StoreLifecycle):
     async def get_many(self, entry_ids: Iterable[str]) -> dict[str, SessionEntry]:
         """The entries with these ids that exist (one ``get`` each)."""
         found: dict[str, SessionEntry] = {}
-        for entry_id in dict.fromkeys(entry_ids):
+        for entry_id in dict.fromkeys(check_id_list(entry_ids, "entry_ids")):
             entry = await self.get(entry_id)
             if entry is not None:
                 found[entry_id] = entry
@@ -739,6 +749,8 @@ class StoreBase(StoreLifecycle):
         self, session_id: str, entry_id: str, leaf_id: str | None = None
     ) -> bool:
         """True when ``entry_id`` lies on the branch (a scan of ``entries()``)."""
+        check_entry_id(entry_id)
+        check_leaf_id(leaf_id)
         return any(entry.id == entry_id for entry in await self.entries(session_id, leaf_id))
 
     async def ledger(
@@ -749,7 +761,7 @@ class StoreBase(StoreLifecycle):
         The ledger of every leaf asked for is kept, and a later leaf's ledger extends the
         one of its nearest remembered ancestor instead of folding the branch again.
         """
-        branch = await self.entries(session_id, leaf_id)
+        branch = await self.entries(session_id, check_leaf_id(leaf_id))
         if not branch:
             return fold_ledger(branch)
         cache = self._ledger_cache
@@ -782,24 +794,26 @@ class StoreBase(StoreLifecycle):
         self, session_id: str, memory_ids: Iterable[str], leaf_id: str | None = None
     ) -> ObservationalMemoryLedger:
         """The branch's ledger restricted to ``memory_ids`` (no coverage cursors)."""
-        wanted = set(memory_ids)
-        return restrict_ledger(await self.ledger(session_id, leaf_id), wanted)
+        wanted = set(check_id_list(memory_ids, "memory_ids", memory=True))
+        return restrict_ledger(await self.ledger(session_id, check_leaf_id(leaf_id)), wanted)
 
     async def scope_map(self, session_id: str, leaf_id: str | None = None) -> WorkScopeMap:
         """The folded work-scope map of the branch."""
-        return fold_work_scope_map(await self.entries(session_id, leaf_id))
+        return fold_work_scope_map(await self.entries(session_id, check_leaf_id(leaf_id)))
 
     async def recent_messages(
         self, session_id: str, count: int, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
         """The branch's last ``count`` eligible messages, oldest first."""
-        return last_eligible_messages(await self.entries(session_id, leaf_id), count)
+        count = check_count(count)
+        return last_eligible_messages(await self.entries(session_id, check_leaf_id(leaf_id)), count)
 
     async def entries_after(
         self, session_id: str, after_id: str | None, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
         """Branch entries strictly after ``after_id``; EntryNotFoundError if it is off it."""
-        branch = await self.entries(session_id, leaf_id)
+        check_leaf_id(after_id, "after_id")
+        branch = await self.entries(session_id, check_leaf_id(leaf_id))
         try:
             return entries_after_cursor(branch, after_id)
         except EntryNotFoundError as exc:
@@ -815,8 +829,9 @@ class StoreBase(StoreLifecycle):
         leaf_id: str | None = None,
     ) -> tuple[builtins.list[SessionEntry], bool]:
         """Eligible messages after/before ``cursor`` on the branch (see page_around_cursor)."""
+        check_entry_id(cursor, "cursor")
         check_page_args(limit, direction)
-        branch = await self.entries(session_id, leaf_id)
+        branch = await self.entries(session_id, check_leaf_id(leaf_id))
         try:
             return page_around_cursor(branch, cursor, limit, direction)
         except (EntryNotFoundError, InvalidInputError) as exc:
@@ -844,7 +859,7 @@ class StoreBase(StoreLifecycle):
 
     async def entry_count(self, session_id: str, leaf_id: str | None = None) -> int:
         """Number of entries on the branch."""
-        return len(await self.entries(session_id, leaf_id))
+        return len(await self.entries(session_id, check_leaf_id(leaf_id)))
 
     async def branch_tokens(self, session_id: str, leaf_id: str | None = None) -> int:
         """Estimated tokens of the branch's message entries.
@@ -855,7 +870,7 @@ class StoreBase(StoreLifecycle):
         estimator = get_estimator()
         cache = self._token_cache.setdefault(estimator.name, {})
         total = 0
-        for entry in await self.entries(session_id, leaf_id):
+        for entry in await self.entries(session_id, check_leaf_id(leaf_id)):
             if entry.kind != "message":
                 continue
             count = cache.get(entry.id)
@@ -868,7 +883,7 @@ class StoreBase(StoreLifecycle):
         self, session_id: str, leaf_id: str | None = None
     ) -> SessionEntry | None:
         """The latest compaction entry on the branch, or None."""
-        branch = await self.entries(session_id, leaf_id)
+        branch = await self.entries(session_id, check_leaf_id(leaf_id))
         return next((e for e in reversed(branch) if e.kind == "compaction"), None)
 
     async def damaged_sessions(self) -> dict[str, StoreError]:

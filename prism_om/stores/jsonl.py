@@ -175,6 +175,7 @@ from ._lazy_entries import LazyEntries, Span
 from ._shield import finish_then_cancel
 from ._tree import TreeIndex, comparable_time
 from ._tree_reads import TreeIndexReads
+from .arguments import check_entry_id, check_expected_memory_head, check_id_list, check_leaf_id
 from .base import (
     ANY_MEMORY_HEAD,
     AnyMemoryHead,
@@ -591,6 +592,7 @@ class JsonlStore(TreeIndexReads):
         expected_memory_head: str | AnyMemoryHead | None = ANY_MEMORY_HEAD,
     ) -> builtins.list[SessionEntry]:
         batch = check_batch_shape(entries, url=self.url)
+        expected_memory_head = check_expected_memory_head(expected_memory_head)
         self._ensure_writable()
         if not batch:
             return []
@@ -599,14 +601,16 @@ class JsonlStore(TreeIndexReads):
         )
 
     async def memory_head(self, session_id: str, leaf_id: str | None = None) -> str | None:
+        check_leaf_id(leaf_id)
         sid = self._session_arg(session_id)
         return await self._read(sid, lambda index: index.memory_head(sid, leaf_id))
 
     async def get(self, entry_id: str) -> SessionEntry | None:
+        check_entry_id(entry_id)
         return (await self.get_many([entry_id])).get(entry_id)
 
     async def get_many(self, entry_ids: Iterable[str]) -> dict[str, SessionEntry]:
-        wanted = builtins.list(dict.fromkeys(entry_ids))
+        wanted = builtins.list(dict.fromkeys(check_id_list(entry_ids, "entry_ids")))
         return await self._run(self._get_many_sync, wanted)
 
     async def list(self, session_id: str) -> builtins.list[SessionEntry]:
@@ -616,6 +620,7 @@ class JsonlStore(TreeIndexReads):
     async def entries(
         self, session_id: str, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
+        check_leaf_id(leaf_id)
         sid = self._session_arg(session_id)
         return await self._read(sid, lambda index: index.branch(sid, leaf_id))
 
@@ -628,6 +633,7 @@ class JsonlStore(TreeIndexReads):
         return await self._run(self._leaf_sync, sid)
 
     async def checkout(self, session_id: str, entry_id: str) -> None:
+        check_entry_id(entry_id)
         sid = self._session_arg(session_id)
         self._ensure_writable()
         await finish_then_cancel(self._run(self._set_leaf_sync, sid, entry_id))
@@ -635,6 +641,8 @@ class JsonlStore(TreeIndexReads):
     async def is_on_branch(
         self, session_id: str, entry_id: str, leaf_id: str | None = None
     ) -> bool:
+        check_entry_id(entry_id)
+        check_leaf_id(leaf_id)
         sid = self._session_arg(session_id)
         return await self._read(sid, lambda index: index.is_on_branch(sid, entry_id, leaf_id))
 

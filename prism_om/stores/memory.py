@@ -11,6 +11,7 @@ from ..entries import SessionEntry, validate_session_id
 from ._shield import finish_then_cancel
 from ._tree import TreeIndex
 from ._tree_reads import TreeIndexReads
+from .arguments import check_entry_id, check_expected_memory_head, check_leaf_id
 from .base import (
     ANY_MEMORY_HEAD,
     AnyMemoryHead,
@@ -57,6 +58,7 @@ class MemoryStore(TreeIndexReads):
         expected_memory_head: str | AnyMemoryHead | None = ANY_MEMORY_HEAD,
     ) -> builtins.list[SessionEntry]:
         batch = check_batch_shape(entries, url=self.url)
+        expected_memory_head = check_expected_memory_head(expected_memory_head)
         self._open_index()
         if not batch:
             return []
@@ -85,10 +87,11 @@ class MemoryStore(TreeIndexReads):
             return batch
 
     async def memory_head(self, session_id: str, leaf_id: str | None = None) -> str | None:
+        check_leaf_id(leaf_id)
         return self._open_index().memory_head(validate_session_id(session_id), leaf_id)
 
     async def get(self, entry_id: str) -> SessionEntry | None:
-        return self._open_index().entries.get(entry_id)
+        return self._open_index().entries.get(check_entry_id(entry_id))
 
     async def list(self, session_id: str) -> builtins.list[SessionEntry]:
         return self._open_index().session_entries(validate_session_id(session_id))
@@ -96,6 +99,7 @@ class MemoryStore(TreeIndexReads):
     async def entries(
         self, session_id: str, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
+        check_leaf_id(leaf_id)
         return self._open_index().branch(validate_session_id(session_id), leaf_id)
 
     async def leaves(self, session_id: str) -> builtins.list[str]:
@@ -105,6 +109,7 @@ class MemoryStore(TreeIndexReads):
         return self._open_index().leaf(validate_session_id(session_id))
 
     async def checkout(self, session_id: str, entry_id: str) -> None:
+        check_entry_id(entry_id)
         index = self._open_index()
         index.resolve_leaf(validate_session_id(session_id), entry_id)
         # No await between the check and the move: nothing to cancel half-way.
@@ -113,6 +118,8 @@ class MemoryStore(TreeIndexReads):
     async def is_on_branch(
         self, session_id: str, entry_id: str, leaf_id: str | None = None
     ) -> bool:
+        check_entry_id(entry_id)
+        check_leaf_id(leaf_id)
         return self._open_index().is_on_branch(validate_session_id(session_id), entry_id, leaf_id)
 
     async def delete_session(self, session_id: str) -> int:

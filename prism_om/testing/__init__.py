@@ -12,7 +12,8 @@ Modules:
 
 - ``conformance``: ``StoreConformance``, every rule of ``SessionStore`` (round trips,
   branches, leaves, write concurrency and cancellation, size bounds, ``delete_session``
-  from ``delete_conformance``), and ``StoreOpener``.
+  from ``delete_conformance``, bad arguments and unstorable entries from
+  ``conformance_inputs``), and ``StoreOpener``.
 - ``memory_conformance``: ``MemoryConformance``, the memory and branch reads of a store
   compared with the pure folds over its entries.
 - ``tree_only`` and ``dict_store``: two example adapters that implement only the tree

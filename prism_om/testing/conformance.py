@@ -27,6 +27,7 @@ from ..stores.base import SessionStore, SessionSummary
 from ..stores.memory import MemoryStore
 from ._requires import pytest
 from .conformance_bounds import BoundsConformance
+from .conformance_inputs import InputsConformance
 from .delete_conformance import DeleteConformance
 from .generate import LeafOp, Op, generate_ops, make_message
 from .tombstone_conformance import TombstoneConformance
@@ -77,14 +78,15 @@ def _msg(sid: str, eid: str, parent: str | None, text: str = "hello") -> Session
 
 
 class StoreConformance(
-    WriteConformance, BoundsConformance, DeleteConformance, TombstoneConformance
+    WriteConformance, BoundsConformance, DeleteConformance, TombstoneConformance, InputsConformance
 ):
     """The shared suite. Every test opens a fresh store through ``store_opener``.
 
     ``WriteConformance`` adds the write path's concurrency and cancellation rules; the
     hard-bound tests (entry size, record caps) come from ``BoundsConformance``;
     ``delete_session`` from ``DeleteConformance``; the tombstone append rule from
-    ``TombstoneConformance``.
+    ``TombstoneConformance``; bad arguments and unstorable entries from
+    ``InputsConformance``.
     """
 
     @pytest.fixture

@@ -25,6 +25,7 @@ from ..errors import (
     SessionMismatchError,
     UnknownParentError,
 )
+from ..stores.arguments import check_entry_id, check_expected_memory_head, check_leaf_id
 from ..stores.base import (
     ANY_MEMORY_HEAD,
     AnyMemoryHead,
@@ -119,6 +120,7 @@ class DictStore(StoreBase):
         expected_memory_head: str | AnyMemoryHead | None = ANY_MEMORY_HEAD,
     ) -> builtins.list[SessionEntry]:
         batch = check_batch_shape(entries, url=self.url)
+        expected_memory_head = check_expected_memory_head(expected_memory_head)
         self._check_open()
         if not batch:
             return []
@@ -132,6 +134,7 @@ class DictStore(StoreBase):
         return batch
 
     async def checkout(self, session_id: str, entry_id: str) -> None:
+        check_entry_id(entry_id)
         self._check_open()
         self._resolve(validate_session_id(session_id), entry_id)
         self._leaf[session_id] = entry_id
@@ -176,7 +179,7 @@ class DictStore(StoreBase):
 
     async def get(self, entry_id: str) -> SessionEntry | None:
         self._check_open()
-        return self._by_id.get(entry_id)
+        return self._by_id.get(check_entry_id(entry_id))
 
     async def list(self, session_id: str) -> builtins.list[SessionEntry]:
         self._check_open()
@@ -187,6 +190,7 @@ class DictStore(StoreBase):
     ) -> builtins.list[SessionEntry]:
         self._check_open()
         validate_session_id(session_id)
+        check_leaf_id(leaf_id)
         leaf = self._leaf.get(session_id) if leaf_id is None else leaf_id
         if leaf is None:
             return []

@@ -313,7 +313,7 @@ def _message_drafts(
         if call:
             try:
                 arguments = json.loads(call["args"])
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 call = None
         if call:
             quiet = call["name"].lower() in _QUIET_TOOLS

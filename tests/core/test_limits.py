@@ -87,7 +87,7 @@ def test_table_covers_every_field() -> None:
     assert fields == [row[0] for row in ROWS]
 
 
-INVALID: list[tuple[Any, str]] = [
+INVALID: list[Any] = [
     (True, "positive integer"),
     (False, "positive integer"),
     (1.5, "positive integer"),
@@ -99,6 +99,10 @@ INVALID: list[tuple[Any, str]] = [
     (-1, "positive integer"),
     ("16", "positive integer"),
     (2**53, "safe integer"),
+    # Shown as its size: str() of an int this long raises ValueError.
+    pytest.param(10**5000, "safe integer", id="10**5000"),
+    pytest.param(-(10**5000), "positive integer", id="-10**5000"),
+    ([[[1]]], "positive integer"),
 ]
 
 
@@ -203,14 +207,25 @@ def test_page_limit_default_is_configurable() -> None:
         resolve_page_limit(None, 101)
 
 
-@pytest.mark.parametrize("limit", [101, 1000, 2**60])
+@pytest.mark.parametrize("limit", [101, 1000, 2**60, pytest.param(10**5000, id="10**5000")])
 def test_page_limit_above_cap(limit: int) -> None:
     with pytest.raises(PageTooLargeError, match="100"):
         resolve_page_limit(limit)
 
 
-@pytest.mark.parametrize("limit", [0, -1, True, 2.0, 1.5, float("nan"), "20"])
+@pytest.mark.parametrize(
+    "limit", [0, -1, True, 2.0, 1.5, float("nan"), "20", pytest.param(-(10**5000), id="-10**5000")]
+)
 def test_page_limit_invalid(limit: Any) -> None:
     with pytest.raises(InvalidInputError, match="limit") as info:
         resolve_page_limit(limit)
     assert not isinstance(info.value, PageTooLargeError)
+    assert info.value.field == "limit"
+
+
+def test_a_page_limit_nested_past_repr_is_named_by_its_type() -> None:
+    value: Any = 1
+    for _ in range(100_000):
+        value = [value]
+    with pytest.raises(InvalidInputError, match="got a list"):
+        resolve_page_limit(value)

@@ -176,3 +176,28 @@ async def test_bad_prompt_and_missing_strategy_fail_closed() -> None:
     with pytest.raises(InvalidInputError):
         await agent.compact()
     assert await session.entries() == []
+
+
+async def test_tool_arguments_nested_past_any_parser_are_kept_raw_and_answered() -> None:
+    """Arguments a model nests too deep: stored whole as text (an entry may nest 128
+    levels), and the call answered with an error the model reads, not a crash."""
+    session = Session(MemoryStore(), "h9")
+
+    async def echo(args: dict[str, object], *, session_id: str) -> dict[str, object]:
+        return {"ok": True}
+
+    deep_texts = ("[" * 100_000, '{"a": ' + "[" * 500 + "]" * 500 + "}")
+    provider = ScriptedProvider(
+        [
+            [{"tool_call": {"name": "echo", "arguments": text}} for text in deep_texts],
+            [{"text": "done"}],
+        ]
+    )
+    agent = Agent(session, provider, tools=[AgentTool.of("echo", echo)])
+    assert await agent.prompt("go") == "done"
+    entries = await session.entries()
+    (calls,) = [e for e in entries if e.role == "assistant" and e.message and e.message.tool_calls]
+    assert calls.message is not None and calls.message.tool_calls is not None
+    assert [c.arguments for c in calls.message.tool_calls] == [{"_raw": t} for t in deep_texts]
+    results = [e.message.text() for e in entries if e.role == "tool" and e.message]
+    assert "nest too deeply" in results[0]

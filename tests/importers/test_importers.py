@@ -790,3 +790,15 @@ def test_import_format_error_pickles() -> None:
 def test_pathological_json_is_a_format_error(text: str, reason: str) -> None:
     with pytest.raises(ImportFormatError, match=reason):
         parse_conversation_bytes(text.encode(), name="deep.json")
+
+
+@pytest.mark.parametrize("levels", [500, 100_000])
+def test_tool_call_arguments_nested_too_deep_are_kept_raw(levels: int) -> None:
+    """Nested past an entry's 128 levels, or past the JSON parser: text, not a crash."""
+    arguments = '{"a": ' + "[" * levels + "]" * levels + "}"
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": arguments}}
+    line = {"role": "assistant", "content": "", "tool_calls": [call]}
+    plan = parse_conversation_bytes(json.dumps(line).encode(), name="deep.jsonl")
+    (entry,) = plan.entries
+    assert entry.message is not None and entry.message.tool_calls is not None
+    assert entry.message.tool_calls[0].arguments == {"_raw": arguments}

@@ -162,6 +162,10 @@ async def test_the_recall_tool_answers_a_bad_call_with_an_error_the_model_can_re
         assert (await ask({"id": "nothex"}))["error"] == "InvalidIdError"
         assert (await ask({"id": "0" * 12, "cursor": "x"}))["error"] == "AmbiguousInputError"
         assert (await ask("{oops"))["error"] == "InvalidInputError"
+        # Nested past the JSON parser's recursion: an answer the model can read, no crash.
+        for deep in ("[" * 100_000, '{"id": ' + "[" * 100_000 + "]" * 100_000 + "}"):
+            assert (await ask(deep))["error"] == "InvalidInputError"
+        assert (await ask({"cursor": "m\x00"}))["error"] == "InvalidIdError"
         assert (await ask({"id": "0" * 12}))["found"] is False
         store = session._store
         assert store is not None

@@ -256,6 +256,13 @@ async def test_a_rejected_batch_stores_nothing() -> None:
             await session.add_items(["not an item"])  # type: ignore[list-item]
         with pytest.raises(InvalidInputError, match="item 0"):
             await session.add_items([{"role": "user", "content": float("nan")}])  # type: ignore[list-item]
+        # Nested past the JSON encoder's recursion, or past an entry's 128 levels.
+        for levels in (100_000, 200):
+            deep: Any = "x"
+            for _ in range(levels):
+                deep = [deep]
+            with pytest.raises(InvalidInputError, match=r"item 0|nests deeper"):
+                await session.add_items([{"type": "function_call_output", "output": deep}])  # type: ignore[list-item]
         assert len(await store.list("atomic")) == count
         assert await session.get_items() == [{"role": "user", "content": "kept"}]
 

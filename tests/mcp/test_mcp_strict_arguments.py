@@ -90,3 +90,49 @@ async def test_write_tools_refuse_tombstone_sessions(
     failed, text = await _call(store, name, args)
     assert failed and "records revocation tombstones" in text
     assert {sid: len(await store.list(sid)) for sid in await store.sessions()} == before
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "unknown"),
+    [
+        ("recall", {"session_id": "s1", "id": "0" * 12, "sourcesOfset": 100}, "sourcesOfset"),
+        ("list_sessions", {"limit": 5, "offset": 10}, "offset"),
+        ("memory_view", {"session_id": "s1", "mode": "full", "verbose": True}, "verbose"),
+        ("append_message", {"session_id": "s1", "role": "user", "text": "x", "id": "e"}, "id"),
+        ("recall", {"session_id": "s1", "id": "0" * 12, SECRET: 1}, "[REDACTED"),
+    ],
+)
+async def test_an_unknown_argument_is_refused_by_name(
+    store: SessionStore, name: str, args: dict[str, Any], unknown: str
+) -> None:
+    before = {sid: len(await store.list(sid)) for sid in await store.sessions()}
+    failed, text = await _call(store, name, args)
+    assert failed, text
+    assert text.startswith(f"InvalidInputError: invalid arguments for {name}: unknown argument")
+    assert unknown in text and SECRET not in text
+    assert {sid: len(await store.list(sid)) for sid in await store.sessions()} == before
+
+
+async def test_the_tool_schemas_admit_no_other_argument(store: SessionStore) -> None:
+    server = create_mcp_server(store, allow_write=True)
+    async with Client(server) as client:
+        tools = (await client.list_tools()).tools
+    assert len(tools) == 7
+    assert all(tool.input_schema.get("additionalProperties") is False for tool in tools)
+
+
+async def test_arguments_nested_past_any_parser_are_a_tool_error(store: SessionStore) -> None:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    deep: Any = "x"
+    for _ in range(100_000):
+        deep = [deep]
+    server = create_mcp_server(store)
+    # In process: the SDK's client cannot even serialise such a value to send it.
+    for args in (
+        {"session_id": "s1", "cursor": "c", "direction": deep},
+        {"session_id": "s1", "cursor": "c", "nested": deep},
+        {"session_id": deep},
+    ):
+        with pytest.raises(ToolError, match="invalid arguments for recall"):
+            await server.call_tool("recall", args)

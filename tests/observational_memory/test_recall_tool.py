@@ -132,7 +132,14 @@ async def test_results_match_recall_and_page(store: SessionStore, builder: Branc
         assert out["limit"] == 20
 
 
-INVALID_ARGS: list[tuple[Any, type[Exception]]] = [
+def _nested(levels: int) -> Any:
+    value: Any = "x"
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+INVALID_ARGS: list[Any] = [
     ({}, AmbiguousInputError),
     ({"id": "aaaaaaaaaaaa", "cursor": "x"}, AmbiguousInputError),
     ({"id": "aaaaaaaaaaaa", "limit": 3}, AmbiguousInputError),
@@ -147,6 +154,17 @@ INVALID_ARGS: list[tuple[Any, type[Exception]]] = [
     ({"cursor": "s1.00001", "direction": "sideways"}, InvalidInputError),
     ({"cursor": "s1.00001", "detail": "everything"}, InvalidInputError),
     (["id"], InvalidInputError),
+    # An id no entry can have, whatever the store: refused before any lookup.
+    ({"cursor": "s1.0\x00001"}, InvalidIdError),
+    ({"cursor": "s1.0\ud800"}, InvalidIdError),
+    # Named by their type or size, never by a repr that recurses or raises.
+    ({"cursor": "s1.00001", "direction": _nested(100_000)}, InvalidInputError),
+    ({"cursor": "s1.00001", "detail": _nested(100_000)}, InvalidInputError),
+    ({"id": "aaaaaaaaaaaa", "sourcesOffset": _nested(100_000)}, InvalidInputError),
+    pytest.param({"cursor": "s1.00001", "limit": 10**5000}, PageTooLargeError, id="huge-limit"),
+    pytest.param(
+        {"id": "aaaaaaaaaaaa", "sourcesOffset": -(10**5000)}, InvalidInputError, id="huge"
+    ),
 ]
 
 

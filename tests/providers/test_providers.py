@@ -520,6 +520,8 @@ async def test_plain_text_error_body(server: ChatServer, make_provider: Any) -> 
         # a tool call that never names its function
         b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c",'
         b'"function":{"arguments":"{}"}}]},"finish_reason":"tool_calls"}]}\n\ndata: [DONE]\n\n',
+        # a chunk nested past the JSON parser's recursion
+        pytest.param(b"data: " + b"[" * 100_000 + b"\n\n", id="deep-chunk"),
     ],
 )
 async def test_malformed_stream(server: ChatServer, make_provider: Any, body: bytes) -> None:
@@ -537,7 +539,17 @@ async def test_stream_ending_with_finish_reason_but_no_done_is_accepted(
     assert events == [TextEvent("hi"), DoneEvent("stop", None)]
 
 
-@pytest.mark.parametrize("body", [b"{not json", b"[]", b'{"choices": []}', b'{"error": "x"}'])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"{not json",
+        b"[]",
+        b'{"choices": []}',
+        b'{"error": "x"}',
+        # Nested past the JSON parser's recursion.
+        pytest.param(b'{"choices": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", id="deep"),
+    ],
+)
 async def test_malformed_json_response(server: ChatServer, make_provider: Any, body: bytes) -> None:
     server.queue(Raw(200, body))
     with pytest.raises(ProviderError):

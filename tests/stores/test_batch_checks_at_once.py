@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.data import build_dataset, continuation
+from prism_om import errors as prism_errors
 from prism_om.core.limits import MAX_ENTRY_BYTES
 from prism_om.entries import (
     SessionEntry,
@@ -68,6 +69,11 @@ _kinds = st.sampled_from(
         "list_id",
         "huge",
         "custom",
+        "nul_id",
+        "nul_content",
+        "empty_id",
+        "int_parent",
+        "deep_data",
     ]
 )
 
@@ -109,6 +115,25 @@ def _build(kinds: list[str]) -> list[Any]:
             entry = SessionEntry(
                 id=f"e{n}", session_id="s", kind="custom", timestamp=TS, data={"type": "t"}
             )
+        elif kind == "nul_id":
+            entry = entry.model_copy(update={"id": f"e{n}\x00"})
+        elif kind == "nul_content":
+            entry = _message("s", f"e{n}", "a\x00b")
+        elif kind == "empty_id":
+            entry = entry.model_copy(update={"id": ""})
+        elif kind == "int_parent":
+            entry = entry.model_copy(update={"parent_id": n})
+        elif kind == "deep_data":
+            deep: Any = "x"
+            for _ in range(5_000):
+                deep = [deep]
+            entry = SessionEntry.model_construct(
+                id=f"e{n}",
+                session_id="s",
+                kind="custom",
+                timestamp=TS,
+                data={"type": "t", "v": deep},
+            )
         batch.append(entry)
     return batch
 
@@ -134,6 +159,15 @@ def test_the_whole_batch_test_answers_as_the_checks_entry_by_entry(kinds: list[s
     assert at_once == one_by_one
     if all(kind == "plain" for kind in kinds) and kinds:
         assert plain_ascii_messages_within(batch, MAX_ENTRY_BYTES)
+
+
+@settings(max_examples=300, deadline=None)
+@given(kinds=st.lists(_kinds, max_size=8))
+def test_a_batch_is_accepted_or_refused_with_a_typed_error(kinds: list[str]) -> None:
+    outcome = _outcome(_build(kinds))
+    assert outcome[0] == "ok" or hasattr(prism_errors, outcome[0]), outcome
+    if {"nul_id", "empty_id", "int_parent", "int_id", "list_id", "deep_data"} & set(kinds):
+        assert outcome[0] != "ok"
 
 
 def test_the_size_bound_of_the_batch_holds_each_entrys() -> None:

@@ -70,3 +70,9 @@ async def test_offline_flush_observes_reflects_and_is_deterministic() -> None:
         "User: Billing migration deadline 2024-06-14.",
         "Assistant: Billing migration runs Postgres 16.",
     ]
+
+
+def test_a_tool_call_line_nested_past_the_json_parser_is_read_as_prose() -> None:
+    line = 'search({"q": ' + "[" * 100_000 + "]" * 100_000 + "})"
+    found = extract_observations([ParsedEntry("m1", "assistant", T, line)])
+    assert all(f["sourceEntryIds"] == ["m1"] for f in found)

@@ -65,6 +65,8 @@ def normalize_items(items: object) -> list[dict[str, Any]]:
             text = json.dumps(item, allow_nan=False)
         except (TypeError, ValueError) as exc:
             raise InvalidInputError(f"item {index} is not JSON-serialisable: {exc}") from None
+        except RecursionError:
+            raise InvalidInputError(f"item {index} nests too deeply to serialise") from None
         normalized.append(json.loads(text))
     return normalized
 

@@ -44,6 +44,9 @@ def recall_tool(session: PrismSession) -> FunctionTool:
             args = json.loads(arguments) if arguments.strip() else {}
         except json.JSONDecodeError as exc:
             return _error("InvalidInputError", f"arguments are not JSON: {exc}")
+        except RecursionError:
+            # The parser's own limit: recall's arguments are flat, none nests at all.
+            return _error("InvalidInputError", "arguments nest too deeply to be parsed")
         try:
             tool = await session.recall_memory_tool()
             result = await tool.handler(args, session_id=session.session_id)

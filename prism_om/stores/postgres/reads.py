@@ -32,7 +32,8 @@ from ...core.limits import PAGE_LIMIT_HARD_CAP
 from ...core.sources import ELIGIBLE_SOURCE_ROLES
 from ...entries import SessionEntry
 from ...errors import CorruptStoreError
-from ..base import SOURCES_READ_AHEAD, check_page_args
+from ..arguments import check_entry_id, check_id_list, check_leaf_id, check_page_args
+from ..base import SOURCES_READ_AHEAD
 from ..sqlite.folds import ledger_from_rows
 from ..sqlite.placement import check_leaf_session, check_page_head
 from ..sqlite.reads import SqliteReads
@@ -225,12 +226,13 @@ class PostgresReads(SqliteReads):
             raise
 
     async def get(self, entry_id: str) -> SessionEntry | None:
+        check_entry_id(entry_id)
         found = await self.get_many([entry_id])
         return found.get(entry_id)
 
     async def get_many(self, entry_ids: Iterable[str]) -> dict[str, SessionEntry]:
         """The entries with these ids that exist, in one statement."""
-        wanted = sorted(set(entry_ids))
+        wanted = sorted(set(check_id_list(entry_ids, "entry_ids")))
         self._open_reader()
         found: dict[str, SessionEntry] = {}
         rows: builtins.list[Any] = []
@@ -249,7 +251,8 @@ class PostgresReads(SqliteReads):
     ) -> ObservationalMemoryLedger:
         """The ledger restricted to ``memory_ids``, in one statement (its source rows, read
         for ``memory_with_sources``, are left unused here: nothing is kept between calls)."""
-        wanted = sorted(set(memory_ids))
+        wanted = sorted(set(check_id_list(memory_ids, "memory_ids", memory=True)))
+        check_leaf_id(leaf_id)
         session_id = self._session(session_id)
         if not wanted:
             return ObservationalMemoryLedger()
@@ -286,6 +289,7 @@ class PostgresReads(SqliteReads):
         """``memory_subset(session_id, [memory_id])`` at the session's leaf with the
         source entries it cites (``SOURCES_READ_AHEAD`` at most), in one statement."""
         session_id = self._session(session_id)
+        memory_id = check_entry_id(memory_id, "memory_id")
         params = {"session_id": session_id, "id": memory_id}
         sql = MEMORY_SUBSET_SQL[("one", "session", self._has_supersessions)]
         rows = await self._fetch_native(sql, params, 1)
@@ -317,7 +321,9 @@ class PostgresReads(SqliteReads):
     ) -> builtins.list[Any]:
         """The page's entry rows (``parts``: ``_rows.PART_COLUMNS`` rows), for
         ``SqliteReads.page_messages`` and ``page_message_parts``: one statement."""
+        check_entry_id(cursor, "cursor")
         check_page_args(limit, direction)
+        check_leaf_id(leaf_id)
         session_id = self._session(session_id)
         params = {"session_id": session_id, "leaf_id": leaf_id, "cursor": cursor}
         # One more row than the page tells whether another page follows.

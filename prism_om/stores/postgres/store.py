@@ -31,6 +31,7 @@ from .._rows import rewrite_bodies_as_payloads
 from .._schema import SCHEMA_VERSION
 from .._shield import finish_then_cancel
 from .._summary import latest_timestamp
+from ..arguments import check_entry_id, check_expected_memory_head
 from ..base import (
     ANY_MEMORY_HEAD,
     AnyMemoryHead,
@@ -291,6 +292,7 @@ class PostgresStore(PostgresReads):
         expected_memory_head: str | AnyMemoryHead | None = ANY_MEMORY_HEAD,
     ) -> builtins.list[SessionEntry]:
         batch = check_batch_shape(entries, url=self.url)
+        expected_memory_head = check_expected_memory_head(expected_memory_head)
         self._open_writer()
         if not batch:
             return []
@@ -317,6 +319,7 @@ class PostgresStore(PostgresReads):
         return chained
 
     async def checkout(self, session_id: str, entry_id: str) -> None:
+        check_entry_id(entry_id)
         session_id = self._session(session_id)
 
         async def work(conn: PgConnection) -> None:

@@ -19,7 +19,8 @@ from ...core.ledger import ObservationalMemoryLedger
 from ...core.scope_map import WorkScopeMap
 from ...entries import SessionEntry
 from ...errors import CorruptStoreError
-from ..base import MessagePart, SessionSummary, check_page_args
+from ..arguments import check_count, check_entry_id, check_id_list, check_leaf_id, check_page_args
+from ..base import MessagePart, SessionSummary
 from .direct import ThreadSlot, drive, fetch_direct, on_thread
 from .page import ENTRY_PART_ROWS_SQL, PIECE_ROWS_SQL, pieces_beyond
 from .placement import check_page_head
@@ -119,6 +120,7 @@ class OneHopReads(SqliteReads):
         read-only store, another thread, a busy or failing file), the two reads in one
         hop."""
         session_id = self._session(session_id)
+        memory_id = check_entry_id(memory_id, "memory_id")
         if self._point_ready():
             sql, params = recall_statement(session_id, memory_id, self._has_supersessions)
             try:
@@ -139,7 +141,7 @@ class OneHopReads(SqliteReads):
         return await self._hop(super().get, entry_id)
 
     async def get_many(self, entry_ids: Iterable[str]) -> dict[str, SessionEntry]:
-        wanted = builtins.list(entry_ids)
+        wanted = check_id_list(entry_ids, "entry_ids")
         # Rows by id: on the loop's own connection while narrow (no hop), else one hop.
         return await self._read_point(functools.partial(super().get_many, wanted), len(wanted))
 
@@ -183,6 +185,7 @@ class OneHopReads(SqliteReads):
     async def recent_messages(
         self, session_id: str, count: int, leaf_id: str | None = None
     ) -> builtins.list[SessionEntry]:
+        count = check_count(count)
         read = functools.partial(super().recent_messages, session_id, count, leaf_id)
         if count > POINT_MAX_PARAMS:
             return await self._hop(read)
@@ -206,7 +209,7 @@ class OneHopReads(SqliteReads):
     async def memory_subset(
         self, session_id: str, memory_ids: Iterable[str], leaf_id: str | None = None
     ) -> ObservationalMemoryLedger:
-        wanted = builtins.list(memory_ids)
+        wanted = check_id_list(memory_ids, "memory_ids", memory=True)
         read = functools.partial(super().memory_subset, session_id, wanted, leaf_id)
         # Rows by memory id: a point read while narrow (see get_many).
         return await self._read_point(read, len(wanted))
@@ -240,7 +243,9 @@ class OneHopReads(SqliteReads):
     ) -> tuple[builtins.list[SessionEntry], bool]:
         """On the loop's own connection when the page is narrow (``point_page``): no hop;
         a wide page, a branch of many forks or a busy file take the hop."""
+        check_entry_id(cursor, "cursor")
         check_page_args(limit, direction)
+        check_leaf_id(leaf_id)
         session_id = self._session(session_id)
         forward = direction == "forward"
         short = self._part_rows  # a payload body: the short row (page.ENTRY_PART_ROWS_SQL)
@@ -262,7 +267,9 @@ class OneHopReads(SqliteReads):
         direction: Literal["forward", "backward"] = "forward",
         leaf_id: str | None = None,
     ) -> tuple[builtins.list[MessagePart], bool]:
+        check_entry_id(cursor, "cursor")
         check_page_args(limit, direction)
+        check_leaf_id(leaf_id)
         session_id = self._session(session_id)
         page = self._point_page_parts(session_id, cursor, limit, direction, leaf_id)
         if page is None:

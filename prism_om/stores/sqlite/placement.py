@@ -18,7 +18,7 @@ from ...core.validation import (
     record_needs,
     validate_memory_record,
 )
-from ...entries import SessionEntry
+from ...entries import SessionEntry, id_problem
 from ...errors import (
     CorruptStoreError,
     DuplicateEntryError,
@@ -475,7 +475,9 @@ async def _path_evidence(
         return evidence
     position = await _position_on(conn, current)
     pieces = sorted_pieces(await fetch_rows(conn, BRANCH_PIECES_SQL, position.params()))
-    for chunk in id_chunks(sorted(needs.source_entry_ids | needs.covered_entry_ids)):
+    # An id no entry can have (a NUL, which PostgreSQL cannot even compare) is on no
+    # path: it is left out of the lookups, and the record refused for it as on any store.
+    for chunk in id_chunks(_storable(needs.source_entry_ids | needs.covered_entry_ids)):
         sql = ENTRIES_BY_ID_SQL.format(marks=", ".join("?" * len(chunk)))
         for segment_id, depth, *row in await fetch_rows(conn, sql, chunk):
             if _on_pieces(pieces, segment_id, depth):
@@ -483,7 +485,7 @@ async def _path_evidence(
     # The memory ids are looked up in the fold tables, by id, not by a branch scan; a
     # recording entry that lies on the path is evidence.
     recorders: set[int] = set()
-    for chunk in id_chunks(sorted(needs.memory_ids_to_look_up)):
+    for chunk in id_chunks(_storable(needs.memory_ids_to_look_up)):
         marks = ", ".join("?" * len(chunk))
         for table in ("om_observations", "om_reflections"):
             sql = MEMORY_BY_ID_SQL.format(table=table, marks=marks)
@@ -492,7 +494,7 @@ async def _path_evidence(
                     recorders.add(seq)
     # A reflection a record supersedes must not be superseded on the path already: the
     # records that supersede it there are evidence too.
-    for chunk in id_chunks(sorted(needs.referenced_reflection_ids)):
+    for chunk in id_chunks(_storable(needs.referenced_reflection_ids)):
         sql = MEMORY_BY_ID_SQL.format(table="om_supersessions", marks=", ".join("?" * len(chunk)))
         for seq, segment_id, depth in await fetch_rows(conn, sql, chunk):
             if _on_pieces(pieces, segment_id, depth):
@@ -502,6 +504,11 @@ async def _path_evidence(
         for row in await fetch_rows(conn, sql, [int(seq) for seq in chunk]):
             evidence.append(parse(row))
     return evidence
+
+
+def _storable(ids: Iterable[str]) -> builtins.list[str]:
+    """The ids an entry or a memory record could have, sorted."""
+    return sorted(i for i in ids if id_problem(i) is None)
 
 
 def check_page_head(

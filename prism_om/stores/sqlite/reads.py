@@ -30,12 +30,18 @@ from .._rows import (
     message_parts_from_rows,
 )
 from .._schema import LIVE_POOL_SINCE_VERSION, SUPERSESSIONS_SINCE_VERSION
+from ..arguments import (
+    check_count,
+    check_entry_id,
+    check_id_list,
+    check_leaf_id,
+    check_page_args,
+)
 from ..base import (
     ErasureReport,
     MessagePart,
     SessionSummary,
     StoreLifecycle,
-    check_page_args,
     read_memory_with_sources,
 )
 from ..snapshot import read_branch_snapshot
@@ -61,6 +67,7 @@ from .sql import (
     LEDGER_SQL,
     LIVE_OBSERVATIONS_SQL,
     LIVE_REFLECTIONS_SQL,
+    LOOKUP_CHUNK,
     MEMORY_SUBSET_AT_LEAF_SQL,
     MEMORY_SUBSET_SQL,
     MEMORY_SUBSET_WITH_SUPERSESSIONS_AT_LEAF_SQL,
@@ -103,13 +110,14 @@ class SqliteReads(StoreLifecycle):
         return await memory_head_of(position, self._fetch)
 
     async def get(self, entry_id: str) -> SessionEntry | None:
+        check_entry_id(entry_id)
         rows = await self._fetch(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?", (entry_id,))
         return self._parse(rows[0]) if rows else None
 
     async def get_many(self, entry_ids: Iterable[str]) -> dict[str, SessionEntry]:
         """The entries with these ids that exist, in one query per 500 ids."""
         found: dict[str, SessionEntry] = {}
-        for chunk in id_chunks(sorted(set(entry_ids))):
+        for chunk in id_chunks(sorted(set(check_id_list(entry_ids, "entry_ids")))):
             sql = BODIES_BY_ID_SQL.format(marks=", ".join("?" * len(chunk)))
             for entry in self._parse_rows(await self._fetch(sql, chunk)):
                 found[entry.id] = entry
@@ -143,6 +151,7 @@ class SqliteReads(StoreLifecycle):
     async def is_on_branch(
         self, session_id: str, entry_id: str, leaf_id: str | None = None
     ) -> bool:
+        check_entry_id(entry_id)
         position = await self._leaf_position(session_id, leaf_id)
         if position is None:
             return False
@@ -209,6 +218,7 @@ class SqliteReads(StoreLifecycle):
         ``EntryNotFoundError`` when ``after_id`` is not on the branch. One indexed range
         read: the cost follows the entries returned, not the branch before the cursor.
         """
+        check_leaf_id(after_id, "after_id")
         position = await self._leaf_position(session_id, leaf_id)
         if after_id is None:
             return [] if position is None else await self._branch_range(position, 0, position.depth)
@@ -232,6 +242,7 @@ class SqliteReads(StoreLifecycle):
         is one chain, so its entries down to the leaf's depth are on the branch, and when
         they hold ``count`` messages (the usual case) the pieces are never read.
         """
+        count = check_count(count)
         position = await self._leaf_position(session_id, leaf_id)
         if position is None or count <= 0:
             return []
@@ -304,28 +315,33 @@ class SqliteReads(StoreLifecycle):
         self, session_id: str, memory_ids: Iterable[str], leaf_id: str | None = None
     ) -> ObservationalMemoryLedger:
         """The ledger restricted to ``memory_ids``: one query by memory id, filtered to
-        the branch, so exact-id recall costs the same at any transcript length."""
-        wanted = sorted(set(memory_ids))
+        the branch, so exact-id recall costs the same at any transcript length; more
+        than ``LOOKUP_CHUNK`` ids take one query per chunk of them, on one branch end."""
+        wanted = sorted(set(check_id_list(memory_ids, "memory_ids", memory=True)))
+        check_leaf_id(leaf_id)
         if not wanted:
             self._session(session_id)
             return ObservationalMemoryLedger()
-        marks = ", ".join("?" * len(wanted))
         current, given = MEMORY_SUBSET_AT_LEAF_SQL, MEMORY_SUBSET_SQL
         parts = 3
         if self._has_supersessions:
             current = MEMORY_SUBSET_WITH_SUPERSESSIONS_AT_LEAF_SQL
             given, parts = MEMORY_SUBSET_WITH_SUPERSESSIONS_SQL, 4
-        if leaf_id is None:
+        if leaf_id is None and len(wanted) <= LOOKUP_CHUNK:
             # The session's leaf is looked up inside the same query: one round trip.
-            sql = current.format(marks=marks)
-            params: list[Any] = [self._session(session_id), *(wanted * parts)]
+            sql = current.format(marks=", ".join("?" * len(wanted)))
+            rows = await self._fetch(sql, [self._session(session_id), *(wanted * parts)])
         else:
+            # Each chunk reads the branch to the one end resolved here, whatever is
+            # appended meanwhile; a chunk stays within SQLite's bound on parameters.
             position = await self._leaf_position(session_id, leaf_id)
             if position is None:
                 return ObservationalMemoryLedger()
-            sql = given.format(marks=marks)
-            params = [position.segment_id, position.depth, *(wanted * parts)]
-        rows = await self._fetch(sql, params)
+            rows = []
+            for chunk in id_chunks(wanted):
+                sql = given.format(marks=", ".join("?" * len(chunk)))
+                params = [position.segment_id, position.depth, *(chunk * parts)]
+                rows += await self._fetch(sql, params)
         observations, reflections, drops, supersessions = [], [], [], []
         for kind, depth, ordinal, memory_id, entry_id, recorded_at, body in rows:
             if kind == 0:
@@ -462,7 +478,9 @@ class SqliteReads(StoreLifecycle):
         """The entry rows (``parts``: ``_rows.PART_COLUMNS`` rows) of the page in page
         order, one more than ``limit`` when more follow; the arguments and the cursor
         checked first."""
+        check_entry_id(cursor, "cursor")
         check_page_args(limit, direction)
+        check_leaf_id(leaf_id)
         session_id = self._session(session_id)
         want = limit + 1  # one more tells whether another page follows
         forward = direction == "forward"
@@ -524,6 +542,7 @@ class SqliteReads(StoreLifecycle):
         None when ``leaf_id`` is None and the session is unknown; ``EntryNotFoundError``
         or ``SessionMismatchError`` for a ``leaf_id`` that is not the session's.
         """
+        check_leaf_id(leaf_id)
         session_id = self._session(session_id)
         if leaf_id is None:
             rows = await self._fetch(LEAF_BY_SESSION_SQL, (session_id,))

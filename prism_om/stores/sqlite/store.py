@@ -28,6 +28,7 @@ from ...tokens import TokenEstimator, get_estimator
 from .._schema import SCHEMA_VERSION, load_schema
 from .._shield import finish_then_cancel
 from .._summary import latest_timestamp
+from ..arguments import check_entry_id, check_expected_memory_head
 from ..base import (
     ANY_MEMORY_HEAD,
     AnyMemoryHead,
@@ -267,6 +268,7 @@ class SqliteStore(OneHopReads):
         expected_memory_head: str | AnyMemoryHead | None = ANY_MEMORY_HEAD,
     ) -> builtins.list[SessionEntry]:
         batch = check_batch_shape(entries, url=self.url)
+        expected_memory_head = check_expected_memory_head(expected_memory_head)
         self._open_writer()
         if not batch:
             return []
@@ -295,6 +297,7 @@ class SqliteStore(OneHopReads):
         return await self._writing("append", work)
 
     async def checkout(self, session_id: str, entry_id: str) -> None:
+        check_entry_id(entry_id)
         session_id = self._session(session_id)
 
         async def work(conn: aiosqlite.Connection) -> None:
