@@ -255,6 +255,7 @@ class ObservationalMemoryContextProvider:
         # Set while one turn (or its post-run estimate) runs: the leaf was checked at its
         # start, so the snapshot held since (advanced by the turn's own appends) is used.
         self._trust_held = False
+        self._estimating = False
 
     @property
     def shared_scopes(self) -> Mapping[str, SharedScopeSpec]:
@@ -287,12 +288,13 @@ class ObservationalMemoryContextProvider:
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
         """Build from the snapshot held now, without checking the leaf again (the caller
-        knows it is the one its own appends left)."""
-        self._trust_held = True
+        knows it is the one its own appends left), for an estimate: nothing is sent, so a
+        window over budget is not warned of."""
+        self._trust_held = self._estimating = True
         try:
             yield
         finally:
-            self._trust_held = False
+            self._trust_held = self._estimating = False
 
     async def blocks(self, session: Session) -> list[ContextBlock]:
         if self.settings.passive:
@@ -320,19 +322,22 @@ class ObservationalMemoryContextProvider:
 
     def _warn_over_budget(self, built: TurnBlocks, room: int) -> None:
         dropped = built.window.dropped_uncovered_ids
-        if not dropped and built.window.tail_complete:
-            return
+        if self._estimating or (not dropped and built.window.tail_complete):
+            return  # an estimate of the next request sends nothing: nothing to warn of
         shown = built.window.selected
+        self._emit(
+            WINDOW_OVER_BUDGET,
+            {
+                "omittedEntryIds": list(dropped),
+                "tailComplete": built.window.tail_complete,
+                "windowTokens": room,
+                "recallCursor": shown[0].id if shown else None,
+            },
+        )
+
+    def _emit(self, event: str, data: dict[str, Any]) -> None:
         if self.on_event is not None:
-            self.on_event(
-                WINDOW_OVER_BUDGET,
-                {
-                    "omittedEntryIds": list(dropped),
-                    "tailComplete": built.window.tail_complete,
-                    "windowTokens": room,
-                    "recallCursor": shown[0].id if shown else None,
-                },
-            )
+            self.on_event(event, data)
 
     async def shared_block(self, session: Session, scope_map: Any) -> ContextBlock | None:
         """Granted shared memory of the scopes in the current lineage, as one block."""

@@ -256,26 +256,30 @@ async def _refuse_empty_summary(
     *,
     force: bool,
 ) -> None:
-    """A compaction with nothing to render folds the history into nothing: say so.
+    """A compaction with nothing to render changes nothing worth an entry: say so.
 
-    Only messages it folds away count: the kept ones stay verbatim and a revoked one is
-    withheld anyway, so an empty summary over those loses nothing (the active memory
-    resting on kept messages is shown by them, as in the context).
+    Every message memory has not covered is kept verbatim (``core.request_window``), so
+    an empty summary folds away only messages that are covered, revoked or kept: a
+    session never observed would be kept whole, a compaction that only restates it.
     """
     keep = set((compaction.data or {}).get("keepEntryIds") or ())
-    messages = sum(
-        1 for e in branch if e.kind == "message" and e.id not in keep and e.id not in invalid
-    )
+    messages = [e for e in branch if e.kind == "message" and e.id not in invalid]
+    folded = sum(1 for e in messages if e.id not in keep)
     if not messages:
         return
     ledger = await store.live_ledger(session.id)
     if ledger.observation_coverage is None and not ledger.observations:
         why = f"session {session.id!r} was never observed"
         fix = f"run 'prism-om observe --session {session.id}' first"
-    else:
+    elif folded:
         why = f"session {session.id!r} has no active memory to render"
         fix = "observe it first"
-    problem = f"{why}: a compaction now folds {messages} message(s) into an empty summary"
+    else:
+        return
+    problem = (
+        f"{why}: the compaction's summary would be empty, keeping {len(messages) - folded} "
+        f"message(s) verbatim and folding {folded} into it"
+    )
     if not force:
         raise CliUsageError(
             f"{problem}; {fix}, or pass --force to compact anyway",
