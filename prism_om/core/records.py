@@ -196,7 +196,7 @@ def dated_observation(
 class Reflection(WireModel):
     """A higher-level statement resting on observation ids.
 
-    ``supersedesReflectionIds`` (python-design.md "Supersession of reflections") names
+    ``supersedesReflectionIds`` (docs/design.md "Supersession of reflections") names
     earlier reflections of the same branch that this one consolidates: they leave the
     active view, stay in the ledger and stay recallable by id.
     """

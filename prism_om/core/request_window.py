@@ -16,7 +16,7 @@ warning event) or observe first; the rendered window then starts with a line nam
 was left out and the cursor to recall it by. Nothing is ever dropped silently.
 
 This goes beyond the specification's recent-message window on purpose (see
-``python-design.md``, "What a turn's request holds"); the exported
+``docs/design.md``, "What a turn's request holds"); the exported
 ``select_recent_message_entries`` / ``render_recent_message_window`` keep its meaning.
 """
 

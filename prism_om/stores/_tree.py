@@ -4,7 +4,7 @@ The memory adapter is this index alone; the JSONL adapter keeps one in step with
 files. Validation happens in ``check`` before ``apply`` touches anything, so a rejected
 batch leaves the index exactly as it was.
 
-Branch membership uses the segment shape of python-design.md ("The store architecture"),
+Branch membership uses the segment shape of docs/design.md ("The store architecture"),
 as the SQLite adapter does: every entry has a ``depth`` and a ``segment`` (a maximal chain
 of first children); a fork starts a new segment that remembers its parent segment and the
 depth it starts at. The path from the root to a tip is then one piece per fork, and "is X

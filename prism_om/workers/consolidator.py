@@ -2,7 +2,7 @@
 
 Reflections accumulate over a long session (the specification never drops them). When the
 active reflections' text exceeds the budget, this pass writes new reflections that
-supersede the oldest ones (``supersedesReflectionIds``, python-design.md "Supersession of
+supersede the oldest ones (``supersedesReflectionIds``, docs/design.md "Supersession of
 reflections"), bringing the active reflections down to half the budget, so that the pass
 runs once per few reflector runs rather than every flush.
 

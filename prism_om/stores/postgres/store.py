@@ -125,7 +125,7 @@ NEXT_SEGMENTS_SQL = (
 
 
 # Migrations from an older prism_meta schema_version, keyed by the version they start at
-# (python-design.md "Schema versions"); version 2 is the first the PostgreSQL engine wrote.
+# (docs/design.md "Schema versions"); version 2 is the first the PostgreSQL engine wrote.
 async def _add_supersessions(conn: PgConnection) -> None:
     """Version 2 to 3: create the om_supersessions fold table and fill it from the
     reflection records (every schema statement is ``IF NOT EXISTS``, so the others pass)."""
