@@ -1,10 +1,11 @@
 """``--tombstone-scope``: the read commands withhold what the store's tombstones revoke.
 
-Revocation outside the API (docs/design.md, "Withholding revoked memory"): the CLI reads the tombstones the deletion
-propagator wrote into the store itself, from every scope unless ``--tombstone-scope``
-names some (repeatable), and passes them as the invalidation set of each read path. A
-revoked item is printed as ``[revoked]`` with its id and nothing of its text. ``observe``
-reads them too, so a revoked message never reaches a worker (the write side).
+Revocation outside the API (docs/design.md, "Withholding revoked memory"): the CLI
+reads the tombstones the deletion propagator wrote into the store itself, from every
+scope unless ``--tombstone-scope`` names some (repeatable), and passes them as the
+invalidation set of each read path. A revoked item is printed as ``[revoked]`` with its
+id and nothing of its text. ``observe`` reads them too, so a revoked message never
+reaches a worker (the write side).
 """
 
 from __future__ import annotations

@@ -22,9 +22,10 @@ SDK's schema check refuses is reported the same way: one line naming the argumen
 what it should be, never echoing the value. The write tools refuse ``tombstones.*``
 sessions, which record revocations, as ``prism-om delete`` does.
 
-``search_memory`` is a deliberate extension beyond the specification (docs/design.md, "Search beside recall"):
-the specification's "recall is exact-id only; no search, no transcript browser" still
-holds for the ``recall`` tool, which stays exact-id and cursor paging. The search reads
+``search_memory`` is a deliberate extension beyond the specification (docs/design.md,
+"Search beside recall"): the specification's "recall is exact-id only; no search, no
+transcript browser" still holds for the ``recall`` tool, which stays exact-id and cursor
+paging. The search reads
 only memory, never messages, and matches the redacted text, so a query cannot confirm a
 secret that the results would hide; revoked, dropped and superseded memory is not
 searched. What is revoked is judged by the rule every read path shares, on the ledger

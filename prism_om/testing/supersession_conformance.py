@@ -1,4 +1,4 @@
-"""Supersession of reflections, the same on every adapter (docs/design.md, "Supersession of reflections").
+"""Supersession of reflections, the same on every adapter (docs/design.md).
 
 A reflection carrying ``supersedesReflectionIds`` takes the reflections it names out of the
 active view (ledger views, context blocks) while they stay in the ledger and recallable by

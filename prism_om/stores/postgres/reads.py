@@ -183,7 +183,8 @@ _HEADER = {
     "UNION ALL\n",
 }
 # Kind 5: a supersession of one of the ids (entry_id: the superseding reflection), read
-# only from a store whose schema has om_supersessions (docs/design.md, "Supersession of reflections").
+# only from a store whose schema has om_supersessions (docs/design.md, "Supersession of
+# reflections").
 _SUPERSESSIONS = """UNION ALL
 SELECT 5, s.depth, s.ordinal, s.memory_id, s.superseded_by, NULL, NULL, NULL, NULL
 FROM om_supersessions s CROSS JOIN branch_path bp
