@@ -12,12 +12,20 @@ import tempfile
 import time
 import traceback
 from collections.abc import Sequence
+from functools import partial
 
 from .data import build_dataset, continuation
-from .floor import run_floor, run_round_trip
+from .floor import aiosqlite_round_trips, run_floor
 from .model import DEFAULT_ADAPTERS, OURS, PEERS, Result
 from .peers import NETWORK_ATTEMPTS, PEER_RUNNERS, no_network
-from .report import RunInfo, check_targets, markdown_report, plot_scaling, tables
+from .report import (
+    RunInfo,
+    check_targets,
+    kept_findings,
+    markdown_report,
+    plot_scaling,
+    tables,
+)
 from .timing import Timer
 from .workloads import AppendSample, resolve_recall, run_adapter
 
@@ -95,19 +103,18 @@ async def _run(
         if pg_base is not None:
             from prism_om.testing.postgres_cluster import with_fresh_schema
 
-            from .pg import run_pg_floor, run_pg_round_trip
+            from .pg import run_pg_floor
 
             pg_url = with_fresh_schema(pg_base, f"bench_{size}_{os.getpid()}")
         for adapter in adapters:
+            trips = None
+            if adapter == "sqlite":
+                trips = partial(aiosqlite_round_trips, workdir)
+            elif adapter == "postgres":
+                from .pg import psycopg_round_trips
 
-            async def round_trip(size: int = size) -> list[Result]:
-                return await run_round_trip(workdir, timer, size)
-
-            async def pg_round_trip(size: int = size, url: str | None = pg_url) -> list[Result]:
-                assert url is not None
-                return [await run_pg_round_trip(url, timer, size)]
-
-            before = {"sqlite": round_trip, "postgres": pg_round_trip}.get(adapter)
+                assert pg_url is not None
+                trips = partial(psycopg_round_trips, pg_url)
             results += await run_adapter(
                 adapter,
                 dataset,
@@ -116,14 +123,10 @@ async def _run(
                 timer,
                 recall,
                 log,
-                before_reads=before,
+                round_trips=trips,
                 url=pg_url if adapter == "postgres" else None,
             )
         if any(a != "postgres" for a in adapters) or not adapters:
-            if not any(
-                r.workload == "rtt" and r.size == size and r.system != "psycopg" for r in results
-            ):
-                results += await run_round_trip(workdir, timer, size)
             results += await run_floor(dataset, sample, workdir, timer)
             log("  floor done")
         if pg_base is not None:
@@ -217,10 +220,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         os.makedirs(args.docs, exist_ok=True)
         if plot:
             shutil.copyfile(plot, os.path.join(args.docs, "benchmarks-scaling.png"))
-        with open(os.path.join(args.docs, "benchmarks.md"), "w") as f:
-            f.write(
-                markdown_report(results, info, targets, "benchmarks-scaling.png" if plot else None)
-            )
+        docs = os.path.join(args.docs, "benchmarks.md")
+        findings = None
+        if os.path.exists(docs):
+            with open(docs) as f:
+                findings = kept_findings(f.read())
+        with open(docs, "w") as f:
+            image = "benchmarks-scaling.png" if plot else None
+            f.write(markdown_report(results, info, targets, image, findings))
     log(f"wrote {args.out}/report.md" + (f" and {plot}" if plot else ""))
 
 

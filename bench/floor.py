@@ -1,4 +1,4 @@
-"""The floor (plain ``sqlite3`` on the same rows) and one aiosqlite round trip (idle and busy).
+"""The floor (plain ``sqlite3`` on the same rows) and the aiosqlite round trip (idle and busy).
 
 The floor table holds what our SQLite adapter must at least write per entry, in the
 row shape of schema version 4: the envelope in columns (id, session, parent, kind,
@@ -20,7 +20,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import aiosqlite
@@ -31,10 +31,11 @@ from prism_om.tokens import get_estimator
 
 from .data import SESSION_ID, Dataset
 from .model import FLOOR, FLOOR_V3, REFERENCE, REFERENCE_BUSY, Result
+from .paired import RoundTrip
 from .timing import Timer, sync, time_calls
 from .workloads import AppendSample
 
-__all__ = ["run_floor", "run_round_trip"]
+__all__ = ["aiosqlite_round_trips", "busy_core", "run_floor"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -176,56 +177,50 @@ async def run_floor(
     return results
 
 
-RTT_SAMPLES = 9
 # How long the busy process gets to start spinning before the busy round trip is timed.
 _SPINNER_WARMUP_S = 0.3
 
 
-async def run_round_trip(workdir: str, timer: Timer, size: int) -> list[Result]:
+@contextlib.asynccontextmanager
+async def aiosqlite_round_trips(workdir: str) -> AsyncIterator[list[RoundTrip]]:
     """One ``execute_fetchall("SELECT 1")`` on an open aiosqlite connection, twice.
 
-    Measured at each size right before the SQLite read workloads, so recall and page are
-    compared with a round trip taken under the same machine load; the median of
-    ``RTT_SAMPLES`` samples (at least ``timer.repeat``), each the mean of a >= 20 ms loop.
-    The second measurement runs while a child process spins on another core
-    (``REFERENCE_BUSY``): the hop is then about 2.5x faster on this machine, and a
-    target met only against the slower, idle round trip is not met (see ``bench/model``).
-    It is skipped on a one-core machine, where a spinner would only steal the loop's core.
+    The SQLite recall and page are paired with it round by round (``bench.paired``):
+    once idle, once while a child process spins on another core (``REFERENCE_BUSY``),
+    when aiosqlite's hop wakes its thread faster, so a target met only against the
+    slower, idle round trip is not met (see ``bench/model``). The busy one is left out on
+    a one-core machine, where a spinner would only steal the loop's core.
     """
-    path = os.path.join(workdir, "rtt.db")
-    conn = await aiosqlite.connect(path)
-    rtt_timer = Timer(repeat=max(RTT_SAMPLES, timer.repeat), min_sample_s=timer.min_sample_s)
-    results: list[Result] = []
-    try:
-        samples = await rtt_timer.measure(lambda: conn.execute_fetchall("SELECT 1"))
-        results.append(
-            Result(
-                "rtt",
-                REFERENCE,
-                size,
-                samples,
-                note="execute_fetchall('SELECT 1'), open connection",
+    conn = await aiosqlite.connect(os.path.join(workdir, "rtt.db"))
+
+    async def select_one() -> object:
+        return await conn.execute_fetchall("SELECT 1")
+
+    trips = [
+        RoundTrip(
+            REFERENCE,
+            select_one,
+            contextlib.nullcontext,
+            "execute_fetchall('SELECT 1'), open connection",
+        )
+    ]
+    if (os.cpu_count() or 1) >= 2:
+        trips.append(
+            RoundTrip(
+                REFERENCE_BUSY,
+                select_one,
+                busy_core,
+                "the same, while a child process spins on another core",
             )
         )
-        if (os.cpu_count() or 1) >= 2:
-            with _busy_core():
-                samples = await rtt_timer.measure(lambda: conn.execute_fetchall("SELECT 1"))
-            results.append(
-                Result(
-                    "rtt",
-                    REFERENCE_BUSY,
-                    size,
-                    samples,
-                    note="the same, while a child process spins on another core",
-                )
-            )
+    try:
+        yield trips
     finally:
         await conn.close()
-    return results
 
 
 @contextlib.contextmanager
-def _busy_core() -> Iterator[None]:
+def busy_core() -> Iterator[None]:
     """A child process that keeps one core busy until the block ends."""
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:

@@ -1,4 +1,4 @@
-"""The PostgreSQL floor (psycopg on the same rows) and one psycopg round trip.
+"""The PostgreSQL floor (psycopg on the same rows) and the psycopg round trip.
 
 The server is a throwaway cluster (``prism_om.testing.postgres_cluster``, the one the
 tests start), or ``PRISM_TEST_POSTGRES_URL`` when set. The floor table holds what our
@@ -13,19 +13,20 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from typing import Any
 
 from prism_om.entries import SessionEntry
 
 from .data import SESSION_ID, Dataset
-from .floor import RTT_SAMPLES, _rows
+from .floor import _rows
 from .model import PG_FLOOR, PG_REFERENCE, Result
+from .paired import RoundTrip
 from .timing import Timer, time_calls
 from .workloads import AppendSample
 
-__all__ = ["postgres_server", "run_pg_floor", "run_pg_round_trip"]
+__all__ = ["postgres_server", "psycopg_round_trips", "run_pg_floor"]
 
 _SCHEMA = """
 CREATE TABLE entries (
@@ -71,21 +72,21 @@ async def _connect(url: str) -> Any:
     return conn
 
 
-async def run_pg_round_trip(url: str, timer: Timer, size: int) -> Result:
-    """One ``SELECT 1`` and its fetch on an open psycopg ``AsyncConnection``."""
+@asynccontextmanager
+async def psycopg_round_trips(url: str) -> AsyncIterator[list[RoundTrip]]:
+    """One ``SELECT 1`` and its fetch on an open psycopg ``AsyncConnection``, for the
+    PostgreSQL recall and page to be paired with round by round (``bench.paired``)."""
     conn = await _connect(url)
+    await conn.set_autocommit(True)
+
+    async def select_one() -> object:
+        cur = await conn.execute("SELECT 1")
+        return await cur.fetchall()
+
     try:
-        await conn.set_autocommit(True)
-
-        async def select_one() -> object:
-            cur = await conn.execute("SELECT 1")
-            return await cur.fetchall()
-
-        rtt_timer = Timer(repeat=max(RTT_SAMPLES, timer.repeat), min_sample_s=timer.min_sample_s)
-        samples = await rtt_timer.measure(select_one)
+        yield [RoundTrip(PG_REFERENCE, select_one, nullcontext, "execute('SELECT 1') + fetchall")]
     finally:
         await conn.close()
-    return Result("rtt", PG_REFERENCE, size, samples, note="execute('SELECT 1') + fetchall")
 
 
 async def run_pg_floor(

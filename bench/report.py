@@ -23,12 +23,15 @@ from .model import (
     WORKLOADS,
     Result,
 )
+from .paired import PAIRED_ROUNDS, ratio_key
 
 __all__ = [
+    "FINDINGS_HEADING",
     "RunInfo",
     "Target",
     "check_targets",
     "fmt_value",
+    "kept_findings",
     "machine_lines",
     "markdown_report",
     "plot_scaling",
@@ -101,6 +104,19 @@ def _best_peer(
     return min(found, key=lambda pv: pv[1]) if found else None
 
 
+# The round trips a read can be paired with, in the order their ratios are printed.
+_TRIPS = ((REFERENCE, "idle"), (REFERENCE_BUSY, "busy"), (PG_REFERENCE, ""))
+
+
+def _trip_ratios(r: Result) -> list[tuple[str, str, float]]:
+    """(round trip, its label, the median paired ratio) for each trip ``r`` was paired with."""
+    return [
+        (system, label, r.extra[ratio_key(system)])
+        for system, label in _TRIPS
+        if ratio_key(system) in r.extra
+    ]
+
+
 def tables(results: Sequence[Result], sizes: Sequence[int]) -> str:
     """One markdown table per workload: systems by sizes, ours with ratios."""
     index = _index(results)
@@ -109,8 +125,12 @@ def tables(results: Sequence[Result], sizes: Sequence[int]) -> str:
         systems = _systems(results, key)
         if not systems:
             continue
+        rows = [r for r in results if r.workload == key]
+        with_cpu = any("cpu" in r.extra for r in rows)
+        with_trips = any(_trip_ratios(r) for r in rows)
         out.append(f"### {workload.title} (per {workload.per})\n")
-        head = ["system", *(f"{s:,}" for s in sizes), "x floor", "x best peer", "notes"]
+        head = ["system", *(f"{s:,}" for s in sizes), "x floor", "x best peer"]
+        head += ["CPU"] * with_cpu + ["x round trip (paired)"] * with_trips + ["notes"]
         out.append("| " + " | ".join(head) + " |")
         out.append("|" + "---|" * len(head))
         for system in systems:
@@ -118,12 +138,14 @@ def tables(results: Sequence[Result], sizes: Sequence[int]) -> str:
             notes: list[str] = []
             floor_ratios: list[str] = []
             peer_ratios: list[str] = []
+            cpu: list[str] = []
+            trips: list[str] = []
             for size in sizes:
                 r = index.get((key, system, size))
                 if r is None:
                     cells.append("—")
-                    floor_ratios.append("—")
-                    peer_ratios.append("—")
+                    for column in (floor_ratios, peer_ratios, cpu, trips):
+                        column.append("—")
                     continue
                 cells.append(fmt_value(r.value, r.unit))
                 if r.note and r.note not in notes:
@@ -132,22 +154,37 @@ def tables(results: Sequence[Result], sizes: Sequence[int]) -> str:
                 best = _best_peer(index, key, size)
                 floor_ratios.append(f"{r.value / floor.value:.2f}" if floor else "—")
                 peer_ratios.append(f"{r.value / best[1]:.2f} ({best[0]})" if best else "—")
+                cpu.append(fmt_value(r.extra["cpu"], "s") if "cpu" in r.extra else "—")
+                paired = _trip_ratios(r)
+                trips.append(
+                    ", ".join(f"{x:.2f}" + (f" {label}" if label else "") for _, label, x in paired)
+                    or "—"
+                )
             if system in OURS:
                 cells.append(" / ".join(floor_ratios))
                 cells.append(" / ".join(peer_ratios))
             else:
                 cells.extend(["", ""])
+            if with_cpu:
+                cells.append(" / ".join(cpu))
+            if with_trips:
+                cells.append(" / ".join(trips) if any(t != "—" for t in trips) else "")
             cells.append("; ".join(notes))
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
     if any(r.workload == "rtt" for r in results):
         out.append(
-            "The round trip is measured at each size right before the SQLite (aiosqlite) or "
-            "PostgreSQL (psycopg) read workloads (median of 9 samples); recall and page are "
-            "compared with the one of their size and engine. The aiosqlite round trip is "
-            "taken twice, idle and with another core kept busy by a spinning process (its "
-            "thread then wakes faster); the SQLite targets are checked against the faster "
-            "of the two. The PostgreSQL floor's ratios are against the psycopg floor.\n"
+            "The page of 20, the raw page and recall on SQLite and PostgreSQL are timed in "
+            "rounds paired with their driver's round trip (aiosqlite or psycopg `SELECT 1`, "
+            f"`bench/paired.py`): each of {PAIRED_ROUNDS} rounds times a block of round trips "
+            "and a block of calls (each at least 20 ms), in alternating order, and "
+            "*x round trip* is the median over the rounds of call / round trip of the same "
+            "round. Their time is the median of the idle rounds, CPU is `time.process_time` "
+            "per call (every thread of the process). The aiosqlite round trip is paired "
+            "twice, idle and with another core kept busy by a spinning process (its thread "
+            "then wakes faster); the SQLite targets take the larger of the two ratios. The "
+            "round trip's own row is the median of all its rounds. The PostgreSQL floor's "
+            "ratios are against the psycopg floor.\n"
         )
     return "\n".join(out)
 
@@ -158,6 +195,24 @@ def _flat(
     small, large = index[(key, system, sizes[0])].value, index[(key, system, sizes[-1])].value
     ratio = large / small
     return ratio <= 1.5, f"{sizes[-1]:,} / {sizes[0]:,} entries = {ratio:.2f}x"
+
+
+def _sqlite_trips(r: Result) -> list[tuple[str, str, float]]:
+    return [t for t in _trip_ratios(r) if t[0] in (REFERENCE, REFERENCE_BUSY)]
+
+
+def _paired_detail(
+    index: dict[tuple[str, str, int], Result], key: str, system: str, size: int
+) -> str:
+    """``10,000: 58 µs (CPU 55 µs) = 2.9x the idle round trip (26 µs), 3.1x busy (21 µs)``."""
+    r = index[(key, system, size)]
+    cpu = f" (CPU {fmt_value(r.extra['cpu'], 's')})" if "cpu" in r.extra else ""
+    parts = []
+    for trip, label, x in _trip_ratios(r):
+        rtt = index.get(("rtt", trip, size))
+        of = f" ({fmt_value(rtt.value, 's')})" if rtt else ""
+        parts.append(f"{x:.1f}x " + (f"the {label} round trip" if label else "the round trip") + of)
+    return f"{size:,}: {fmt_value(r.value, 's')}{cpu} = " + ", ".join(parts)
 
 
 def check_targets(results: Sequence[Result], sizes: Sequence[int]) -> list[Target]:
@@ -185,41 +240,27 @@ def check_targets(results: Sequence[Result], sizes: Sequence[int]) -> list[Targe
         )
     )
 
-    # 2. recall within 1.5x and page within 2x of the round trip of the same size, flat.
+    # 2. recall within 1.5x and page within 2x of the round trip, paired per round, flat.
     for key, label, bound in (
         ("recall", "recall", 1.5),
         ("page20", "page of 20 (public page path)", 2),
         ("page20_raw", "page of 20 (raw store.page_messages, for reference)", 2),
     ):
-        measured = [n for n in sizes if has(key, "sqlite", n) and has("rtt", REFERENCE, n)]
+        measured = [
+            n for n in sizes if has(key, "sqlite", n) and _sqlite_trips(index[(key, "sqlite", n)])
+        ]
         if not measured:
             targets.append(
                 Target(f"SQLite {label} within {bound}x of a round trip", None, "not measured")
             )
             continue
-        # Against the faster of the idle and the busy round trip of the same size: a
-        # hop-free read must beat the hop however quickly the hop's thread wakes.
-        ratios: list[float] = []
-        parts = []
-        for n in measured:
-            ours = index[(key, "sqlite", n)].value
-            trips = [
-                (system, index[("rtt", system, n)].value)
-                for system in (REFERENCE, REFERENCE_BUSY)
-                if has("rtt", system, n)
-            ]
-            ratios.append(ours / min(value for _, value in trips))
-            parts.append(
-                f"{n:,}: {fmt_value(ours, 's')} = "
-                + " / ".join(
-                    f"{ours / value:.1f}x of {fmt_value(value, 's')}"
-                    + (" (busy core)" if system == REFERENCE_BUSY else "")
-                    for system, value in trips
-                )
-            )
+        # The larger of the idle and the busy ratio: a hop-free read must beat the hop
+        # however quickly the hop's thread wakes.
+        ratios = [max(x for _, _, x in _sqlite_trips(index[(key, "sqlite", n)])) for n in measured]
         flat, how = _flat(index, key, "sqlite", measured)
         met = all(r <= bound for r in ratios) and flat
-        detail = ", ".join(parts) + f"; growth {how}"
+        detail = ", ".join(_paired_detail(index, key, "sqlite", n) for n in measured)
+        detail += f"; growth {how}"
         if 1_000_000 not in measured:
             detail += " (1,000,000 not run: flatness checked up to the largest size)"
         targets.append(
@@ -227,25 +268,23 @@ def check_targets(results: Sequence[Result], sizes: Sequence[int]) -> list[Targe
         )
     targets += _floor_targets(index, sizes)
 
-    # 2b. PostgreSQL: recall <= 2x and page <= 3x of a psycopg round trip, flat;
-    # append_many <= 2x the driver's own executemany of the same rows.
+    # 2b. PostgreSQL: recall <= 2x and page <= 3x of a psycopg round trip, paired per
+    # round, flat; append_many <= 2x the driver's own executemany of the same rows.
     for key, label, bound in (
         ("recall", "recall", 2),
         ("page20", "page of 20 (public page path)", 3),
     ):
-        measured = [n for n in sizes if has(key, "postgres", n) and has("rtt", PG_REFERENCE, n)]
+        pg_key = ratio_key(PG_REFERENCE)
+        measured = [
+            n
+            for n in sizes
+            if has(key, "postgres", n) and pg_key in index[(key, "postgres", n)].extra
+        ]
         if not measured:
             continue
-        ratios = [
-            index[(key, "postgres", n)].value / index[("rtt", PG_REFERENCE, n)].value
-            for n in measured
-        ]
+        ratios = [index[(key, "postgres", n)].extra[pg_key] for n in measured]
         flat, how = _flat(index, key, "postgres", measured)
-        detail = ", ".join(
-            f"{n:,}: {fmt_value(index[(key, 'postgres', n)].value, 's')} = {r:.1f}x "
-            f"of {fmt_value(index[('rtt', PG_REFERENCE, n)].value, 's')}"
-            for n, r in zip(measured, ratios, strict=True)
-        )
+        detail = ", ".join(_paired_detail(index, key, "postgres", n) for n in measured)
         targets.append(
             Target(
                 f"PostgreSQL {label} within {bound}x of one psycopg round trip, flat",
@@ -422,10 +461,30 @@ def machine_lines() -> list[str]:
     ]
 
 
+FINDINGS_HEADING = "## Findings kept from one-off measurements"
+
+
+def kept_findings(existing: str) -> str | None:
+    """The hand-written findings section of an earlier report, to carry into the next one.
+
+    What one-off measurements proved does not come from a run, so regenerating the docs
+    must not drop it.
+    """
+    start = existing.find(FINDINGS_HEADING)
+    if start < 0:
+        return None
+    end = existing.find("\n## ", start + len(FINDINGS_HEADING))
+    return existing[start : end if end >= 0 else None].rstrip("\n")
+
+
 def markdown_report(
-    results: Sequence[Result], info: RunInfo, targets: Sequence[Target], plot_path: str | None
+    results: Sequence[Result],
+    info: RunInfo,
+    targets: Sequence[Target],
+    plot_path: str | None,
+    findings: str | None = None,
 ) -> str:
-    """The whole report: run, machine, targets, tables, notes."""
+    """The whole report: run, machine, targets, tables, notes (and ``findings``, kept)."""
     lines = [
         "# prism-om benchmarks",
         "",
@@ -453,6 +512,8 @@ def markdown_report(
         lines += ["## Scaling", "", f"![time versus entries]({plot_path})", ""]
     if info.notes:
         lines += ["## Notes", "", *(f"- {n}" for n in info.notes), ""]
+    if findings:
+        lines += [findings, ""]
     return "\n".join(lines)
 
 

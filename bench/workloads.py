@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -21,6 +22,7 @@ from .data import SESSION_ID, Dataset, capped_entries
 from .jsonl_floor import run_jsonl_reopen_floor
 from .memprobe import probe_peak_rss
 from .model import Result
+from .paired import PAIRED_ROUNDS, RoundTrip, paired_reads
 from .timing import Timer, time_calls
 
 __all__ = ["AppendSample", "RecallFn", "adapter_url", "resolve_recall", "run_adapter"]
@@ -97,14 +99,16 @@ async def run_adapter(
     timer: Timer,
     recall: tuple[str, RecallFn],
     log: Callable[[str], None],
-    before_reads: Callable[[], Awaitable[list[Result]]] | None = None,
+    round_trips: Callable[[], AbstractAsyncContextManager[Sequence[RoundTrip]]] | None = None,
     url: str | None = None,
 ) -> list[Result]:
     """Every workload on one adapter at one size.
 
-    ``before_reads`` runs after the build, right before the read workloads (the runner
-    measures the driver's round trip there for SQLite and PostgreSQL); its results are
-    kept. ``url`` overrides where the store lives (PostgreSQL: a schema on the server).
+    With ``round_trips`` (the driver's round trip, for SQLite and PostgreSQL) the page,
+    raw page and recall are timed in rounds paired with each round trip it gives
+    (``bench.paired.paired_reads``), and the round trips' results are kept; without,
+    each is a ``timer`` median. ``url`` overrides where the store lives (PostgreSQL: a
+    schema on the server).
     """
     url = url or adapter_url(adapter, workdir, dataset.size)
     size = dataset.size
@@ -121,26 +125,36 @@ async def run_adapter(
         memory_id, source_id = dataset.middle_memory_id()
         recall_name, recall_fn = recall
         await _check_reads(store, cursor, memory_id, source_id, recall_fn)
-        if before_reads is not None:
-            results += await before_reads()
 
         async def page() -> object:
             return await recall_observational_memory_branch_page(
                 store, cursor, session_id=SESSION_ID, limit=20
             )
 
-        # Page and recall first, right after the round trip they are compared with.
-        add("page20", await timer.measure(page), note="recall_observational_memory_branch_page")
-        add(
-            "page20_raw",
-            await timer.measure(lambda: store.page_messages(SESSION_ID, cursor, 20, "forward")),
-            note="store.page_messages",
-        )
-        add(
-            "recall",
-            await timer.measure(lambda: recall_fn(store, memory_id, source_id)),
-            note=recall_name,
-        )
+        async def raw_page() -> object:
+            return await store.page_messages(SESSION_ID, cursor, 20, "forward")
+
+        async def recall_call() -> object:
+            return await recall_fn(store, memory_id, source_id)
+
+        reads = {
+            "page20": (page, "recall_observational_memory_branch_page"),
+            "page20_raw": (raw_page, "store.page_messages"),
+            "recall": (recall_call, recall_name),
+        }
+        if round_trips is None:
+            for key, (call, note) in reads.items():
+                add(key, await timer.measure(call), note=note)
+        else:
+            async with round_trips() as trips:
+                results += await paired_reads(
+                    reads,
+                    trips,
+                    adapter,
+                    size,
+                    rounds=max(PAIRED_ROUNDS, timer.repeat),
+                    min_block_s=timer.min_sample_s,
+                )
         add("branch", await timer.measure(lambda: store.entries(SESSION_ID)))
 
         async def store_path() -> list[ContextBlock]:

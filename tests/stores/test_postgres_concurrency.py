@@ -2,7 +2,7 @@
 and to four sessions, through ``append_at_leaf`` and through explicit parents; then every
 session is checked entry by entry: nothing lost, no accidental fork, one branch each.
 Two stores in one process (two pools: two "hosts") race the same way. Timings and the
-parallelism figure are in ``bench/adhoc/postgres_concurrency.py``, not asserted here.
+parallelism figure are ``python -m bench.postgres_concurrency``'s, not asserted here.
 """
 
 from __future__ import annotations

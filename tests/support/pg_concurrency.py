@@ -1,7 +1,7 @@
 """Start writer processes together and check a session entry by entry afterwards.
 
 Shared by ``tests/stores/test_postgres_concurrency.py`` and
-``bench/adhoc/postgres_concurrency.py``.
+``python -m bench.postgres_concurrency``.
 """
 
 from __future__ import annotations

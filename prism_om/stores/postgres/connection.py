@@ -148,7 +148,7 @@ class PoolReader:
     pooled connection: a pool checkout and return cost about a third of a round trip,
     paid now only by concurrent reads.
     The lane keeps one cursor too, with binary results (together 10-50 µs less per page
-    or recall than a new text cursor per read: ``bench/adhoc/pg_driver_parts.py``). A
+    or recall than a new text cursor per read: docs/benchmarks.md, findings). A
     lane that fails or whose read is interrupted goes back to the pool, which checks it
     (the open's connection is closed instead), and the next read takes a fresh one.
     """

@@ -1,7 +1,7 @@
-"""Reliability figures re-measured on today's code: kills, cancellations, racing writers.
+"""``python -m bench.reliability_trials``: kills, cancellations and racing writers, counted.
 
-Usage: python bench/adhoc/reliability_trials.py [--trials N] [--cancel N] [--rounds N]
-       [--seed S] [--keep DIR]
+    python -m bench.reliability_trials [--trials N] [--cancel N] [--rounds N] [--seed S]
+                                       [--keep DIR]
 
 Prints four tables (all work in a temporary directory, removed at the end):
 
@@ -52,7 +52,7 @@ from prism_om.stores.jsonl import JsonlStore
 from prism_om.testing.generate import make_message
 from prism_om.testing.write_conformance import _chain, _present, run_in_subprocess
 
-TESTS = Path(__file__).resolve().parents[2] / "tests"
+TESTS = Path(__file__).resolve().parents[1] / "tests"
 WORKERS = {
     "sqlite": TESTS / "support" / "crash_worker_sqlite.py",
     "jsonl": TESTS / "support" / "crash_worker_jsonl.py",

@@ -1,8 +1,8 @@
-"""Many writers on PostgreSQL: do appends to different sessions proceed in parallel?
+"""``python -m bench.postgres_concurrency``: do appends to different sessions run in parallel?
 
-    python bench/adhoc/postgres_concurrency.py [--appends N] [--url postgresql://...]
+    python -m bench.postgres_concurrency [--appends N] [--url postgresql://...]
 
-Starts its own throwaway cluster (``tests/support/postgres.py``; or uses ``--url``), then
+Starts its own throwaway cluster (``prism_om.testing.postgres_cluster``; or uses ``--url``), then
 times writer processes (each its own store and pool: its own "host"), started together,
 each making N single-entry ``append_at_leaf`` calls:
 
@@ -26,13 +26,18 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The writers and the entry-by-entry check are the concurrency test's own (tests/support).
+sys.path.append(os.path.join(ROOT, "tests"))
 
 from support.pg_concurrency import Writer, check_session, run_writers  # noqa: E402
-from support.postgres import drop_schema, throwaway_cluster, with_fresh_schema  # noqa: E402
 
 from prism_om.stores import open_store  # noqa: E402
+from prism_om.testing.postgres_cluster import (  # noqa: E402
+    drop_schema,
+    throwaway_cluster,
+    with_fresh_schema,
+)
 
 
 @contextmanager
