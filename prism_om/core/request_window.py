@@ -96,7 +96,7 @@ def select_request_window(
     est = estimator or get_estimator()
     uncovered = [e for e in tail if is_eligible_observation_source_entry(e)]
     uncovered_ids = {e.id for e in uncovered}
-    last = list(recent[len(recent) - keep :]) if keep else []
+    last = list(recent[max(len(recent) - keep, 0) :]) if keep else []
     covered = [e for e in last if e.id not in uncovered_ids]
     omitted: list[str] = []
     if budget_tokens is not None:

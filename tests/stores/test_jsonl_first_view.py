@@ -49,12 +49,14 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> Counter:
 
 @pytest.fixture
 def tokenised(monkeypatch: pytest.MonkeyPatch) -> Counter:
-    counter = Counter(TokenEstimator.count_entry)
+    """Counts texts encoded (``TokenEstimator.count``: what ``count_entry`` and the batched
+    ``count_many`` both call once per message)."""
+    counter = Counter(TokenEstimator.count)
 
-    def count_entry(self: TokenEstimator, entry: SessionEntry) -> int:
-        return int(counter(self, entry))
+    def count(self: TokenEstimator, text: str) -> int:
+        return int(counter(self, text))
 
-    monkeypatch.setattr(TokenEstimator, "count_entry", count_entry)
+    monkeypatch.setattr(TokenEstimator, "count", count)
     return counter
 
 
