@@ -27,7 +27,7 @@ from ..entries import SessionEntry
 from ..tokens import TokenEstimator, get_estimator
 from .branch_snapshot import BranchSnapshot, snapshot_from_branch
 from .projection import visible_memory
-from .recent_window import DEFAULT_KEEP_RECENT_ENTRIES, check_keep_recent_entries
+from .recent_window import DEFAULT_KEEP_RECENT_ENTRIES, MessageBlocks, check_keep_recent_entries
 from .records import Observation, Reflection
 from .redaction import Redactor, redactor
 from .render import RenderedMemory, render_observational_memory_details
@@ -103,6 +103,8 @@ class BlockOptions:
     estimator: TokenEstimator | None
     budget_tokens: int | None = None
     """What the model's input leaves for the window (see ``core.request_window``)."""
+    blocks_of: MessageBlocks | None = None
+    """Rendered message blocks kept from earlier turns (``core.recent_window``)."""
 
 
 def context_blocks_from_snapshot(
@@ -160,6 +162,7 @@ def context_blocks_with_window(
         estimator=est,
         secrets=red,
         invalidated_ids=options.invalidated_ids,
+        blocks_of=options.blocks_of,
     )
     rendered_window = window.rendered
     assert rendered_window is not None
@@ -202,7 +205,11 @@ def context_blocks_with_window(
             ContextBlock(
                 name=RECENT_MESSAGES_BLOCK_NAME,
                 text=rendered_window.text,
-                tokens=est.count_lines(rendered_window.text),
+                tokens=(
+                    rendered_window.tokens
+                    if rendered_window.tokens is not None
+                    else est.count_lines(rendered_window.text)
+                ),
                 entry_ids=rendered_window.entry_ids,
             )
         )

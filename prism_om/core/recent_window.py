@@ -31,6 +31,7 @@ from .withheld import REVOKED_MARKER
 
 __all__ = [
     "DEFAULT_KEEP_RECENT_ENTRIES",
+    "MessageBlocks",
     "RecentMessageWindow",
     "check_keep_recent_entries",
     "recent_message_window",
@@ -62,6 +63,8 @@ class RecentMessageWindow:
 
     withheld_entry_ids: tuple[str, ...] = ()
     """Messages shown as ``[revoked]``, without their text."""
+    tokens: int | None = None
+    """The text's token count, when the window was rendered with ``MessageBlocks``."""
 
     @property
     def complete_entry_ids(self) -> tuple[str, ...]:
@@ -106,6 +109,43 @@ def select_recent_message_entries_from_entries(
     return chosen
 
 
+class MessageBlocks:
+    """Each message's rendered block and its token counts, kept by entry id.
+
+    A host that renders the window every turn (``observational_memory.branch_view``)
+    passes one: an entry never changes, so its block (for one redactor) never does, and a
+    turn renders and counts only the messages it has not shown before. The window's
+    tokens are then the sum of its blocks' (each with the separator that follows it: a
+    block starts where a count splits, so the sum is the whole text's count, exactly).
+    """
+
+    def __init__(self, red: Redactor, estimator: TokenEstimator, max_entries: int = 4096):
+        self.red = red
+        self.estimator = estimator
+        self._max = max_entries
+        self._text: dict[tuple[str, bool], str] = {}
+        self._tokens: dict[tuple[str, bool, bool], int] = {}
+
+    def text(self, entry: SessionEntry, revoked: bool) -> str:
+        key = (entry.id, revoked)
+        found = self._text.get(key)
+        if found is None:
+            if len(self._text) >= self._max:
+                self._text.clear()
+                self._tokens.clear()
+            found = self._text[key] = _render_message(entry, self.red, revoked)
+        return found
+
+    def tokens(self, entry: SessionEntry, revoked: bool, last: bool) -> int:
+        key = (entry.id, revoked, last)
+        found = self._tokens.get(key)
+        if found is None:
+            block = self.text(entry, revoked)
+            found = self.estimator.count_lines(block if last else block + _SEPARATOR)
+            self._tokens[key] = found
+        return found
+
+
 def _render_message(entry: SessionEntry, red: Redactor, revoked: bool = False) -> str:
     assert entry.message is not None
     head = f"[{entry.message.role} {entry.id} {entry.timestamp}"
@@ -146,6 +186,7 @@ def render_message_window(
     max_bytes: int = RECENT_WINDOW_MAX_BYTES,
     invalidated_ids: Iterable[str] | None = None,
     omitted_note: str | None = None,
+    blocks_of: MessageBlocks | None = None,
 ) -> RecentMessageWindow:
     """Render chosen messages (oldest first) as the window, within ``max_bytes``.
 
@@ -154,9 +195,12 @@ def render_message_window(
     line the caller's own selection needs (messages it left out), kept before the rest.
     """
     validate_limit("max_bytes", max_bytes, hard_cap=RECENT_WINDOW_MAX_BYTES)
-    red = redactor(secrets)
+    red = redactor(secrets) if blocks_of is None else blocks_of.red
     invalid = frozenset(invalidated_ids or ())
-    blocks = [_render_message(e, red, e.id in invalid) for e in selected]
+    if blocks_of is None:
+        blocks = [_render_message(e, red, e.id in invalid) for e in selected]
+    else:
+        blocks = [blocks_of.text(e, e.id in invalid) for e in selected]
     sizes = [utf8_len(b) for b in blocks]
     sep = utf8_len(_SEPARATOR)
     note = utf8_len(omitted_note) + sep if omitted_note else 0
@@ -189,14 +233,23 @@ def render_message_window(
     if omitted_note:
         parts.insert(0, omitted_note)
     text = _SEPARATOR.join(parts)
+    tokens = None
     if utf8_len(text) > max_bytes:  # only when max_bytes is too small for even a marker
         text = truncate_utf8(text, max_bytes)
+    elif blocks_of is not None and truncated_id is None and shown:
+        est = blocks_of.estimator
+        heads = parts[: len(parts) - len(shown)]  # the note and omission lines, if any
+        tokens = sum(est.count_lines(h + _SEPARATOR) for h in heads)
+        tokens += sum(
+            blocks_of.tokens(e, e.id in invalid, i == len(shown) - 1) for i, e in enumerate(shown)
+        )
     return RecentMessageWindow(
         entries=tuple(shown),
         text=text,
         omitted_entry_ids=tuple(e.id for e in dropped),
         truncated_entry_id=truncated_id,
         withheld_entry_ids=tuple(e.id for e in shown if e.id in invalid),
+        tokens=tokens,
     )
 
 

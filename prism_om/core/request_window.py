@@ -29,7 +29,12 @@ from ..entries import SessionEntry
 from ..tokens import MESSAGE_OVERHEAD_TOKENS, TokenEstimator, get_estimator
 from .branch_snapshot import BranchSnapshot
 from .limits import RECENT_WINDOW_MAX_BYTES, validate_limit
-from .recent_window import RecentMessageWindow, check_keep_recent_entries, render_message_window
+from .recent_window import (
+    MessageBlocks,
+    RecentMessageWindow,
+    check_keep_recent_entries,
+    render_message_window,
+)
 from .redaction import Redactor
 from .sources import is_eligible_observation_source_entry
 
@@ -156,8 +161,10 @@ def request_message_window(
     secrets: Iterable[str] | Redactor | None = None,
     max_bytes: int = RECENT_WINDOW_MAX_BYTES,
     invalidated_ids: Iterable[str] | None = None,
+    blocks_of: MessageBlocks | None = None,
 ) -> RequestWindow:
-    """Choose (``select_request_window``) and render the window of ``snapshot``."""
+    """Choose (``select_request_window``) and render the window of ``snapshot``
+    (``blocks_of``: each message's block kept from earlier renders)."""
     chosen = select_request_window(
         snapshot.tail,
         snapshot.recent,
@@ -181,6 +188,7 @@ def request_message_window(
         max_bytes=max_bytes,
         invalidated_ids=invalidated_ids,
         omitted_note=note,
+        blocks_of=blocks_of,
     )
     return RequestWindow(
         selected=chosen.selected,

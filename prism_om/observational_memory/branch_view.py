@@ -30,6 +30,7 @@ from ..core.context_blocks import (
     context_blocks_with_window,
     render_memory,
 )
+from ..core.recent_window import MessageBlocks
 from ..core.records import Observation, Reflection
 from ..core.redaction import Redactor, redactor
 from ..core.render import RenderedMemory
@@ -73,6 +74,7 @@ class BranchView:
         self.recent_message_max_tokens = recent_message_max_tokens
         self.estimator = estimator
         self._redactor = secrets if isinstance(secrets, Redactor) else redactor(secrets)
+        self._blocks = MessageBlocks(self._redactor, estimator)
         self._snapshot: BranchSnapshot | None = None
         self._renders: dict[tuple[Any, ...], tuple[RenderedMemory, int]] = {}
         self.reads = 0
@@ -134,6 +136,7 @@ class BranchView:
             self._redactor,
             self.estimator,
             budget_tokens,
+            self._blocks,
         )
         blocks, window = context_blocks_with_window(snapshot, options, self._render)
         return TurnBlocks(snapshot, tuple(blocks), window, invalid)
