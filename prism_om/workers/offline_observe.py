@@ -62,6 +62,7 @@ _LEAD = re.compile(
 # A name said in address ("Thanks, Melanie!"): a comma, one capitalised word, and the end of
 # the sentence. A name between commas ("my home country, Sweden, ...") is part of the clause.
 _VOCATIVE = re.compile(r",\s*(?P<name>[A-Z][a-z]+)(?=\s*[!.?]*\s*$)")
+_BY_THE_WAY = re.compile(r",?\s*(?:by the way|btw)(?=[.!?]*$)", re.I)
 _TIMES = re.compile(r" \(\d+ times\)$")
 _ANSWER = re.compile(
     r"^(?P<word>yes|yeah|yep|yup|no|nope|nah|sure|definitely|absolutely|of course|not really|"
@@ -110,6 +111,9 @@ _FILLER: Final = frozenset(
     "a an the just really totally honestly actually definitely literally basically "
     "already very quite pretty".split()
 )
+_NUMBER_WORDS: Final = frozenset(
+    "one two three four five six seven eight nine ten first second third next last".split()
+)
 _RANK: Final = {"low": 0, "medium": 1, "high": 2}
 # Words that open a message as a label, not as the name of who speaks.
 _LABELS: Final = frozenset(
@@ -130,6 +134,8 @@ class _Draft:
     verbatim: Verbatim
     observed: str | None = None
     """When the message says it was written (a date header), if not its timestamp."""
+    day: str = ""
+    """The day the message was written: a statement never joins one of another day."""
     words: frozenset[str] = field(default_factory=frozenset)
     repeats: int = 1
 
@@ -195,6 +201,7 @@ def _clean(sentence: str, speakers: frozenset[str] = frozenset(), *, any_name: b
     """
     text = " ".join(sentence.split())
     text = _VOCATIVE.sub(lambda m: "" if any_name or m["name"].lower() in speakers else m[0], text)
+    text = _BY_THE_WAY.sub("", text)
     text = _LEAD.sub("", text).strip()
     text = re.sub(r"([!?])\1+", r"\1", text)
     if text[:1].islower():
@@ -325,7 +332,8 @@ def _message_drafts(entry: ParsedEntry, ctx: _Context) -> list[_Draft]:
     def draft(
         sentences: list[str], priority: str, kind: str, referenced: str | None = None
     ) -> _Draft:
-        return _Draft(speaker, [entry.id], sentences, priority, referenced, kind, v, observed)
+        day = moment.date().isoformat() if moment is not None else entry.timestamp[:10]
+        return _Draft(speaker, [entry.id], sentences, priority, referenced, kind, v, observed, day)
 
     asked, ctx.asked = ctx.asked, None
     if entry.role == "tool":
@@ -371,7 +379,7 @@ def _message_drafts(entry: ParsedEntry, ctx: _Context) -> list[_Draft]:
         if answer:
             # "Yep!" answers the other's question the memory leaves out: say what to.
             word = answer["word"].capitalize()
-            facts.append(f"{word}, to {asked[0]}'s {v.protect(chr(34) + asked[1] + chr(34))}")
+            facts.append(f"{word}, to {asked[0]}'s {v.hold(chr(34) + asked[1] + chr(34))}")
     for raw in sentences:
         if raw.startswith(("[… truncated", "[aborted]")) or is_chatter(raw, speakers):
             continue
@@ -428,18 +436,31 @@ def _repeats(earlier: _Draft, draft: _Draft) -> bool:
 
 def _speakers(entries: Sequence[ParsedEntry]) -> tuple[frozenset[str], frozenset[str]]:
     """The speakers named at the start of the messages shown (``Caroline: ...``), and
-    their names' words in lower case. A label (``Fixed: ...``, ``Update: ...``) is no
-    speaker."""
-    found: set[str] = set()
+    their names' words in lower case.
+
+    A name that opens two messages or more is a speaker. One that opens a single message
+    is one only when it reads as a name: capitalised words, none of them a label
+    (``Fixed:``, ``Update:``), a word of chatter (``Understood:``) or a common word
+    (``Two TODOs:``).
+    """
+    opened: dict[str, int] = {}
     for entry in entries:
         named = _SPEAKER.match(message_moment(entry.text, entry.timestamp)[0])
         if named and named["name"].lower() not in _LABELS:
-            found.add(named["name"])
-    names = frozenset(found)
+            opened[named["name"]] = opened.get(named["name"], 0) + 1
+    names = frozenset(name for name, count in opened.items() if count > 1 or _reads_as_name(name))
     words = {"user", "assistant", "tool"}
     for name in names:
         words.update(part.lower() for part in name.split())
     return names, frozenset(words)
+
+
+def _reads_as_name(name: str) -> bool:
+    common = _LABELS | _CHATTER | _STRONG | _STOP | _NUMBER_WORDS
+    return all(
+        part[:1].isupper() and part[1:].islower() and part.lower() not in common
+        for part in name.split()
+    )
 
 
 def extract_observations(entries: Sequence[ParsedEntry]) -> list[dict[str, Any]]:
@@ -452,9 +473,17 @@ def extract_observations(entries: Sequence[ParsedEntry]) -> list[dict[str, Any]]
     ctx = _Context(names, speakers, Verbatim())
     position = {entry.id: index for index, entry in enumerate(entries)}
     merged: list[_Draft] = []
+    # Who spoke, in order, including drafts absorbed into an earlier twin: a turn of the
+    # other speaker ends a statement even when all it said was said before.
+    turns: list[tuple[str, str]] = []
+    last_turn: dict[int, int] = {}  # id(draft) -> index in turns of its newest part
     for entry in entries:
         for draft in _message_drafts(entry, ctx):
-            twin = next((d for d in merged if _repeats(d, draft)), None)
+            turns.append((draft.speaker, draft.kind))
+            # A repeated tool line collapses only into the run it repeats (the call and its
+            # result just before): the same command run again later is a new event.
+            near = merged[-2:] if draft.kind == "tool" else merged
+            twin = next((d for d in near if _repeats(d, draft)), None)
             if twin is not None:
                 twin.sources.extend(s for s in draft.sources if s not in twin.sources)
                 if draft.kind == "tool":
@@ -475,13 +504,14 @@ def extract_observations(entries: Sequence[ParsedEntry]) -> list[dict[str, Any]]
             # of its own, and joining across it would tie unrelated messages together
             # (revoking one would withhold the others' facts).
             if last is not None and any(
-                d.speaker != draft.speaker and d.kind != "question"
-                for d in merged[merged.index(last) + 1 :]
+                speaker != draft.speaker and kind != "question"
+                for speaker, kind in turns[last_turn[id(last)] + 1 : -1]
             ):
                 last = None
             if (
                 last is not None
                 and draft.kind == "fact"
+                and last.day == draft.day
                 and last.sources[-1] != draft.sources[0]
                 and len(last.text) + len(draft.text) <= _MERGE_CHARS
             ):
@@ -492,8 +522,10 @@ def extract_observations(entries: Sequence[ParsedEntry]) -> list[dict[str, Any]]
                 last.observed = _later(last.observed, draft.observed)
                 if _RANK[draft.priority] > _RANK[last.priority]:
                     last.priority = draft.priority
+                last_turn[id(last)] = len(turns) - 1
                 continue
             merged.append(draft)
+            last_turn[id(draft)] = len(turns) - 1
     merged.sort(key=lambda d: max(position.get(s, -1) for s in d.sources))
     return [d.item() for d in merged]
 

@@ -55,7 +55,13 @@ _PATH = (
     rf"|{_SEGMENT}(?:/{_SEGMENT}){{2,}}/?"
     rf"|{_SEGMENT}/[\w@+-]*\.[\w.@+-]*\w"
 )
-_TOKEN = re.compile(rf"(?<![\w/.~]){_URL}|(?<![\w/.~])(?:{_PATH})(?![\w/])")
+_FILE = (
+    r"[\w-]+(?:\.[\w-]+)*\.(?:py|pyi|js|mjs|ts|tsx|jsx|json|jsonl|md|rst|txt|toml|yaml|yml|cfg|"
+    r"ini|sh|rs|go|java|kt|c|h|cc|cpp|hpp|rb|php|lock|sql|html|css|scss|log|csv|db|env|xml)"
+)
+_TOKEN = re.compile(
+    rf"(?<![\w/.~]){_URL}|(?<![\w/.~])(?:{_PATH})(?![\w/])|(?<![\w/.~]){_FILE}(?![\w/])"
+)
 _TRAILING = ".,;:!?"
 
 
