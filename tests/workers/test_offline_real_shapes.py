@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from prism_om.core.render import render_observational_memory
 from prism_om.core.records import Observation
+from prism_om.core.render import render_observational_memory
 from prism_om.importers.api import import_conversation
 from prism_om.session import Session
 from prism_om.stores.memory import MemoryStore
