@@ -3,6 +3,9 @@
 Python blocks run in a subprocess each, and console blocks run line by line (each line
 is a ``prism-om`` command, run as ``python -m prism_om.cli``), all in one temporary
 directory, in README order. The two set-up commands at the top are ``tests/test_readme.py``'s.
+Every date an example prints must be right (``support.dates.wrong_dates``): the memory
+example printed ``Atlas 2.4 ships Tuesday (8 December 2026) 2026-03-17`` on the code before
+issue 31, the weekday beside a written date resolved again against the day it ran.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.dates import wrong_dates
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -56,6 +60,8 @@ def test_every_readme_example_runs(tmp_path: Path) -> None:
                 env=env,
             )
             assert done.returncode == 0, f"README python block {number}:\n{done.stderr}"
+            # What the example prints is what a reader copies: its dates must be right.
+            assert wrong_dates(done.stdout) == [], f"README python block {number}"
             continue
         for line in body.splitlines():
             if not line.startswith("prism-om"):
@@ -69,6 +75,7 @@ def test_every_readme_example_runs(tmp_path: Path) -> None:
                 env=env,
             )
             assert done.returncode == 0, f"README command {line!r}:\n{done.stderr}"
+            assert wrong_dates(done.stdout) == [], f"README command {line!r}"
 
 
 @pytest.mark.parametrize("name", ["OfflineMemoryProvider", "create_observational_memory"])
