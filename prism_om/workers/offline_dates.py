@@ -238,8 +238,8 @@ def resolve_dates(
             parts.append(" " + (hold or str)(f"({label})"))
         cursor = end
     parts.append(sentence[cursor:])
-    days = [day for _, _, _, day in found if day is not None]
-    return DatedText("".join(parts), days[0].isoformat() if days else None)
+    named = [when for _, _, _, when in found if when is not None]
+    return DatedText("".join(parts), named[0].isoformat() if named else None)
 
 
 def _count(match: re.Match[str]) -> int:
