@@ -153,6 +153,8 @@ class DatedText:
     text: str
     referenced: str | None
     """The first date the text names, ISO."""
+    dated: bool = False
+    """Whether the text names a date of any unit (a day, week, month or year)."""
 
 
 def resolve_dates(
@@ -239,7 +241,9 @@ def resolve_dates(
         cursor = end
     parts.append(sentence[cursor:])
     named = [when for _, _, _, when in found if when is not None]
-    return DatedText("".join(parts), named[0].isoformat() if named else None)
+    # A written date, or a resolution of a relative one (an idiom's span is neither).
+    dated = any(when is not None or label for _, _, label, when in found)
+    return DatedText("".join(parts), named[0].isoformat() if named else None, dated)
 
 
 def _count(match: re.Match[str]) -> int:

@@ -141,7 +141,13 @@ class _Draft:
 
     @property
     def text(self) -> str:
-        body = " ".join(self.sentences)
+        # A sentence ending in code or a command has no full stop of its own to end it.
+        body = " ".join(
+            f"{sentence};"
+            if self.verbatim.ends_with_code(sentence) and n < len(self.sentences) - 1
+            else sentence
+            for n, sentence in enumerate(self.sentences)
+        )
         if self.kind == "tool":
             text = body
         else:
@@ -259,6 +265,9 @@ def _weak(sentence: str, speakers: frozenset[str]) -> bool:
 
 
 def _sentence_priority(sentence: str, referenced: str | None, speakers: frozenset[str]) -> str:
+    # Resolved dates and verbatim spans are placeholders here: ``referenced`` stands for a
+    # date, and the placeholders' digits are no number of the sentence.
+    sentence = Verbatim.without_spans(sentence)
     words = set(_words(sentence))
     strong = (
         any(ch.isdigit() for ch in sentence)
@@ -389,12 +398,13 @@ def _message_drafts(entry: ParsedEntry, ctx: _Context) -> list[_Draft]:
         dated = resolve_dates(_compact(sentence), moment, v.hold)
         if sentence.endswith("?"):
             # A question keeps only what it names: "How old is Biscuit?", not "Who with?".
-            if _names(sentence, speakers) or any(ch.isdigit() for ch in sentence):
+            bare = Verbatim.without_spans(sentence)
+            if _names(bare, speakers) or any(ch.isdigit() for ch in bare):
                 questions.append(dated.text)
             continue
         facts.extend(_long_pieces(dated.text))
         referenced = referenced or dated.referenced
-        if _sentence_priority(dated.text, dated.referenced, speakers) == "high":
+        if dated.dated or _sentence_priority(dated.text, dated.referenced, speakers) == "high":
             priority = "high"
     if sentences and sentences[-1].endswith("?") and not questions:
         last = v.restore(_clean(sentences[-1], speakers))

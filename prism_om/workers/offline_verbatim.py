@@ -35,7 +35,7 @@ _CAPTION = re.compile(r"\[shares a photo: (?P<caption>[^\]]*)\]")
 _COMMANDS: Final = (
     "git pip pip3 npm npx yarn pnpm python python3 pytest cd ls grep rg cargo docker "
     "kubectl curl wget mkdir rm mv cp chmod chown sed awk uv poetry node bash sh sudo brew "
-    "apt apt-get ruff mypy tsc bun deno gh ssh scp tar unzip psql sqlite3 pi"
+    "apt apt-get ruff mypy tsc bun deno gh ssh scp tar unzip psql sqlite3"
 ).split()
 _COMMAND_LINE = re.compile(
     r"^[ \t]*(?:\$ \S[^\n]*|(?:" + "|".join(re.escape(c) for c in _COMMANDS) + r")(?: [^\n]*)?)$",
@@ -87,8 +87,14 @@ class Verbatim:
             lambda m: self._hold(f"[photo: {' '.join(m['caption'].split())}]"), text
         )
         text = _INLINE.sub(lambda m: self._hold(m[0]), text)
-        text = _COMMAND_LINE.sub(lambda m: self._hold(f"`{m[0].strip()}`"), text)
+        text = _COMMAND_LINE.sub(self._command, text)
         return _TOKEN.sub(self._token, text)
+
+    def _command(self, match: re.Match[str]) -> str:
+        line = match[0].strip()
+        if not line.startswith("$ ") and _reads_as_prose(line):
+            return match[0]  # "git is hard to learn": a sentence about git, not a command
+        return self._hold(f"`{line}`")
 
     def _token(self, match: re.Match[str]) -> str:
         token = match[0]
@@ -114,9 +120,28 @@ class Verbatim:
         )
 
     @staticmethod
+    def without_spans(text: str) -> str:
+        """``text`` with its placeholders left out (their digits are no number of it)."""
+        return _PLACEHOLDER.sub(" ", text)
+
+    @staticmethod
     def holds(text: str) -> bool:
         """Whether ``text`` holds a verbatim span (which is content, never chatter)."""
         return _OPEN in text
+
+
+_PROSE_WORDS: Final = frozenset(
+    "is are was were be been the a an so and but i you we it that this to of for my your "
+    "our has have had very really just".split()
+)
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+
+
+def _reads_as_prose(line: str) -> bool:
+    """Whether a line that opens with a command's name is a sentence: its words outside
+    quotes hold a word of prose ("python is great", "git was down")."""
+    words = _QUOTED.sub(" ", line).lower().split()[1:]
+    return any(word.strip(",.!?;:") in _PROSE_WORDS for word in words)
 
 
 def _code_block(block: str) -> str:

@@ -254,3 +254,23 @@ def test_distinct_facts_in_similar_messages_are_never_merged() -> None:
     for code in ("118", "amber-fox", "119", "amber-owl", "120", "slate-fox"):
         assert code in text
     assert [f["sourceEntryIds"] for f in found] == [["m118"], ["m119"], ["m120"]]
+
+
+def test_a_command_line_is_verbatim_and_a_sentence_about_a_tool_is_prose() -> None:
+    found = extract_observations(
+        [
+            ParsedEntry("m1", "user", "2026-03-02T09:00:00Z", "git add ."),
+            ParsedEntry("m2", "assistant", "2026-03-02T09:00:05Z", "Staged both test files."),
+            ParsedEntry("m3", "user", "2026-03-02T09:01:00Z", "python is great for the reports"),
+        ]
+    )
+    texts = [f["text"] for f in found]
+    assert texts[0] == "User: `git add .`"  # before: "User: Git add ;."
+    assert "`" not in texts[-1] and "Python" in texts[-1] and "reports" in texts[-1]
+    # The placeholder a verbatim span is held by while the prose is shortened has digits;
+    # they are no number of the sentence (a number makes a statement high priority).
+    assert found[0].get("priority", "medium") == "medium"
+    [year] = extract_observations(
+        [ParsedEntry("m1", "user", "2023-05-08T13:56:00Z", "Last year I ran my first marathon.")]
+    )
+    assert "(2022)" in year["text"] and year["priority"] == "high"
