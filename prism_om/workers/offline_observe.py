@@ -17,14 +17,27 @@ What a message becomes:
   statements, ``low`` for questions (kept only when they name something) and routine tool
   output.
 * **Dates** resolve against the message's own time or a date header in its text
-  (:mod:`.offline_dates`); the day is written into the text and the first one becomes
-  ``referencedDate``.
-* **Tool calls and results are summarised**, not copied: the tool's name and target
-  (``Assistant called read on billing/export.py``), a result's outcome (``24 passed``),
-  or its error class and where it was raised (``Tool error: KeyError: 'currency' at
-  billing/export.py line 41``).
-* **Duplicates collapse**: a statement whose content words repeat an earlier one of the
-  batch adds its source to that observation instead of a new one.
+  (:mod:`.offline_dates`), only when certain and in the unit they name (a day, ``the week
+  of`` its Monday, a month, a year); the resolution is written into the text and the first
+  day named becomes ``referencedDate``. Written dates are never resolved again.
+* **Tool calls and results are notes** (:mod:`.offline_tools`): the tool and its key
+  argument (``Assistant called bash: `git diff```), a result's outcome (``read 19 lines of
+  fib.py``, ``24 passed``, ``listed 65 paths (60 under .git/objects, ...)``), or its exit
+  status, error type, message and where it was raised (``Tool error: KeyError:
+  'currency' at billing/export.py line 41``). A shell command the user ran (``$ cmd`` and
+  its output) is ``User ran `cmd`: ...``, never a statement of theirs.
+* **Verbatim spans stay verbatim** (:mod:`.offline_verbatim`): code, commands, paths,
+  backticked text and photo captions are held out of the rewriting.
+* **Names survive**: only a speaker's name closing a sentence is an address (", Melanie!").
+* **Replies keep their subject**: "Yep!" after the other's question that the memory
+  leaves out says what it answers.
+* **Observations are dated** by the day each message was written (a date header in its
+  text, else its timestamp), and a statement never joins one of another day.
+* **Repeats collapse, distinct facts never merge**: a statement every content word of
+  which an earlier one of the batch holds adds its source to that observation; a repeated
+  tool line collapses into the run it repeats with its count.
+* Observations come in the order of their newest source, so a run a cap stops has recorded
+  everything up to the newest message it cites.
 """
 
 from __future__ import annotations
