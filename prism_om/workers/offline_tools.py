@@ -50,7 +50,8 @@ _EXIT = re.compile(
     re.I,
 )
 _TEST_SUMMARY = re.compile(r"\b(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)\b")
-_PATHLIKE = re.compile(r"^[\w./~@+-]+$")
+# A path: no spaces, a slash or a dot, and a letter ("3.14" and "832040" are numbers).
+_PATHLIKE = re.compile(r"^(?=.*[/.])(?=.*[A-Za-z])[\w./~@+-]+$")
 _MARKER = "[tool error]"
 
 

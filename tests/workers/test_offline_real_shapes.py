@@ -28,6 +28,7 @@ from prism_om.workers import (
     create_observational_memory_runtime,
 )
 from prism_om.workers.offline import extract_observations
+from prism_om.workers.offline_tools import summarize_tool_result
 from prism_om.workers.transcript import ParsedEntry
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "memory_quality"
@@ -274,3 +275,10 @@ def test_a_command_line_is_verbatim_and_a_sentence_about_a_tool_is_prose() -> No
         [ParsedEntry("m1", "user", "2023-05-08T13:56:00Z", "Last year I ran my first marathon.")]
     )
     assert "(2022)" in year["text"] and year["priority"] == "high"
+
+
+def test_output_of_numbers_is_no_listing() -> None:
+    numbers = "\n".join(str(n * n) for n in range(1, 9))
+    assert "listed" not in summarize_tool_result(numbers)[0]
+    paths = "\n".join(f"src/pkg/module_{n}.py" for n in range(9))
+    assert summarize_tool_result(paths)[0] == "Tool result: listed 9 paths (9 .py files)"
