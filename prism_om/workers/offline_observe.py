@@ -500,8 +500,11 @@ def extract_observations(entries: Sequence[ParsedEntry]) -> list[dict[str, Any]]
     # other speaker ends a statement even when all it said was said before.
     turns: list[tuple[str, str]] = []
     last_turn: dict[int, int] = {}  # id(draft) -> index in turns of its newest part
+    said: dict[str, list[frozenset[str]]] = {}  # speaker -> content words of each clause
     for entry in entries:
         for draft in _message_drafts(entry, ctx):
+            if draft.kind == "fact":
+                _drop_said_clauses(draft, said.setdefault(draft.speaker, []), speakers)
             turns.append((draft.speaker, draft.kind))
             # A repeated tool line collapses only into the run it repeats (the call and its
             # result just before): the same command run again later is a new event.
@@ -551,6 +554,37 @@ def extract_observations(entries: Sequence[ParsedEntry]) -> list[dict[str, Any]]
             last_turn[id(draft)] = len(turns) - 1
     merged.sort(key=lambda d: max(position.get(s, -1) for s in d.sources))
     return [d.item() for d in merged]
+
+
+_CLAUSE = re.compile(r"(?<=[,;:])\s+")
+
+
+def _drop_said_clauses(draft: _Draft, said: list[frozenset[str]], speakers: frozenset[str]) -> None:
+    """Leave out of ``draft`` each clause its speaker said before in the batch, word for
+    word (the boilerplate of similar messages), when something of it remains.
+
+    A clause goes only when every content word of it is in one earlier clause, so a clause
+    with a new number, name or code word always stays: distinct facts are never lost.
+    """
+    kept_sentences: list[str] = []
+    dropped = False
+    new: list[frozenset[str]] = []
+    for sentence in draft.sentences:
+        kept: list[str] = []
+        for clause in _CLAUSE.split(sentence):
+            words = _content_words(draft.verbatim.restore(clause), speakers)
+            if len(words) >= 2 and any(words <= earlier for earlier in said):
+                dropped = True
+                continue
+            if words:
+                new.append(words)
+            kept.append(clause)
+        if kept:
+            kept_sentences.append(" ".join(kept).rstrip(",;:"))
+    said.extend(new)
+    if dropped and kept_sentences:
+        draft.sentences = kept_sentences
+        draft.words = _content_words(draft.verbatim.restore(" ".join(kept_sentences)), speakers)
 
 
 def _later(a: str | None, b: str | None) -> str | None:
