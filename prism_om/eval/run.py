@@ -56,6 +56,7 @@ from ..stores.base import SessionStore
 from ..tokens import TokenEstimator, get_estimator
 from ..workers import OFFLINE_MODEL, OfflineMemoryProvider
 from ..workers.one_model import one_model_workers
+from ..workers.runtime import FlushResult
 from .formats import EvalConversation, EvalQuestion, EvalTurn
 from .judge import Judgement, ModelJudge
 from .matching import answer_in_text, key_words, missing_key_words, text_words
@@ -175,7 +176,7 @@ class ConversationResult:
     unless ``omitted_uncovered`` says otherwise)."""
     omitted_uncovered: int = 0
     flushes: int = 0
-    """Flushes that ran a worker (observed, reflected, consolidated or dropped)."""
+    """Flushes after a step that appended memory (observed, reflected or dropped)."""
     request_text: str = ""
 
     @property
@@ -348,24 +349,25 @@ async def evaluate_conversation(
     groups = _groups(conversation.turns, entries, observe)
     worked = 0
     for label, batch in groups:
+        flushed: FlushResult | None
         if force:
             await store.append_at_leaf(batch)
             flushed = await attached.flush(force=True)
         else:
+            attached.last_flush = None  # set again by this call's post-run flush
             async with agent.hooked("run"):
                 stored = await store.append_at_leaf(batch)
                 # What a turn records for memory's post-run work (``Agent._turn`` does the
                 # same): the entries it appended, so the held snapshot is advanced, not re-read.
                 agent.last_turn = TurnRecord(ProviderRequest(), tuple(stored), len(stored))
             flushed = attached.last_flush
-        if flushed is None:
-            continue
-        worked += bool(flushed.entry_ids)
-        if flushed.status == "failed":
-            failures.append(f"{label}: {flushed.error}")
-        observer = flushed.outcome("observer")
-        if force and observer is not None and observer.status == "skipped":
-            failures.append(f"{label}: observer skipped ({observer.reason})")
+        if flushed is not None:
+            worked += bool(flushed.entry_ids)
+            if flushed.status == "failed":
+                failures.append(f"{label}: {flushed.error}")
+            observer = flushed.outcome("observer")
+            if force and observer is not None and observer.status == "skipped":
+                failures.append(f"{label}: observer skipped ({observer.reason})")
         tick(f"{conversation.id} {label}")
 
     # The next request, as the agent would send it after the conversation's last message.

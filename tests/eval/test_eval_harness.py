@@ -240,5 +240,5 @@ async def test_observe_once_flushes_once_after_the_whole_import() -> None:
     assert summary["observe"] == "once"
     assert len(seen) == summary["overall"]["conversations"]
     assert all(label.endswith("all sessions") for label in seen)
-    per_session = await run_eval(LONGMEMEVAL)
-    assert per_session["observe"] == "per-session"
+    default = await run_eval(LONGMEMEVAL)
+    assert default["observe"] == "per-message" and default["forced"] is False

@@ -86,7 +86,11 @@ async def test_model_run_judges_answers_with_memory_and_with_transcript(
     model_server: ChatServer,
 ) -> None:
     async with OpenAICompatibleProvider(model_server.url, "fake-model") as provider:
-        summary = await run_eval(LONGMEMEVAL, provider=provider, model="fake-model")
+        # Forced after each session: the instances are far below the observer's threshold,
+        # and what is judged here is the memory a model made of all of them.
+        summary = await run_eval(
+            LONGMEMEVAL, provider=provider, model="fake-model", observe="per-session", force=True
+        )
     overall = summary["overall"]
     assert summary["provider"] == "fake-model"
     assert overall["failures"] == 0
