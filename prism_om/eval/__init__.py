@@ -11,6 +11,7 @@ with ``force`` instead), and returns the summary that ``prism-om eval --json`` p
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -151,8 +152,6 @@ def _only_categories(
     conversations: list[EvalConversation], wanted: Sequence[str]
 ) -> list[EvalConversation]:
     """The conversations with only the questions of ``wanted`` (names or LoCoMo numbers)."""
-    from dataclasses import replace
-
     names = {LOCOMO_CATEGORIES.get(int(w), w) if w.isdigit() else w for w in wanted}
     known = {q.category for c in conversations for q in c.questions}
     unknown = sorted(names - known)

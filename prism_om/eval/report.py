@@ -41,6 +41,10 @@ def _figures(questions: Sequence[QuestionResult]) -> dict[str, Any]:
     }
     judged = [q for q in scored if q.memory is not None and q.transcript is not None]
     if judged:
+        figures["requestAccuracy"] = _rate(q.request.correct for q in judged if q.request)
+        figures["requestContextTokens"] = _mean(
+            [q.request.context_tokens for q in judged if q.request]
+        )
         figures["memoryAccuracy"] = _rate(q.memory.correct for q in judged if q.memory)
         figures["transcriptAccuracy"] = _rate(q.transcript.correct for q in judged if q.transcript)
         figures["memoryContextTokens"] = _mean(
@@ -197,7 +201,14 @@ def summary_table(summary: dict[str, Any]) -> list[Table]:
         "evidence cited",
     ]
     if judged:
-        columns += ["QA memory", "QA transcript", "ctx memory", "ctx transcript"]
+        columns += [
+            "QA request",
+            "QA memory",
+            "QA transcript",
+            "ctx request",
+            "ctx memory",
+            "ctx transcript",
+        ]
     for name in columns:
         by_category.add_column(name, justify="left" if name == "category" else "right")
     rows = [*summary["categories"].items(), ("all", summary["overall"])]
@@ -213,8 +224,10 @@ def summary_table(summary: dict[str, Any]) -> list[Table]:
         ]
         if judged:
             cells += [
+                _cell(figures.get("requestAccuracy")),
                 _cell(figures.get("memoryAccuracy")),
                 _cell(figures.get("transcriptAccuracy")),
+                str(figures.get("requestContextTokens") or "-"),
                 str(figures.get("memoryContextTokens") or "-"),
                 str(figures.get("transcriptContextTokens") or "-"),
             ]
@@ -258,7 +271,25 @@ def summary_table(summary: dict[str, Any]) -> list[Table]:
             str(convo["droppedObservations"]),
             str(convo["reflections"]),
             shares,
+            end_section=convo is summary["conversations"][-1],
         )
+    total = summary["overall"]
+    per.add_row(
+        "all",
+        str(total["scored"]),
+        _cell(total["keywordsInRequest"]),
+        _cell(total["keywordsInMemory"]),
+        _cell(total["keywordsInTranscript"]),
+        str(total["transcriptTokens"]),
+        str(total["memoryTokens"]),
+        str(total["requestTokens"]),
+        _times(total["memoryRatio"]),
+        _times(total["requestRatio"]),
+        str(total["observations"]),
+        str(total["droppedObservations"]),
+        str(total["reflections"]),
+        f"max {_ratio(total['maxDropShareRatio'])}",
+    )
 
     spread = Table(title=f"spread over {summary['overall']['conversations']} conversation(s)")
     for name in ("figure", "min", "median", "max", "stdev"):
@@ -275,6 +306,10 @@ def _spread_cell(value: float | None, ratio: bool) -> str:
     if value is None:
         return "-"
     return f"{value:.2f}x" if ratio else f"{value * 100:.1f}%"
+
+
+def _times(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
 
 
 def _ratio(value: float | None) -> str:
@@ -299,6 +334,7 @@ def plot_summary(summary: dict[str, Any], path: str | Path) -> bool:
     ]
     if "memoryAccuracy" in summary["overall"]:
         series += [
+            ("QA with the request", "requestAccuracy"),
             ("QA with memory", "memoryAccuracy"),
             ("QA with transcript", "transcriptAccuracy"),
         ]

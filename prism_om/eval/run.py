@@ -25,9 +25,10 @@ conversation: the rendered memory's, the request's and the transcript's tokens, 
 speaker's share of the dropped observations against their share of all observations (an
 observation citing several speakers counts for each in equal parts).
 
-With ``judge`` (a model): each scored question is answered twice, with the rendered
-memory and with the full transcript as context, both answers judged by the model against
-the reference, with the context tokens each used.
+With ``judge`` (a model): each scored question is answered three times, with the next
+request's memory and window, with the rendered memory alone and with the full transcript
+as context, each answer judged by the model against the reference, with the context
+tokens each used.
 """
 
 from __future__ import annotations
@@ -107,6 +108,7 @@ class QuestionResult:
     missing_in_request: list[str] = field(default_factory=list)
     memory: Judgement | None = None
     transcript: Judgement | None = None
+    request: Judgement | None = None
 
     @property
     def evidence_covered(self) -> bool | None:
@@ -138,6 +140,8 @@ class QuestionResult:
             data["withMemory"] = self.memory.to_json()
         if self.transcript is not None:
             data["withTranscript"] = self.transcript.to_json()
+        if self.request is not None:
+            data["withRequest"] = self.request.to_json()
         return data
 
 
@@ -405,6 +409,7 @@ async def evaluate_conversation(
     for question in conversation.questions:
         result = _offline_question(question, entry_of, cited, in_request, shown_raw, words)
         if judge is not None and question.scored:
+            result.request = await judge.assess(question, request_text)
             result.memory = await judge.assess(question, memory or "(no memory)")
             result.transcript = await judge.assess(question, transcript)
             tick(f"{conversation.id} {question.id}")

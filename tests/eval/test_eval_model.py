@@ -97,7 +97,12 @@ async def test_model_run_judges_answers_with_memory_and_with_transcript(
     assert overall["memoryAccuracy"]["of"] == overall["scored"] == 5
     assert overall["transcriptAccuracy"]["of"] == 5
     judged = [q for c in summary["conversations"] for q in c["questions"]]
-    for key, side in (("memoryAccuracy", "withMemory"), ("transcriptAccuracy", "withTranscript")):
+    for key, side in (
+        ("requestAccuracy", "withRequest"),
+        ("memoryAccuracy", "withMemory"),
+        ("transcriptAccuracy", "withTranscript"),
+    ):
+        assert overall[key]["of"] == 5
         assert overall[key]["hits"] == sum(q[side]["correct"] for q in judged)
     # The fake reader quotes the transcript line holding "Mazda 3"; the judge says yes.
     update = next(q for q in judged if q["category"] == "knowledge-update")
@@ -109,12 +114,16 @@ async def test_model_run_judges_answers_with_memory_and_with_transcript(
     for convo in summary["conversations"]:
         assert convo["observations"] == convo["turns"]
         for q in convo["questions"]:
-            assert {"withMemory", "withTranscript"} <= set(q)
+            assert {"withRequest", "withMemory", "withTranscript"} <= set(q)
             assert q["withMemory"]["contextTokens"] > 0
     bodies = [r.body for r in model_server.requests]
     answers = [b for b in bodies if b["messages"][0].get("content") == ANSWER_SYSTEM]
-    assert len(answers) == 10
-    assert sum("# Observational memory" in _text(b["messages"][-1]) for b in answers) == 5
+    # Answered with the next request (memory block and window), the memory alone, and the
+    # transcript.
+    assert len(answers) == 15
+    assert sum("<recent-messages>" in _text(b["messages"][-1]) for b in answers) == 5
+    assert sum("# Observational memory" in _text(b["messages"][-1]) for b in answers) >= 5
+    assert sum("Context:\n## " in _text(b["messages"][-1]) for b in answers) == 5
     assert all(b["model"] == "fake-model" for b in bodies)
 
 
