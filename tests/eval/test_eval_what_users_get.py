@@ -112,6 +112,8 @@ def test_cli_reads_several_files_and_directories(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     assert "holding no .json file" in failed(run_cli("eval", str(empty), cwd=tmp_path), 2)
+    mixed = run_cli("eval", str(PUBLISHED), str(DATA / "longmemeval_synthetic.json"), cwd=tmp_path)
+    assert "evaluate one format at a time" in failed(mixed, 2)
 
 
 # -- memory is made as an attached agent makes it -------------------------------------------------
