@@ -145,6 +145,11 @@ class PrismSession:
         store = await self._ready()
         if wanted is None and self._memory_view:
             items = await self._memory_items(store)
+        elif wanted is None and self.memory is None:
+            # Nothing is withheld without memory: the item rows' payloads are the answer,
+            # read alone (no message entry, no entry model; fresh objects to hand out).
+            data = await store.custom_data(self.session_id, ITEM_TYPE)
+            items = [d["item"] for d in data if isinstance(d.get("item"), dict)]
         else:
             items = await self._read_items(await self._tail(store, wanted))
             items = items if wanted is None else items[-wanted:]
