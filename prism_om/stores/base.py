@@ -687,10 +687,10 @@ class StoreBase(StoreLifecycle):
     ``StoreLifecycle``), ``get_many``, ``is_on_branch`` and every read of
     ``SessionStore`` beyond the tree: ``ledger``, ``live_ledger``, ``memory_subset``,
     ``scope_map``, ``recent_messages``, ``entries_after``, ``page_messages``,
-    ``entry_count``, ``branch_tokens`` and ``last_compaction``. Each is derived from
-    ``entries()`` with the pure reference functions, costs O(branch), and raises what
-    ``entries()`` raises, plus ``EntryNotFoundError`` / ``InvalidInputError`` where
-    ``SessionStore`` says so. The conformance suite (``prism_om.testing.conformance``)
+    ``entry_count``, ``branch_tokens``, ``last_compaction`` and ``custom_data``. Each is
+    derived from ``entries()`` with the pure reference functions, costs O(branch), and
+    raises what ``entries()`` raises, plus ``EntryNotFoundError`` / ``InvalidInputError``
+    where ``SessionStore`` says so. The conformance suite (``prism_om.testing.conformance``)
     checks an override gives the same answers.
     """
 

@@ -50,7 +50,9 @@ class PrismSession:
     ``postgresql://...``; opened on first use and closed by ``close()``) or an open
     ``SessionStore`` (left open). Items round-trip exactly as ``SQLiteSession`` keeps them
     (as JSON gives them back); how each is stored is in
-    ``prism_om.integrations.openai_agents.items``. The session id must be a prism-om
+    ``prism_om.integrations.openai_agents.items``. Without memory, ``get_items()`` reads
+    the item entries' data alone (``SessionStore.custom_data``: on SQL stores their
+    payload column, one row per item, no entry built). The session id must be a prism-om
     session id (``InvalidSessionIdError`` otherwise).
 
     History is a branch of the session's entry tree, so nothing is ever deleted:
