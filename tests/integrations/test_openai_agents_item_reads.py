@@ -174,3 +174,28 @@ async def test_a_store_written_by_the_two_entry_shape_reads_back(kind: str, tmp_
         await plain.add_items(turn(9))
         assert await plain.get_items() == [*EXPECTED["plain"], *turn(9)]
         assert await plain.pop_item() == turn(9)[-1]
+
+
+async def test_add_items_without_memory_reads_nothing_once_the_session_exists(
+    store_opener: StoreOpener,
+) -> None:
+    inner = await store_opener.open()
+    try:
+        store = CountingStore(inner)
+        session = PrismSession("writes", store)  # type: ignore[arg-type]
+        with store.counting() as first:
+            await session.add_items(turn(1))
+        # A new session: its leaf is read once, to know it needs the root marker.
+        assert first.read_names() == ["leaf"] and first.writes == 1
+        with store.counting() as later:
+            await session.add_items(turn(2))
+            await session.add_items(turn(3)[:1])
+        assert later.reads == 0 and later.writes == 2
+        # Clearing keeps the marker to return to: the next batch needs no new one.
+        await session.clear_session()
+        await session.add_items(turn(4))
+        assert await session.get_items() == turn(4)
+        roots = [d for d in await inner.custom_data("writes", "openai-agents.session")]
+        assert len(roots) == 1
+    finally:
+        await inner.close()

@@ -121,6 +121,7 @@ class PrismSession:
         self._session: Session | None = None
         self._recall: RecallMemoryTool | None = None
         self._root_id: str | None = None
+        self._started = False  # the session is known to have entries
         self._opening = asyncio.Lock()
         self._writing = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -168,11 +169,14 @@ class PrismSession:
             batch.extend(entries_for_item(self.session_id, item, index=index))
         async with self._writing:
             held = None if self._provider is None else self._provider.view.snapshot
-            known = held is not None and held.leaf_id is not None
+            # Once the session has entries it keeps them (nothing here deletes any), so
+            # whether it is new is read once, not on every call.
+            known = self._started or (held is not None and held.leaf_id is not None)
             if not known and await store.leaf(self.session_id) is None:
                 # A new session starts at a marker, the point clear_session() returns to.
                 batch.insert(0, custom_entry(self.session_id, {"type": ROOT_TYPE, "version": 1}))
             stored = await store.append_at_leaf(batch)
+            self._started = True
             # The batch moves the branch's snapshot on without a read (see BranchView).
             snapshot = None if self._provider is None else self._provider.view.advance(stored)
         await self._after_add(snapshot)
