@@ -1,8 +1,10 @@
 """Rebuild the ``PrismSession`` fixtures of the two-entry item shape (schema version 4):
-``sessions-v4.db`` (SQLite) and ``sessions-v4-jsonl/`` (JSONL), what ``PrismSession``
-wrote before it stored each item once. Up to then every item was a verbatim
-``openai-agents.item`` custom entry, preceded, when the item has a message meaning, by a
-message entry (text twice); the item entry names it in ``messageId``.
+``sessions-v4.db`` (SQLite) and ``sessions-v4-jsonl/`` (JSONL), as ``PrismSession``
+writes them at schema version 4: every item a verbatim ``openai-agents.item`` custom
+entry, preceded, when the item has a message meaning, by a message entry (the text
+twice); the item entry names it in ``messageId``. They are the fixture a change to one
+entry per item migrates from (issue 30, item 6); today
+``tests/integrations/test_openai_agents_item_reads.py`` reads them back.
 
 They were generated with the code of commit d174eeb, exported outside any worktree
 (``git archive d174eeb | tar -x -C /tmp/items_base``, then
