@@ -47,7 +47,9 @@ __all__ = [
     "Record",
     "StoredConversation",
     "StoredRecord",
+    "find_call",
     "json_value",
+    "memory_parts",
 ]
 
 POST_ADD_ERROR: Final = "observational-memory:post-run-error"
@@ -323,27 +325,14 @@ class StoredConversation:
             if not unanswered:
                 return window, frozenset()
             cursor = next((e.id for e in window if e.kind == "message"), None)
-            call = None if cursor is None else await self._find_call(store, cursor, unanswered)
+            call = (
+                None
+                if cursor is None
+                else await find_call(store, self.session_id, cursor, unanswered)
+            )
             if call is None:
                 return window, frozenset(unanswered)
             window = await self._entries_from(store, call.id)
-
-    async def _find_call(
-        self, store: SessionStore, cursor: str, call_ids: set[str]
-    ) -> SessionEntry | None:
-        """The nearest assistant message before ``cursor`` that makes one of ``call_ids``."""
-        for _ in range(_CALL_SEARCH_PAGES):
-            page, more = await store.page_messages(
-                self.session_id, cursor, 100, direction="backward"
-            )
-            for entry in reversed(page):
-                calls = entry.message.tool_calls if entry.message is not None else None
-                if calls and any(c.id in call_ids for c in calls):
-                    return entry
-            if not more or not page:
-                return None
-            cursor = page[0].id
-        return None
 
     async def _invalidated(self) -> frozenset[str]:
         return frozenset() if self._provider is None else await self._provider.invalidated()
@@ -437,38 +426,82 @@ class StoredConversation:
         await self.close()
 
     def _wire(self, store: SessionStore) -> None:
-        session = self._session = Session(store, self.session_id)
-        memory = self.memory
-        if memory is None:
-            self._recall = create_recall_memory_tool(store=store)
-            return
-        from ..workers.model import coerce_model
-        from ..workers.runtime import create_observational_memory_runtime
-
-        estimator = memory.token_estimator()
-        model = self._session_model
-        # The same parts attach() builds for a prism_om host agent (and PrismSession).
-        self._runtime = create_observational_memory_runtime(
-            estimator=estimator,
-            session=session,
-            append_entry=session.append,
-            settings=memory.settings,
-            session_model=coerce_model(model) if model is not None else None,
+        self._session, self._runtime, self._provider, self._recall = memory_parts(
+            store,
+            self.session_id,
+            self.memory,
+            session_model=self._session_model,
             credential_resolver=self._credential_resolver,
-            secrets=memory.secrets,
-            debug=memory.debug,
             providers=self._providers,
-            invalidated_ids=memory.invalidated_ids,
         )
-        self._provider = ObservationalMemoryContextProvider(
-            memory.settings,
-            secrets=memory.secrets,
-            invalidated_ids=memory.invalidated_ids,
-            estimator=estimator,
-        )
-        self._recall = create_recall_memory_tool(
-            store=store,
-            secrets=memory.secrets,
-            page_limit=memory.settings.retrieval.page_limit,
-            invalidated_ids=self._provider.invalidated,
-        )
+
+
+MemoryParts = tuple[
+    Session,
+    ObservationalMemoryRuntime | None,
+    ObservationalMemoryContextProvider | None,
+    RecallMemoryTool,
+]
+
+
+def memory_parts(
+    store: SessionStore,
+    session_id: str,
+    memory: ObservationalMemory | None,
+    *,
+    session_model: Model | str | Mapping[str, Any] | None = None,
+    credential_resolver: CredentialResolver | None = None,
+    providers: Mapping[str, Provider] | None = None,
+) -> MemoryParts:
+    """The parts ``attach()`` builds for a prism_om host agent, for a framework's session:
+    the session, the worker runtime and the context provider (None without memory), and
+    the ``recall`` tool (the memory's secrets, page limit and invalidation set)."""
+    session = Session(store, session_id)
+    if memory is None:
+        return session, None, None, create_recall_memory_tool(store=store)
+    from ..workers.model import coerce_model
+    from ..workers.runtime import create_observational_memory_runtime
+
+    estimator = memory.token_estimator()
+    runtime = create_observational_memory_runtime(
+        estimator=estimator,
+        session=session,
+        append_entry=session.append,
+        settings=memory.settings,
+        session_model=coerce_model(session_model) if session_model is not None else None,
+        credential_resolver=credential_resolver,
+        secrets=memory.secrets,
+        debug=memory.debug,
+        providers=providers,
+        invalidated_ids=memory.invalidated_ids,
+    )
+    provider = ObservationalMemoryContextProvider(
+        memory.settings,
+        secrets=memory.secrets,
+        invalidated_ids=memory.invalidated_ids,
+        estimator=estimator,
+    )
+    recall = create_recall_memory_tool(
+        store=store,
+        secrets=memory.secrets,
+        page_limit=memory.settings.retrieval.page_limit,
+        invalidated_ids=provider.invalidated,
+    )
+    return session, runtime, provider, recall
+
+
+async def find_call(
+    store: SessionStore, session_id: str, cursor: str, call_ids: set[str]
+) -> SessionEntry | None:
+    """The nearest assistant message before ``cursor`` that makes one of ``call_ids``
+    (looking back at most ``_CALL_SEARCH_PAGES`` pages of 100 messages)."""
+    for _ in range(_CALL_SEARCH_PAGES):
+        page, more = await store.page_messages(session_id, cursor, 100, direction="backward")
+        for entry in reversed(page):
+            calls = entry.message.tool_calls if entry.message is not None else None
+            if calls and any(c.id in call_ids for c in calls):
+                return entry
+        if not more or not page:
+            return None
+        cursor = page[0].id
+    return None

@@ -304,3 +304,14 @@ async def test_bad_input_is_refused_before_anything_is_stored() -> None:
         assert await memory.messages() == []
         with pytest.raises(InvalidInputError):
             recall_tool(object())  # type: ignore[arg-type]
+
+
+async def test_the_same_message_id_in_two_sessions_is_stored_in_each() -> None:
+    async with PrismGraphMemory("one", "memory:") as one:
+        store = await one.ready()
+        two = PrismGraphMemory("two", store)
+        message = HumanMessage("Shared greeting.", id="h1")
+        assert await one.add_messages([message]) == 1
+        assert await two.add_messages([message]) == 1  # keys are per session
+        assert await one.add_messages([message]) == 0
+        assert [m.content for m in await two.messages()] == ["Shared greeting."]
