@@ -315,3 +315,36 @@ async def test_the_same_message_id_in_two_sessions_is_stored_in_each() -> None:
         assert await two.add_messages([message]) == 1  # keys are per session
         assert await one.add_messages([message]) == 0
         assert [m.content for m in await two.messages()] == ["Shared greeting."]
+
+
+async def test_a_window_starting_at_a_tool_message_reaches_back_to_its_call(
+    store_opener: StoreOpener,
+) -> None:
+    store = await store_opener.open()
+    try:
+        memory = PrismGraphMemory("calls", store, memory=offline_memory(recent=1))
+        both = AIMessage(
+            "",
+            id="a2",
+            tool_calls=[
+                {"id": "c1", "name": "weather", "args": {"city": "Oslo"}},
+                {"id": "c2", "name": "weather", "args": {"city": "Bergen"}},
+            ],
+        )
+        history = [
+            HumanMessage("Atlas 2.4 ships on 2026-03-17.", id="h1"),
+            AIMessage("Noted.", id="a1"),
+            HumanMessage("Weather in Oslo and Bergen?", id="h2"),
+            both,
+            ToolMessage("Sunny in Oslo.", tool_call_id="c1", id="t1"),
+            ToolMessage("Rain in Bergen.", tool_call_id="c2", id="t2"),
+        ]
+        sent = await memory.model_input(history)
+        assert (await store.ledger("calls")).observations
+        assert "<observational-memory>" in sent[0].content
+        # The last message alone is the recent window; it answers c2, made by `both`,
+        # so the window starts there and keeps c1's answer between them.
+        assert [m.id for m in sent[1:]] == ["a2", "t1", "t2"]
+        check_calls_answered(sent)
+    finally:
+        await store.close()

@@ -295,3 +295,37 @@ async def test_without_memory_the_messages_pass_unchanged() -> None:
         assert await history.messages() == conversation
         with pytest.raises(InvalidInputError, match="message 0"):
             await history.add_messages(["not a message"])  # type: ignore[list-item]
+
+
+async def test_a_window_starting_at_a_tool_return_reaches_back_to_its_call(
+    store_opener: StoreOpener,
+) -> None:
+    store = await store_opener.open()
+    try:
+        history = PrismHistory("calls", store, memory=offline_memory(recent=1))
+        conversation: list[ModelMessage] = [
+            ModelRequest(parts=[UserPromptPart("Atlas 2.4 ships on 2026-03-17.")]),
+            ModelResponse(parts=[TextPart("Noted.")]),
+            ModelRequest(parts=[UserPromptPart("Weather in Oslo and Bergen?")]),
+            ModelResponse(
+                parts=[
+                    ToolCallPart("weather", {"city": "Oslo"}, tool_call_id="c1"),
+                    ToolCallPart("weather", {"city": "Bergen"}, tool_call_id="c2"),
+                ]
+            ),
+            ModelRequest(
+                parts=[
+                    ToolReturnPart("weather", "Sunny in Oslo.", tool_call_id="c1"),
+                    ToolReturnPart("weather", "Rain in Bergen.", tool_call_id="c2"),
+                ]
+            ),
+        ]
+        sent = await history.process(conversation)
+        assert (await store.ledger("calls")).observations
+        assert isinstance(sent[0].parts[-1], CompactionPart)
+        # The last message (c2's return) is the recent window; the window reaches back
+        # to the response making both calls, and the request holds both returns.
+        assert sent[1:] == conversation[3:]
+        check_calls_answered(sent)
+    finally:
+        await store.close()
