@@ -269,8 +269,11 @@ class StoredConversation:
         # message on), so nothing is in neither the memory nor the records.
         window = list(snapshot.tail)
         first = shown[0].id if shown else None
-        if first is not None and all(e.id != first for e in window):
+        at = next((n for n, e in enumerate(window) if e.id == first), None)
+        if first is not None and at is None:
             window = await self._entries_from(store, first)
+        elif at is not None:
+            window = window[at:]  # the tail may start with the record of a covered message
         window, unanswered = await self._with_calls(store, window)
         records = self._records(window, invalid)
         text = render_system("", memory)
