@@ -217,6 +217,10 @@ def cli_surfaces(url: str, ids: dict[str, str]) -> dict[str, str]:
             ["page", *base, "--cursor", ids["m3"], "--backward"],
             ["page", *base, "--cursor", ids["m3"], "--backward", "--detail", "full", "--json"],
         ],
+        "cli search": [
+            ["search", "passport friday", *base],
+            ["search", "passport", *base, "--json", "--include-inactive"],
+        ],
     }
     out: dict[str, str] = {}
     for surface, argvs in runs.items():
