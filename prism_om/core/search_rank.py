@@ -59,7 +59,10 @@ def rank(
     scored: list[tuple[_T, str, str, str, str, Counter[str], int]] = []
     for item, kind, doc_id, timestamp, text in docs:
         terms = text_terms(text)
-        counts = Counter(t for t in terms if t in wanted)
+        counts: Counter[str] = Counter()
+        for term in terms:
+            if term in wanted:
+                counts[term] += 1
         if counts:
             scored.append((item, kind, doc_id, timestamp, text, counts, len(terms)))
     if not scored:

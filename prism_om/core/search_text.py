@@ -93,14 +93,28 @@ def stem(word: str) -> str:
     return word
 
 
+# Each word's term (None: a stop word or too long), remembered: a text is mostly words
+# seen before, and a dict lookup costs less than the checks and the stemmer.
+_TERM_OF: dict[str, str | None] = {}
+_TERM_OF_SIZE: Final = 200_000
+
+
+def _term_of(word: str) -> str | None:
+    term = None if len(word) > MAX_TERM_CHARS or word in STOP_WORDS else stem(word)
+    if len(_TERM_OF) < _TERM_OF_SIZE:
+        _TERM_OF[word] = term
+    return term
+
+
 def _terms(text: str) -> list[str]:
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
+    known = _TERM_OF
     out: list[str] = []
     for word in _WORD.findall(text.casefold()):
-        if len(word) > MAX_TERM_CHARS or word in STOP_WORDS:
-            continue
-        out.append(stem(word))
+        term = known[word] if word in known else _term_of(word)
+        if term is not None:
+            out.append(term)
     return out
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import builtins
 import functools
-from collections.abc import Awaitable, Callable, Collection, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .base import SessionStore
 
 __all__ = [
+    "SEARCH_CANDIDATES_PER_TERM",
     "SEARCH_KINDS",
     "SEARCH_LIMIT_HARD_CAP",
     "SEARCH_QUERY_MAX_CHARS",
@@ -56,6 +57,11 @@ SEARCH_KINDS: Final[tuple[SearchKind, ...]] = ("observation", "reflection", "mes
 SEARCH_LIMIT_HARD_CAP: Final = 100
 SEARCH_QUERY_MAX_CHARS: Final = 500
 SEARCH_QUERY_MAX_TERMS: Final = 32
+# Messages a query term brings as candidates at most: the newest ones holding it. A rare
+# term brings all its matches; a term found all over the session brings its newest
+# SEARCH_CANDIDATES_PER_TERM, so a search costs at most that many per term, whatever the
+# session's length (the rare terms of a query still reach back to the root).
+SEARCH_CANDIDATES_PER_TERM: Final = 200
 
 # (leaf id, query keys) -> the candidates on the branch ending at that leaf.
 MessageCandidates = Callable[
@@ -357,16 +363,20 @@ async def _with_reflection_sources(
 
 
 def scan_message_candidates(
-    branch: Iterable[SessionEntry],
+    branch: Sequence[SessionEntry],
     keys: frozenset[int],
     cache: dict[str, tuple[int, ...]] | None = None,
     cache_size: int = 0,
 ) -> builtins.list[tuple[str, str, Message]]:
-    """The eligible messages of ``branch`` whose ``index_keys`` meet ``keys``: what an
-    index gives, by a scan. ``cache`` keeps each message's keys by entry id (at most
-    ``cache_size``, oldest evicted first), as an entry's text never changes."""
+    """The eligible messages of ``branch`` that an index gives for ``keys``: for each key,
+    the newest ``SEARCH_CANDIDATES_PER_TERM`` messages whose ``index_keys`` hold it. Found
+    by a scan from the leaf back; ``cache`` keeps each message's keys by entry id (at
+    most ``cache_size``, oldest evicted first), as an entry's text never changes."""
     found: builtins.list[tuple[str, str, Message]] = []
-    for entry in branch:
+    taken = dict.fromkeys(keys, 0)
+    cap = SEARCH_CANDIDATES_PER_TERM
+    for index in range(len(branch) - 1, -1, -1):
+        entry = branch[index]
         message = entry.message
         if message is None or message.role not in ELIGIBLE_SOURCE_ROLES:
             continue
@@ -377,8 +387,16 @@ def scan_message_candidates(
                 if len(cache) >= cache_size:
                     cache.pop(next(iter(cache)))
                 cache[entry.id] = held
-        if not keys.isdisjoint(held):
+        wanted = False
+        for key in held:
+            count = taken.get(key)
+            if count is not None and count < cap:
+                taken[key] = count + 1
+                wanted = True
+        if wanted:
             found.append((entry.id, entry.timestamp, message))
+        if taken and min(taken.values()) >= cap:
+            break  # every key has its newest matches: older ones cannot be candidates
     return found
 
 

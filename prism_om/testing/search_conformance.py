@@ -30,7 +30,12 @@ from ..errors import (
 )
 from ..stores.base import SessionStore
 from ..stores.memory import MemoryStore
-from ..stores.search import SEARCH_KINDS, SEARCH_QUERY_MAX_CHARS, SearchHit
+from ..stores.search import (
+    SEARCH_CANDIDATES_PER_TERM,
+    SEARCH_KINDS,
+    SEARCH_QUERY_MAX_CHARS,
+    SearchHit,
+)
 from ._requires import pytest
 from .conformance import StoreOpener
 from .om_factories import _WORDS, SUPERSESSION_OPERATIONS, BranchBuilder, random_builder
@@ -202,6 +207,33 @@ class SearchConformance:
         by_id = {h.id: h for h in everything}
         assert by_id[new].source_entry_ids == (m.id,)
         assert by_id[dropped].source_entry_ids == (m.id,)
+
+    async def test_a_common_term_brings_its_newest_matches_and_a_rare_one_all(
+        self, store: SessionStore
+    ) -> None:
+        b = BranchBuilder(session_id="cap", rng=random.Random(9))
+        rare = b.message("user", "the vendor contract renewal is due")
+        for n in range(SEARCH_CANDIDATES_PER_TERM + 60):
+            b.message("user", f"queue depth report {n}")
+            if n == 120:
+                fork_at = b.path[-1].id
+        main_leaf = b.path[-1].id
+        b.checkout(fork_at)
+        for n in range(90):
+            b.message("user", f"queue depth report fork {n}")
+        fork_leaf = b.path[-1].id
+        reference = MemoryStore()
+        for target in (store, reference):
+            await _load(target, b.entries, main_leaf)
+        for leaf in (main_leaf, fork_leaf):
+            for query in ("queue", "queue contract", "vendor report", "depth fork"):
+                expected = await reference.search("cap", query, leaf_id=leaf, limit=100)
+                assert await store.search("cap", query, leaf_id=leaf, limit=100) == expected
+            both = await store.search("cap", "queue contract", leaf_id=leaf, limit=100)
+            assert rare.id in _ids(both), "a rare term reaches back past the common one's"
+            query = "queue" if leaf == main_leaf else "depth fork"
+            newest = await store.search("cap", query, leaf_id=leaf, limit=1)
+            assert _ids(newest) == [leaf], "equal scores: the newest first"
 
     async def test_a_deleted_session_leaves_no_hit(self, store: SessionStore) -> None:
         b = BranchBuilder(session_id="del", rng=random.Random(6))

@@ -49,7 +49,14 @@ from ..base import (
     StoreLifecycle,
     read_memory_with_sources,
 )
-from ..search import SearchHit, SearchKind, check_search, run_search, scan_message_candidates
+from ..search import (
+    SEARCH_CANDIDATES_PER_TERM,
+    SearchHit,
+    SearchKind,
+    check_search,
+    run_search,
+    scan_message_candidates,
+)
 from ..snapshot import read_branch_snapshot
 from .connect import DAMAGED_SUFFIX
 from .folds import ledger_from_rows
@@ -345,7 +352,7 @@ class SqliteReads(StoreLifecycle):
             if not indexed:
                 branch = await self._branch_range(position, 0, position.depth)
                 return scan_message_candidates(branch, keys)
-            params = {**position.params(), **key_params(keys)}
+            params = {**position.params(), **key_params(keys), "cap": SEARCH_CANDIDATES_PER_TERM}
             rows = await self._fetch(search_messages_sql(len(keys)), params)
             return [(e.id, e.timestamp, e.message) for e in self._parse_rows(rows) if e.message]
 

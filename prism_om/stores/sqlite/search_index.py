@@ -81,15 +81,27 @@ def _where(count: int) -> str:
     )
 
 
+_PIECE = (
+    "t.segment_id = bp.segment_id"
+    " AND t.depth BETWEEN max(bp.lo, :min_depth) AND min(bp.hi, :max_depth)"
+)
+
+
 @functools.lru_cache(maxsize=64)
 def search_messages_sql(count: int) -> str:
-    """The branch's indexed messages holding any of ``count`` keys (``:k0``...), whole
-    entry rows (``stores/_rows.py``). Bind a ``LeafPosition``'s params too."""
+    """The branch's indexed messages among the newest ``:cap`` holding each of ``count``
+    keys (``:k0``...), whole entry rows (``stores/_rows.py``). Bind a ``LeafPosition``'s
+    params too. Depth is a message's place on the branch, so "newest" is deepest."""
+    per_key = "\n  UNION\n".join(
+        "  SELECT segment_id, depth FROM (SELECT t.segment_id, t.depth"
+        " FROM branch_path bp CROSS JOIN search_terms t"
+        f" WHERE {_PIECE} AND t.term = :k{i} AND t.kind = {KIND_MESSAGE}"
+        f" ORDER BY t.depth DESC LIMIT :cap) AS n{i}"
+        for i in range(count)
+    )
     return (
         f"{BRANCH_PATH_CTE},\n"
-        "hits(segment_id, depth) AS (SELECT DISTINCT t.segment_id, t.depth\n"
-        "  FROM branch_path bp CROSS JOIN search_terms t\n"
-        f"  WHERE {_where(count)} AND t.kind = {KIND_MESSAGE})\n"
+        f"hits(segment_id, depth) AS (\n{per_key})\n"
         f"SELECT {entry_columns('e')} FROM hits h CROSS JOIN entries e\n"
         "WHERE e.segment_id = h.segment_id AND e.depth = h.depth"
     )
