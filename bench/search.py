@@ -9,6 +9,9 @@ time and bytes the index adds are measured on the same data. Then, on the indexe
 
 * ``search``: ``SessionStore.search`` of 3 words drawn from a random observation's text,
   limit 10 (Zipf text: most drawn words are common ones);
+* ``messages``: the same query over messages only (``kinds=["message"]``): the bench's
+  session has no dropper, so its active observations grow with it (2,000 at 100,000
+  entries), which a real pool's caps prevent;
 * ``common``: one of the 10 most frequent words, ``COMMON_QUERIES`` times (the worst
   case: its matches are a large part of the session, and a search costs its matches);
 * ``page 20``: the public page of 20 messages around a random cursor
@@ -170,7 +173,12 @@ async def reads(
     common = sorted(counts, key=counts.__getitem__, reverse=True)[:10]
     out: dict[str, Any] = {}
     async with await SqliteStore.open(path) as store:
-        samples: dict[str, list[float]] = {"search": [], "common": [], "page 20": []}
+        samples: dict[str, list[float]] = {
+            "search": [],
+            "messages": [],
+            "common": [],
+            "page 20": [],
+        }
         hits: list[int] = []
         for _ in range(queries):
             # Three words of an observation, as a question about it would use.
@@ -180,6 +188,9 @@ async def reads(
             found = await store.search(SESSION, query, limit=10)
             samples["search"].append(time.perf_counter() - t0)
             hits.append(len(found))
+            t0 = time.perf_counter()
+            await store.search(SESSION, query, limit=10, kinds=["message"])
+            samples["messages"].append(time.perf_counter() - t0)
             if len(samples["common"]) < COMMON_QUERIES:
                 t0 = time.perf_counter()
                 await store.search(SESSION, rng.choice(common), limit=10)
@@ -198,7 +209,8 @@ async def reads(
 
 async def run(sizes: Sequence[int], queries: int) -> None:
     print(
-        f"{'entries':>9} {'search p50/p95':>16} {'common p50/p95':>16} {'page20 p50/p95':>16} "
+        f"{'entries':>9} {'search p50/p95':>16} {'messages p50/p95':>17} "
+        f"{'common p50/p95':>16} {'page20 p50/p95':>16} "
         f"{'append +idx':>13} {'append base':>13} {'load +idx/base s':>17} "
         f"{'bytes +idx/base':>22}"
     )
@@ -217,9 +229,11 @@ async def run(sizes: Sequence[int], queries: int) -> None:
                 without = await load(base, entries, extra)
             figures = await reads(indexed, entries, corpus, queries)
         s, c, p = figures["search"], figures["common"], figures["page 20"]
+        m = figures["messages"]
         a, b = with_index["append"], without["append"]
         print(
-            f"{size:>9,} {s[0]:>7.2f}/{s[1]:<8.2f} {c[0]:>7.2f}/{c[1]:<8.2f} "
+            f"{size:>9,} {s[0]:>7.2f}/{s[1]:<8.2f} {m[0]:>7.2f}/{m[1]:<9.2f} "
+            f"{c[0]:>7.2f}/{c[1]:<8.2f} "
             f"{p[0]:>7.2f}/{p[1]:<8.2f} {a[0]:>6.3f}/{a[1]:<6.3f} {b[0]:>6.3f}/{b[1]:<6.3f} "
             f"{with_index['load_s']:>7.1f}/{without['load_s']:<9.1f} "
             f"{with_index['bytes'] / 1e6:>9.1f}/{without['bytes'] / 1e6:<6.1f}MB "
