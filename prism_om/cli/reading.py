@@ -374,16 +374,19 @@ async def cmd_search(args: argparse.Namespace) -> None:
             secrets=red,
         )
     if args.json:
-        print_json({"results": results.to_json()["results"]})
+        # Ids are redacted too: a secret may sit inside an entry id.
+        print_json(red.value({"results": results.to_json()["results"]}))
         return
     heading("search", red.text(f"{args.session}: {args.query}"))
     rows = []
     for hit in results.hits:
         kind = hit.kind if hit.status == "active" else f"{hit.kind} ({hit.status})"
-        sources = ", ".join(hit.source_entry_ids[:3])
+        sources = ", ".join(red.text(s) for s in hit.source_entry_ids[:3])
         if len(hit.source_entry_ids) > 3:
             sources += f" +{len(hit.source_entry_ids) - 3}"
-        rows.append((hit.id, kind, f"{hit.score:.3f}", hit.timestamp[:19], hit.text, sources))
+        rows.append(
+            (red.text(hit.id), kind, f"{hit.score:.3f}", hit.timestamp[:19], hit.text, sources)
+        )
     console().print(
         table(
             [

@@ -390,7 +390,6 @@ class Inspector:
             "next": found.next_sources_offset,
         }
 
-
     async def search(
         self, session_id: str, leaf: str, query: str, kinds: list[str] | None
     ) -> list[dict[str, Any]]:
@@ -410,12 +409,12 @@ class Inspector:
         return [
             {
                 "kind": h.kind,
-                "id": h.id,
+                "id": self.redactor.text(h.id),
                 "score": f"{h.score:.3f}",
                 "status": h.status,
                 "time": h.timestamp[:19].replace("T", " "),
                 "text": clip(h.text, 600),
-                "sources": list(h.source_entry_ids[:20]),
+                "sources": [self.redactor.text(s) for s in h.source_entry_ids[:20]],
                 "more": max(0, len(h.source_entry_ids) - 20),
             }
             for h in results.hits

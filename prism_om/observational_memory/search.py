@@ -187,7 +187,8 @@ class SearchMemoryTool:
         except PrismMemoryError as exc:
             redact_error(exc, self._redactor)
             raise
-        return results.to_json()
+        # Every string, ids included: a secret may sit inside an entry id.
+        return self._redactor.value(results.to_json())
 
 
 def create_search_memory_tool(
