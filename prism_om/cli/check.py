@@ -90,7 +90,7 @@ async def cmd_check(args: argparse.Namespace) -> None:
 
 
 async def _check_jsonl(path: str, args: argparse.Namespace) -> None:
-    from ..stores.jsonl import JsonlStore
+    from ..stores.jsonl.store import JsonlStore
 
     backup = args.backup or _unique_name(f"{_absolute(path).rstrip(os.sep)}.backup-{_stamp()}")
     if args.repair:

@@ -13,14 +13,14 @@ import builtins
 from collections.abc import Callable, Iterable
 from typing import Literal, TypeVar
 
-from ..core.ledger import LedgerBuilder, ObservationalMemoryLedger
-from ..core.scope_map import WorkScopeMap, fold_work_scope_map
-from ..entries import SessionEntry
-from ..errors import EntryNotFoundError
-from ..tokens import get_estimator
-from ._tree import TreeIndex
-from .arguments import check_count, check_entry_id, check_id_list, check_leaf_id
-from .base import StoreBase, check_page_args, remember_ledger
+from ...core.ledger import LedgerBuilder, ObservationalMemoryLedger
+from ...core.scope_map import WorkScopeMap, fold_work_scope_map
+from ...entries import SessionEntry
+from ...errors import EntryNotFoundError
+from ...tokens import get_estimator
+from ..arguments import check_count, check_entry_id, check_id_list, check_leaf_id
+from ..base import StoreBase, check_page_args, remember_ledger
+from .index import TreeIndex
 
 __all__ = ["TreeIndexReads"]
 
