@@ -410,7 +410,20 @@ def _wire_text(wire: Mapping[str, Any]) -> str:
 
 
 def _gauges(figures: dict[str, Any], blocks: list[Any]) -> list[dict[str, Any]]:
+    from ..cli.thresholds import compaction_gauge_tokens
+
     seen, limits = figures["transcript"], figures["thresholds"]
+    compaction = seen.get("compaction")
+    # After a compaction the request replays only the history since it (thresholds.py).
+    transcript = (
+        ("transcript on this branch", seen["branchTokens"], "context.compactAfterTokens")
+        if compaction is None
+        else (
+            f"history since the compaction ({compaction['entriesAfter']} entries)",
+            compaction_gauge_tokens(figures),
+            "context.compactAfterTokens",
+        )
+    )
     rows = [
         ("unobserved messages", seen["unobservedMessageTokens"], "observation.messageTokens"),
         (
@@ -418,7 +431,7 @@ def _gauges(figures: dict[str, Any], blocks: list[Any]) -> list[dict[str, Any]]:
             seen["unreflectedObservationTokens"],
             "reflection.observationTokens",
         ),
-        ("transcript on this branch", seen["branchTokens"], "context.compactAfterTokens"),
+        transcript,
     ]
     gauges = []
     for label, value, key in rows:
@@ -432,6 +445,9 @@ def _gauges(figures: dict[str, Any], blocks: list[Any]) -> list[dict[str, Any]]:
                 "key": key,
                 "width": round(ratio * 300, 1),
                 "over": value >= limit,
+                "compacted": key == "context.compactAfterTokens"
+                and compaction is not None
+                and value < limit,
             }
         )
     return gauges

@@ -13,7 +13,8 @@ store (indexed path: ``ledger()`` and ``recent_messages()`` only), and fail clos
      "reflections": {"recorded": 2, "visible": 2},
      "tokens": {"observationPool": 120, "renderedMemory": 180},
      "runtime": {"inFlight": false, "lastError": null},     # null without a runtime
-     "revoked": {"observationIds": [], "reflectionIds": []}}
+     "revoked": {"observationIds": [], "reflectionIds": []},
+     "visibleIds": {"reflectionIds": [...], "observationIds": [...]}}  # recall these
 
 ``om:view`` data: ``{"mode": "visible"|"full", "reflectionIds": [...],
 "observationIds": [...], "sharedReflectionIds": [...], "sharedObservationIds": [...],
@@ -90,6 +91,8 @@ _EMPTY_TEXT: Final = "No observational memory yet."
 _LAST_ERROR_MAX_BYTES: Final = 1024
 # Revoked ids listed in text output; the data carries them all.
 _REVOKED_LINES: Final = 50
+# Visible memory ids on the status line; om:view lists them all.
+_VISIBLE_IDS: Final = 20
 
 
 @dataclass(frozen=True)
@@ -232,6 +235,11 @@ class MemoryStatusCommand(_MemoryCommand):
                 "observationIds": list(withheld_obs),
                 "reflectionIds": list(withheld_refl),
             },
+            # The ids a user passes to recall: what the context shows, as om:view lists it.
+            "visibleIds": {
+                "reflectionIds": view.visible_reflection_ids,
+                "observationIds": view.visible_observation_ids,
+            },
         }
         return CommandResult(_status_text(data), data)
 
@@ -259,6 +267,11 @@ def _status_text(data: dict[str, Any]) -> str:
         f"tokens: observation pool {tokens['observationPool']}, "
         f"rendered memory {tokens['renderedMemory']}",
     ]
+    shown = [*data["visibleIds"]["reflectionIds"], *data["visibleIds"]["observationIds"]]
+    if shown:
+        listed = ", ".join(shown[:_VISIBLE_IDS])
+        more = f" … and {len(shown) - _VISIBLE_IDS} more" if len(shown) > _VISIBLE_IDS else ""
+        lines.append(f"visible ids (recall ID): {listed}{more}")
     runtime = data["runtime"]
     if runtime is not None:
         lines.append(
