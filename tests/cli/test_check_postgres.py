@@ -28,9 +28,7 @@ def test_check_reads_a_postgres_store_and_finds_a_damaged_fold(
     # A fold row edited behind the store's back: the memory no longer matches its entries.
     conninfo, schema, _ = split_postgres_url(postgres_url)
     with psycopg.connect(conninfo, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("DELETE FROM {}.om_drops").format(sql.Identifier(schema))
-        )
+        conn.execute(sql.SQL("DELETE FROM {}.om_drops").format(sql.Identifier(schema)))
     code, out, err = cli(capsys, "check", "--db", postgres_url)
     assert code == 1
     assert "DAMAGED" in out and "differs from the fold of its entries" in out
