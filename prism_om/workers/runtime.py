@@ -91,7 +91,7 @@ from ..core.records import OBSERVATIONS_DROPPED, Observation
 from ..core.redaction import Redactor
 from ..core.relevance import observation_pool_tokens
 from ..core.scope_map import SCOPE_BOUND
-from ..core.sources import is_eligible_observation_source_entry
+from ..core.sources import is_eligible_observation_source_entry, memory_tool_exchange_ids
 from ..core.withheld import InvalidationSource, check_invalidation_source, resolve_invalidation
 from ..debug import (
     APPEND_MISMATCH,
@@ -546,6 +546,10 @@ class ObservationalMemoryRuntime:
         # New ids must avoid every id of the branch: the live ones here, the dropped and
         # superseded ones by an indexed check of what the run minted (_claimed).
         taken = _memory_ids(live)
+        # The memory tools' own exchanges are covered, never shown (core.sources), judged
+        # over the whole run so a chunk boundary between a call and its answer changes
+        # nothing.
+        hidden = invalid | memory_tool_exchange_ids(entries)
         ids: list[str] = []
         entry_ids: list[str] = []
         truncated: list[str] = []
@@ -560,7 +564,7 @@ class ObservationalMemoryRuntime:
                     ready.call,
                     entries,
                     taken_ids=taken,
-                    withheld=invalid,
+                    withheld=hidden,
                     max_message_tokens=limit,
                     estimator=self._estimator(),
                     shown=shown,
