@@ -272,6 +272,12 @@ class Inspector:
             secrets=self.redactor,
         )
         figures = await memory_thresholds(store, session_id, invalid, leaf_id=leaf)
+        from ..workers.usage import store_worker_usage
+
+        # What memory costs (the workers' tokens) and saves (next request against branch).
+        usage = await store_worker_usage(store, session_id, leaf)
+        carried = sum(b.tokens for b in blocks)
+        branch_tokens = int(figures["transcript"]["branchTokens"])
         visible = {i for b in blocks for i in b.memory_ids}
         observations = self._observations(ledger, invalid, visible)
         return {
@@ -280,6 +286,12 @@ class Inspector:
                 for b in blocks
             ],
             "gauges": _gauges(figures, blocks),
+            "usage": usage,
+            "request": {
+                "nextRequestTokens": carried,
+                "branchTokens": branch_tokens,
+                "percent": round(100 * carried / branch_tokens) if branch_tokens else None,
+            },
             "observations": observations[offset : offset + MEMORY_PAGE],
             "observationsTotal": len(observations),
             "offset": offset,

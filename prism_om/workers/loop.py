@@ -35,6 +35,7 @@ from ..core.redaction import Redactor
 from ..entries import sanitize_surrogates_value
 from ..errors import InvalidInputError, WorkerRunError
 from ..providers.base import (
+    DoneEvent,
     Provider,
     ProviderMessage,
     ProviderRequest,
@@ -44,6 +45,7 @@ from ..providers.base import (
     bound_error_text,
     event_stream,
 )
+from .usage import current_meter
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -223,6 +225,9 @@ async def run_worker(
     """
     checks = _Limits(limits, redactor or Redactor(), on_sanitized)
     settings = request or RequestSettings()
+    meter = current_meter()
+    if meter is not None:
+        meter.run()
     registry = {tool.name: tool for tool in tools}
     definitions = tuple(tool.definition for tool in tools)
     system = checks.redactor.text(system)
@@ -293,9 +298,14 @@ async def _read_turn(
 ) -> list[ToolCallEvent]:
     limits = checks.limits
     calls: list[ToolCallEvent] = []
+    reported: Mapping[str, Any] | None = None
+    meter = current_meter()
     try:
         async with event_stream(provider, request) as events:
             async for event in events:
+                if isinstance(event, DoneEvent):
+                    reported = event.usage
+                    continue
                 if not isinstance(event, ToolCallEvent):
                     continue
                 event = _storable_call(event, checks)
@@ -326,10 +336,24 @@ async def _read_turn(
                     )
                 calls.append(event)
     except WorkerRunError:
+        if meter is not None:  # the turn was paid for even though its calls are refused
+            meter.turn(reported, _estimate(request, calls))
         raise
     except Exception as exc:
         raise checks.fail("provider_error", f"worker provider failed: {exc}") from exc
+    if meter is not None:
+        meter.turn(reported, _estimate(request, calls))
     return calls
+
+
+def _estimate(request: ProviderRequest, calls: Sequence[ToolCallEvent]) -> tuple[int, int]:
+    """Our own count of a turn's (input, output) tokens, for a provider that gives none."""
+    from ..host.context import estimate_request_tokens
+    from ..tokens import get_estimator
+
+    estimator = get_estimator()
+    out = sum(estimator.count(c.name) + estimator.count(c.arguments) for c in calls)
+    return estimate_request_tokens(request, estimator), out
 
 
 def _storable_call(event: ToolCallEvent, checks: _Limits) -> ToolCallEvent:

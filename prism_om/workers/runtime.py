@@ -87,7 +87,7 @@ from ..core.ledger import ObservationalMemoryLedger
 from ..core.limits import MemoryWorkerLimits, resolve_memory_worker_limits
 from ..core.memory_budget import drop_to_rendered_target, rendered_memory_tokens
 from ..core.projection import active_memory, invalidated_observation_ids
-from ..core.records import OBSERVATIONS_DROPPED, Observation
+from ..core.records import MEMORY_RECORD_TYPES, OBSERVATIONS_DROPPED, Observation
 from ..core.redaction import Redactor
 from ..core.relevance import observation_pool_tokens
 from ..core.scope_map import SCOPE_BOUND
@@ -145,6 +145,7 @@ from .loop import RequestSettings, WorkerRunError
 from .model import Model, coerce_model
 from .observer import ObserverResult, observe, pending_message_tokens
 from .reflector import reflect
+from .usage import UsageMeter, metering
 
 __all__ = [
     "AppendEntry",
@@ -289,6 +290,9 @@ class ObservationalMemoryRuntime:
     ) -> None:
         self.session = session
         self._invalidation = invalidated_ids
+        # Tokens the workers spent, written with the next memory record (usage.py).
+        self._meter = UsageMeter()
+        self._worker: WorkerName = "observer"
         self.settings = settings
         self.limits = limits
         self._append_entry = append_entry
@@ -395,13 +399,19 @@ class ObservationalMemoryRuntime:
         forced = force or force_observer or full_rebuild
         if snapshot is not None and not forced and self._idle(snapshot, invalid, progress):
             return self._finish(progress, _NOT_RUN, _NOT_RUN, _NOT_RUN, _NOT_RUN)
-        observed = await self._observe(force or force_observer, progress, invalid)
-        # One read of the scope map for the steps that skip under host scopes.
-        scoped = (await self.session.store.scope_map(self.session.id)).has_host_scopes
-        reflected = await self._reflect(force, full_rebuild, progress, invalid, scoped)
-        consolidated = await self._consolidate(progress, invalid, scoped)
-        await self._bind([*observed.memory_ids], [*reflected.memory_ids], progress)
-        dropped = await self._drop(progress, invalid)
+        # Every worker turn is metered and its usage written with the record (usage.py).
+        with metering(self._meter):
+            self._worker = "observer"
+            observed = await self._observe(force or force_observer, progress, invalid)
+            # One read of the scope map for the steps that skip under host scopes.
+            scoped = (await self.session.store.scope_map(self.session.id)).has_host_scopes
+            self._worker = "reflector"
+            reflected = await self._reflect(force, full_rebuild, progress, invalid, scoped)
+            self._worker = "consolidator"
+            consolidated = await self._consolidate(progress, invalid, scoped)
+            await self._bind([*observed.memory_ids], [*reflected.memory_ids], progress)
+            self._worker = "dropper"
+            dropped = await self._drop(progress, invalid)
         return self._finish(progress, observed, reflected, consolidated, dropped)
 
     def _idle(self, snapshot: BranchSnapshot, invalid: frozenset[str], progress: _Progress) -> bool:
@@ -492,6 +502,9 @@ class ObservationalMemoryRuntime:
 
     def _record(self, progress: _Progress, outcome: WorkerOutcome) -> WorkerOutcome:
         progress.outcomes.append(outcome)
+        if outcome.status == "failed":
+            # No record carries a failed run: its tokens ride on the next one written.
+            self._meter.failed(outcome.worker)
         if outcome.truncated_ids:
             # A cut is never silent: the host hears which inputs the worker saw only in part.
             self._emit(
@@ -1026,6 +1039,10 @@ class ObservationalMemoryRuntime:
         when another record landed since, and then nothing was stored.
         """
         store, sid = self.session.store, self.session.id
+        if data.get("type") in MEMORY_RECORD_TYPES:
+            usage = self._meter.take(self._worker)
+            if usage:
+                data = {**data, "metadata": {**(data.get("metadata") or {}), "usage": usage}}
         if self._session_append:
             return await self._append_at_leaf(data, progress, head)
         previous = await store.leaf(sid)
