@@ -340,6 +340,8 @@ async def _read_turn(
             meter.turn(reported, _estimate(request, calls))
         raise
     except Exception as exc:
+        if meter is not None:  # the request was sent: its input is counted, by estimate
+            meter.turn(None, (_estimate(request, calls)[0], 0))
         raise checks.fail("provider_error", f"worker provider failed: {exc}") from exc
     if meter is not None:
         meter.turn(reported, _estimate(request, calls))
