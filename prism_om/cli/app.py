@@ -317,8 +317,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = add(
         "check",
-        "find damaged store files (JSONL sessions; SQLite quick_check, rows, memory); "
-        "--repair saves what is readable",
+        "find damaged store files (JSONL sessions; SQLite quick_check, rows, memory; "
+        "PostgreSQL rows and memory); --repair saves what is readable",
         store,
         as_json,
         redact,  # a damaged field quoted in a problem can hold a secret
