@@ -131,6 +131,15 @@ class TokenEstimator:
     # Counts of lines already encoded (``count_lines``); None: never memoised.
     _line_memo: LineMemo | None = field(default=None, compare=False, repr=False)
 
+    @property
+    def counts_add_up_by_line(self) -> bool:
+        """Whether the count of text is the sum of its lines' counts (``count_lines``).
+
+        True for the memoised encodings, whose pre-tokeniser splits at line ends; not for
+        "chars/4", which rounds up once per text: the sum of its parts' counts is larger.
+        """
+        return self._line_memo is not None
+
     def count(self, text: str) -> int:
         if not text:
             return 0

@@ -406,7 +406,12 @@ def build_parser() -> argparse.ArgumentParser:
         "tokens, drops per speaker; QA accuracy with --base-url/--model",
         as_json,
     )
-    evaluate.add_argument("file", metavar="FILE", help="the benchmark file (JSON)")
+    evaluate.add_argument(
+        "file",
+        metavar="FILE",
+        nargs="+",
+        help="benchmark files (JSON: one conversation or a list, as published) or directories",
+    )
     evaluate.add_argument(
         "--format", choices=("locomo", "longmemeval", "auto"), default="auto", help="default: auto"
     )
@@ -423,9 +428,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.add_argument(
         "--observe",
-        choices=("per-session", "once"),
-        default="per-session",
-        help="flush after each session (default), or once after importing everything",
+        choices=("per-message", "per-session", "once"),
+        default="per-message",
+        help="what one call of the attached agent appends: each message (default), each "
+        "session, or the whole import; memory flushes after it at the thresholds",
+    )
+    evaluate.add_argument(
+        "--force",
+        action="store_true",
+        help="force every flush (ignore the thresholds): not what an attached agent does",
+    )
+    evaluate.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a memory setting, e.g. observation.messageTokens=2000 (repeatable)",
+    )
+    evaluate.add_argument(
+        "--category",
+        dest="categories",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="score only this question category (a name, or LoCoMo's number; repeatable)",
     )
     evaluate.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint")
     evaluate.add_argument("--model", metavar="NAME", help="model for memory, answers and judge")

@@ -1,8 +1,11 @@
-"""``prism-om eval``: run a LoCoMo or LongMemEval file through observational memory."""
+"""``prism-om eval``: run LoCoMo or LongMemEval files through observational memory, as an
+attached agent would (``--force`` to force every flush instead), and print what the next
+request would hold beside the memory alone and the transcript."""
 
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from typing import Any
@@ -15,7 +18,7 @@ from .common import CliUsageError, store_url
 from .memory import compat_provider
 from .output import console, error_console, print_json
 
-__all__ = ["cmd_eval"]
+__all__ = ["cmd_eval", "parse_settings"]
 
 
 @asynccontextmanager
@@ -50,11 +53,37 @@ def _progress(enabled: bool) -> tuple[AbstractContextManager[Any], Callable[[int
     return bar, update
 
 
+def parse_settings(pairs: list[str]) -> dict[str, Any]:
+    """``["observation.messageTokens=2000"]`` as a settings mapping; a value is read as
+    JSON when it parses (numbers, booleans), else kept as text."""
+    settings: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        path = key.strip().split(".")
+        if not sep or not all(path):
+            raise CliUsageError(
+                f"--set takes KEY=VALUE, e.g. observation.messageTokens=2000 (got {pair!r})"
+            )
+        try:
+            value: Any = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        group = settings
+        for part in path[:-1]:
+            nested = group.setdefault(part, {})
+            if not isinstance(nested, dict):
+                raise CliUsageError(f"--set {pair!r}: {part!r} is already set to a value")
+            group = nested
+        group[path[-1]] = value
+    return settings
+
+
 async def cmd_eval(args: argparse.Namespace) -> None:
     from ..eval import plot_summary, run_eval, summary_table
 
     if args.pool_ratio is not None and not 0 < args.pool_ratio <= 100:
         raise CliUsageError(f"--pool-ratio must be above 0 (got {args.pool_ratio})")
+    settings = parse_settings(args.settings)
     db = store_url(args.db) if args.db else "memory:"
     async with _model(args) as provider:
         bar, update = _progress(not args.json)
@@ -67,6 +96,9 @@ async def cmd_eval(args: argparse.Namespace) -> None:
                 model=args.model,
                 pool_ratio=args.pool_ratio,
                 observe=args.observe,
+                force=args.force,
+                settings=settings,
+                categories=args.categories,
                 progress=update,
             )
     if args.plot:
@@ -80,6 +112,7 @@ async def cmd_eval(args: argparse.Namespace) -> None:
         print_json(summary)
         return
     out = console()
+    out.print(summary["observedAs"])
     for table in summary_table(summary):
         out.print(table)
     failures = [f for c in summary["conversations"] for f in c["failures"]]

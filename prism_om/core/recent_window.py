@@ -116,7 +116,8 @@ class MessageBlocks:
     passes one: an entry never changes, so its block (for one redactor) never does, and a
     turn renders and counts only the messages it has not shown before. The window's
     tokens are then the sum of its blocks' (each with the separator that follows it: a
-    block starts where a count splits, so the sum is the whole text's count, exactly).
+    block starts where a count splits, so the sum is the whole text's count, exactly), for
+    an estimator whose counts add up by line; any other counts the window's whole text.
     """
 
     def __init__(self, red: Redactor, estimator: TokenEstimator, max_entries: int = 4096):
@@ -236,7 +237,13 @@ def render_message_window(
     tokens = None
     if utf8_len(text) > max_bytes:  # only when max_bytes is too small for even a marker
         text = truncate_utf8(text, max_bytes)
-    elif blocks_of is not None and truncated_id is None and shown:
+    elif (
+        blocks_of is not None
+        and truncated_id is None
+        and shown
+        and blocks_of.estimator.counts_add_up_by_line
+    ):
+        # Otherwise (an estimator that rounds per text) the whole text is counted below.
         est = blocks_of.estimator
         heads = parts[: len(parts) - len(shown)]  # the note and omission lines, if any
         tokens = sum(est.count_lines(h + _SEPARATOR) for h in heads)

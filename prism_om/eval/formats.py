@@ -7,12 +7,17 @@ Both formats are described in ``shared/spec/eval-formats.md``; in short:
   ``conversation``, ``qa``). ``speaker_a`` becomes the ``user`` role and ``speaker_b`` the
   ``assistant``, each turn's text keeps the speaker's name (``"Caroline: ..."``), an image
   turn's ``blip_caption`` joins its text, and a turn's time is its session's date plus one
-  minute per turn. Malformed evidence ids (``D:11:26``, ``D30:05``) are read leniently;
-  those that name no turn are counted, not fatal.
+  minute per turn; the session's date string is kept as written (``session_dates``) for
+  the transcript the answers are matched against. Malformed evidence ids (``D:11:26``,
+  ``D30:05``) are read leniently; those that name no turn are counted, not fatal.
 * **LongMemEval**: a list of instances, each a question over its own haystack of dated
   sessions; ``has_answer`` marks the evidence turns. Turns may also be OpenAI chat messages
   (assistant ``tool_calls``, ``tool`` results with ``tool_call_id``), so coding-agent
   sessions can be evaluated in the same shape.
+
+The public files are read as published: ``load_eval_files`` takes a file holding one
+conversation or a list of them (LoCoMo's ``locomo10.json``), several such files, or a
+directory of them; a conversation id that two files share is prefixed with its file's name.
 
 A malformed file raises ``ImportFormatError`` naming the file, the item index and the
 field; nothing is imported.
@@ -22,7 +27,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -37,6 +44,7 @@ __all__ = [
     "EvalFormat",
     "detect_eval_format",
     "load_eval_file",
+    "load_eval_files",
     "parse_eval_data",
 ]
 
@@ -112,6 +120,9 @@ class EvalConversation:
     questions: tuple[EvalQuestion, ...]
     sessions: tuple[str, ...] = field(default=())
     """Session labels in order; turns carry theirs."""
+    session_dates: tuple[str, ...] = field(default=())
+    """Each session's date as the data writes it (``1:56 pm on 8 May, 2023``), beside
+    ``sessions``: answers are written that way ("8 May 2023"), not in ISO."""
 
 
 def load_eval_file(path: str | Path, format: str = "auto") -> list[EvalConversation]:
@@ -126,6 +137,52 @@ def load_eval_file(path: str | Path, format: str = "auto") -> list[EvalConversat
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ImportFormatError(name, f"not JSON: {exc}") from None
     return parse_eval_data(data, name=name, format=format)
+
+
+def load_eval_files(
+    paths: str | Path | Sequence[str | Path], format: str = "auto"
+) -> list[EvalConversation]:
+    """Every conversation of the benchmark files ``paths`` (a directory: its ``*.json``
+    files, by name), in order; all of one format. An id two files share is made unique by
+    prefixing the file's name (``locomo_2/conv-26``)."""
+    names = [paths] if isinstance(paths, str | Path) else list(paths)
+    files: list[Path] = []
+    for name in names:
+        path = Path(name)
+        if path.is_dir():
+            found = sorted(p for p in path.glob("*.json") if p.is_file())
+            if not found:
+                raise ImportFormatError(str(path), "a directory holding no .json file")
+            files.extend(found)
+        else:
+            files.append(path)
+    if not files:
+        raise ImportFormatError("<no file>", "no benchmark file given")
+    loaded = [(path, load_eval_file(path, format)) for path in files]
+    first_path, first = loaded[0]
+    for path, conversations in loaded[1:]:
+        if conversations[0].format != first[0].format:
+            raise ImportFormatError(
+                str(path),
+                f"is {conversations[0].format} but {first_path} is {first[0].format}: "
+                "evaluate one format at a time",
+            )
+    counts = Counter(c.id for _, conversations in loaded for c in conversations)
+    out: list[EvalConversation] = []
+    for path, conversations in loaded:
+        for convo in conversations:
+            unique = convo.id if counts[convo.id] == 1 else f"{path.stem}/{convo.id}"
+            out.append(convo if unique == convo.id else _renamed(convo, unique))
+    return out
+
+
+def _renamed(convo: EvalConversation, new_id: str) -> EvalConversation:
+    old = f"{convo.id}/"
+    questions = tuple(
+        replace(q, id=new_id + "/" + q.id[len(old) :] if q.id.startswith(old) else new_id)
+        for q in convo.questions
+    )
+    return replace(convo, id=new_id, questions=questions)
 
 
 def detect_eval_format(data: object, *, name: str = "<data>") -> EvalFormat:
@@ -201,6 +258,7 @@ def _locomo(item: object, where: _Where) -> EvalConversation:
         raise where.error("holds no session_<n> list of turns")
     turns: list[EvalTurn] = []
     sessions: list[str] = []
+    dates: list[str] = []
     for number in numbers:
         label = f"session_{number}"
         rows = _field(convo, label, list, where)
@@ -212,6 +270,7 @@ def _locomo(item: object, where: _Where) -> EvalConversation:
                 f"{label}_date_time {stamp!r} is not like '1:56 pm on 8 May, 2023'"
             ) from None
         sessions.append(label)
+        dates.append(stamp.strip())
         for position, row in enumerate(rows):
             at = f"{label}[{position}]"
             if not isinstance(row, dict):
@@ -250,7 +309,7 @@ def _locomo(item: object, where: _Where) -> EvalConversation:
         for n, q in enumerate(qa)
     ]
     return EvalConversation(
-        conversation_id, "locomo", tuple(turns), tuple(questions), tuple(sessions)
+        conversation_id, "locomo", tuple(turns), tuple(questions), tuple(sessions), tuple(dates)
     )
 
 
@@ -333,12 +392,14 @@ def _longmemeval(item: object, where: _Where) -> EvalConversation:
     turns: list[EvalTurn] = []
     evidence: list[str] = []
     labels: list[str] = []
+    written: list[str] = []
     for n, (session_id, raw_date, session) in enumerate(zip(ids, dates, sessions, strict=True)):
         start = _lme_date(raw_date, f"haystack_dates[{n}]", where)
         if not isinstance(session, list):
             raise where.error(f"haystack_sessions[{n}] must be a list of turns")
         label = str(session_id)
         labels.append(label)
+        written.append(str(raw_date).strip())
         for position, turn in enumerate(session):
             at = f"haystack_sessions[{n}][{position}]"
             if not isinstance(turn, dict) or turn.get("role") not in ("user", "assistant", "tool"):
@@ -392,4 +453,5 @@ def _longmemeval(item: object, where: _Where) -> EvalConversation:
             ),
         ),
         sessions=tuple(labels),
+        session_dates=tuple(written),
     )

@@ -1,47 +1,63 @@
-"""Running a benchmark: import each conversation, observe it session by session, measure.
+"""Running a benchmark: import each conversation, observe it as an attached agent would, measure.
 
 Each conversation becomes a new session of the store (``eval-<id>``, suffixed when taken),
-imported through the OpenAI-format importer with the session dates as message times. After
-each of its sessions the memory runtime flushes with ``force`` (observe, reflect, drop), as
-a host flushing at the end of each sitting would (or once after the whole import:
-``observe="once"``). The settings are the defaults, so the memory's size is what the
-observer and reflector make of the conversation. With ``pool_ratio`` the observation
-pool's cap is scaled to the conversation instead: ``context.observations_pool_max_tokens``
-is ``pool_ratio`` times the transcript's tokens and ``dropper.target_tokens`` half of that
-(the defaults' 20,000 / 10,000 proportion), so a conversation of a few thousand tokens
-meets the dropper as a long session meets its 20,000-token cap.
+imported through the OpenAI-format importer with the session dates as message times, and
+observed through the same machinery an attached agent uses (``create_observational_memory``
+then ``attach``): each message (``observe="per-message"``, the default), each session
+(``"per-session"``) or the whole conversation (``"once"``) is appended as one call of the
+agent, so memory's own turn hook runs around it: it observes first when what memory lacks
+would not fit the request, and after the call runs the post-run flush at the configured
+thresholds (``observation.messageTokens``, ``reflection.observationTokens``, the pool cap).
+``force=True`` instead flushes with ``force`` after each step (every threshold ignored),
+which no attached agent does; the summary says which was run.
 
-Offline figures per question: evidence coverage (every evidence turn cited by an
-*active* observation), and whether all key words of the answer (``matching``) are in the
-rendered memory, and in the raw transcript for comparison. Per conversation: rendered
-memory tokens against transcript tokens, and each speaker's share of the dropped
-observations against their share of all observations (an observation citing several
-speakers counts for each in equal parts).
+With ``pool_ratio`` the observation pool's cap is scaled to the conversation:
+``context.observations_pool_max_tokens`` is ``pool_ratio`` times the transcript's tokens
+and ``dropper.target_tokens`` half of that (the defaults' 20,000 / 10,000 proportion).
 
-With ``answerer`` (a model): each scored question is answered twice, with the rendered
-memory and with the full transcript as context, both answers judged by the model against
-the reference (``judge``), with the context tokens each used.
+Offline figures per question: whether all key words of the answer (``matching``) are in
+the next request (what the agent's next turn would send: the memory block and the request
+window of ``core.request_window``, built by the attached context provider), in the rendered
+memory alone, and in the raw transcript (each session headed by its date as the data writes
+it); evidence cited by an active observation, and evidence in the request (every evidence
+turn cited by an observation the request renders, or shown raw in its window). Per
+conversation: the rendered memory's, the request's and the transcript's tokens, and each
+speaker's share of the dropped observations against their share of all observations (an
+observation citing several speakers counts for each in equal parts).
+
+With ``judge`` (a model): each scored question is answered three times, with the next
+request's memory and window, with the rendered memory alone and with the full transcript
+as context, each answer judged by the model against the reference, with the context
+tokens each used.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..attach import create_observational_memory
+from ..core.context_blocks import MEMORY_BLOCK_NAME, RECENT_MESSAGES_BLOCK_NAME
 from ..core.projection import active_memory
 from ..core.render import render_observational_memory
 from ..entries import SessionEntry, entry_text
+from ..host.agent import Agent, TurnRecord
+from ..host.context import estimate_request_tokens
 from ..importers import parse_conversation_bytes
-from ..observational_memory.settings import DEFAULT_OBSERVATIONS_POOL_MAX_TOKENS
-from ..providers.base import Provider
+from ..observational_memory.settings import (
+    ObservationalMemorySettings,
+    resolve_observational_memory_settings,
+)
+from ..providers.base import Provider, ProviderRequest
 from ..session import Session
 from ..stores.base import SessionStore
 from ..tokens import TokenEstimator, get_estimator
 from ..workers import OFFLINE_MODEL, OfflineMemoryProvider
-from ..workers.one_model import one_model_runtime
+from ..workers.one_model import one_model_workers
+from ..workers.runtime import FlushResult
 from .formats import EvalConversation, EvalQuestion, EvalTurn
 from .judge import Judgement, ModelJudge
 from .matching import answer_in_text, key_words, missing_key_words, text_words
@@ -52,6 +68,7 @@ __all__ = [
     "ObserveMode",
     "QuestionResult",
     "SpeakerShare",
+    "eval_settings",
     "evaluate_conversation",
     "transcript_text",
 ]
@@ -59,7 +76,10 @@ __all__ = [
 DEFAULT_POOL_RATIO: float | None = None
 _UNSAFE = re.compile(r"[^A-Za-z0-9._:-]+")
 
-ObserveMode = Literal["per-session", "once"]
+ObserveMode = Literal["per-message", "per-session", "once"]
+"""When the attached agent's call ends: after each message, each session, or the import."""
+DEFAULT_OBSERVE: ObserveMode = "per-message"
+_POST_RUN_ERROR = "observational-memory:post-run-error"
 Progress = Callable[[str], None]
 """Called with a short label after each step (a session observed, a question answered)."""
 
@@ -78,12 +98,25 @@ class QuestionResult:
     """All key words in the rendered memory; None when the answer cannot be checked."""
     in_transcript: bool | None
     missing_words: list[str] = field(default_factory=list)
+    """Key words absent from the rendered memory."""
+    in_request: bool | None = None
+    """All key words in the next request (memory block and request window)."""
+    evidence_in_request: int = 0
+    """Evidence turns cited by an observation the request renders, or shown raw in it."""
+    evidence_shown_raw: int = 0
+    """Evidence turns the request's window shows raw."""
+    missing_in_request: list[str] = field(default_factory=list)
     memory: Judgement | None = None
     transcript: Judgement | None = None
+    request: Judgement | None = None
 
     @property
     def evidence_covered(self) -> bool | None:
         return None if not self.evidence else self.evidence_cited == self.evidence
+
+    @property
+    def evidence_in_request_covered(self) -> bool | None:
+        return None if not self.evidence else self.evidence_in_request == self.evidence
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -94,15 +127,21 @@ class QuestionResult:
             "scored": self.scored,
             "evidence": self.evidence,
             "evidenceCited": self.evidence_cited,
+            "evidenceInRequest": self.evidence_in_request,
+            "evidenceShownRaw": self.evidence_shown_raw,
             "unmappedEvidence": self.unmapped_evidence,
+            "inRequest": self.in_request,
             "inMemory": self.in_memory,
             "inTranscript": self.in_transcript,
             "missingWords": self.missing_words,
+            "missingInRequest": self.missing_in_request,
         }
         if self.memory is not None:
             data["withMemory"] = self.memory.to_json()
         if self.transcript is not None:
             data["withTranscript"] = self.transcript.to_json()
+        if self.request is not None:
+            data["withRequest"] = self.request.to_json()
         return data
 
 
@@ -129,6 +168,24 @@ class ConversationResult:
     questions: list[QuestionResult]
     failures: list[str] = field(default_factory=list)
     memory_text: str = ""
+    request_tokens: int = 0
+    """Tokens of the next request as it would be sent (``estimate_request_tokens``)."""
+    memory_block_tokens: int = 0
+    """Of which the memory block (the visible memory: what the window repeats is left out)."""
+    window_tokens: int = 0
+    """Of which the request window (``recent-messages``)."""
+    window_messages: int = 0
+    uncovered_messages: int = 0
+    """Messages memory did not cover when the request was built (all in the window
+    unless ``omitted_uncovered`` says otherwise)."""
+    omitted_uncovered: int = 0
+    flushes: int = 0
+    """Flushes after a step that appended memory (observed, reflected or dropped)."""
+    request_text: str = ""
+
+    @property
+    def request_ratio(self) -> float:
+        return self.request_tokens / self.transcript_tokens if self.transcript_tokens else 0.0
 
     @property
     def memory_ratio(self) -> float:
@@ -155,6 +212,14 @@ class ConversationResult:
             "transcriptTokens": self.transcript_tokens,
             "memoryTokens": self.memory_tokens,
             "memoryRatio": round(self.memory_ratio, 4),
+            "requestTokens": self.request_tokens,
+            "requestRatio": round(self.request_ratio, 4),
+            "memoryBlockTokens": self.memory_block_tokens,
+            "windowTokens": self.window_tokens,
+            "windowMessages": self.window_messages,
+            "uncoveredMessages": self.uncovered_messages,
+            "omittedUncoveredMessages": self.omitted_uncovered,
+            "flushesThatWorked": self.flushes,
             "observations": self.observations,
             "activeObservations": self.active_observations,
             "droppedObservations": self.dropped_observations,
@@ -178,15 +243,36 @@ def _round(value: float | None) -> float | None:
 
 
 def transcript_text(conversation: EvalConversation) -> str:
-    """The raw transcript as a model would read it: a dated heading per session."""
+    """The raw transcript as a model would read it: a heading per session with its date as
+    the data writes it (``1:56 pm on 8 May, 2023``), so an answer written "8 May 2023" can
+    match; an ISO date would not. Without a written date, the first turn's ISO day."""
+    written = dict(zip(conversation.sessions, conversation.session_dates, strict=False))
     lines: list[str] = []
     current = None
     for turn in conversation.turns:
         if turn.session != current:
             current = turn.session
-            lines.append(f"## {turn.session} ({turn.timestamp[:10]})")
+            lines.append(f"## {turn.session} ({written.get(turn.session) or turn.timestamp[:10]})")
         lines.append(_turn_line(turn))
     return "\n".join(lines)
+
+
+def eval_settings(
+    settings: Mapping[str, Any] | None = None,
+    *,
+    pool_ratio: float | None = None,
+    transcript_tokens: int = 0,
+) -> ObservationalMemorySettings:
+    """The memory settings a conversation is observed with: ``settings`` (as in a settings
+    file) over the defaults, the pool scaled to the transcript when ``pool_ratio`` is set."""
+    overrides: dict[str, Any] = {}
+    if pool_ratio is not None:
+        pool_max = max(1, round(pool_ratio * transcript_tokens))
+        overrides["context"] = {
+            "observations_pool_max_tokens": pool_max,
+            "observations_pool_target_tokens": max(1, pool_max // 2),
+        }
+    return resolve_observational_memory_settings(dict(settings or {}), **overrides)
 
 
 def _turn_line(turn: EvalTurn) -> str:
@@ -229,14 +315,17 @@ async def evaluate_conversation(
     model: str | None = None,
     judge: ModelJudge | None = None,
     pool_ratio: float | None = DEFAULT_POOL_RATIO,
-    observe: ObserveMode = "per-session",
+    observe: ObserveMode = DEFAULT_OBSERVE,
+    force: bool = False,
+    settings: Mapping[str, Any] | None = None,
     estimator: TokenEstimator | None = None,
     progress: Progress | None = None,
 ) -> ConversationResult:
     """Import, observe and measure one conversation in a new session of ``store``.
 
-    ``observe="once"`` imports the whole conversation first and flushes once, as
-    ``prism-om import`` then ``prism-om observe`` would.
+    ``observe``: what one call of the attached agent appends (a message, a session, the
+    whole conversation); ``force``: flush with ``force`` after each instead of letting the
+    turn hook flush at the thresholds.
     """
     est = estimator or get_estimator()
     tick = progress or (lambda _label: None)
@@ -245,35 +334,58 @@ async def evaluate_conversation(
     speaker_of = {e.id: t.speaker for e, t in zip(entries, conversation.turns, strict=True)}
     entry_of = {t.key: e.id for e, t in zip(entries, conversation.turns, strict=True)}
     transcript_tokens = sum(est.count(entry_text(e)) for e in entries)
-    settings: dict[str, Any] = {}
-    pool_max = DEFAULT_OBSERVATIONS_POOL_MAX_TOKENS
-    if pool_ratio is not None:
-        pool_max = max(1, round(pool_ratio * transcript_tokens))
-        settings["context"] = {
-            "observations_pool_max_tokens": pool_max,
-            "observations_pool_target_tokens": max(1, pool_max // 2),
-        }
+    resolved = eval_settings(settings, pool_ratio=pool_ratio, transcript_tokens=transcript_tokens)
     session = Session(store, session_id)
-    runtime = one_model_runtime(
-        session,
-        provider or OfflineMemoryProvider(),
-        model or OFFLINE_MODEL,
-        settings=settings,
-        estimator=est,
-    )
     failures: list[str] = []
-    groups = _by_session(conversation.turns, entries)
-    if observe == "once":
-        groups = [("all sessions", list(entries))]
+
+    def collect(event: str, data: dict[str, Any]) -> None:
+        if event == _POST_RUN_ERROR:
+            failures.append(f"post-run: {data.get('error')}")
+
+    workers = provider or OfflineMemoryProvider()
+    memory_setup = create_observational_memory(resolved, debug=collect)
+    # The agent is never asked for a reply: the conversation's own messages are appended as
+    # its calls, so memory's turn hook, context provider and runtime are the attached ones.
+    agent = Agent(session, provider=workers)
+    attached = memory_setup.attach(
+        agent, estimator=est, **one_model_workers(workers, model or OFFLINE_MODEL)
+    )
+    groups = _groups(conversation.turns, entries, observe)
+    worked = 0
     for label, batch in groups:
-        await store.append_at_leaf(batch)
-        flushed = await runtime.flush(force=True)
-        if flushed.status == "failed":
-            failures.append(f"{label}: {flushed.error}")
-        observer = flushed.outcome("observer")
-        if observer is not None and observer.status == "skipped":
-            failures.append(f"{label}: observer skipped ({observer.reason})")
+        flushed: FlushResult | None
+        if force:
+            await store.append_at_leaf(batch)
+            flushed = await attached.flush(force=True)
+        else:
+            attached.last_flush = None  # set again by this call's post-run flush
+            async with agent.hooked("run"):
+                stored = await store.append_at_leaf(batch)
+                # What a turn records for memory's post-run work (``Agent._turn`` does the
+                # same): the entries it appended, so the held snapshot is advanced, not re-read.
+                agent.last_turn = TurnRecord(ProviderRequest(), tuple(stored), len(stored))
+            flushed = attached.last_flush
+        if flushed is not None:
+            worked += bool(flushed.entry_ids)
+            if flushed.status == "failed":
+                failures.append(f"{label}: {flushed.error}")
+            observer = flushed.outcome("observer")
+            if force and observer is not None and observer.status == "skipped":
+                failures.append(f"{label}: observer skipped ({observer.reason})")
         tick(f"{conversation.id} {label}")
+
+    # The next request, as the agent would send it after the conversation's last message.
+    request = await agent.request_preview(None)
+    request_text = "\n".join([request.system, *(m.content for m in request.messages)])
+    built = attached.context_provider.last_blocks
+    assert built is not None  # request_preview built the blocks
+    block_tokens = {b.name: b.tokens for b in built.blocks}
+    in_request: set[str] = set()
+    for block in built.blocks:
+        in_request.update(block.entry_ids)
+    shown_raw = {
+        e for b in built.blocks if b.name == RECENT_MESSAGES_BLOCK_NAME for e in b.entry_ids
+    }
 
     ledger = await store.ledger(session_id)
     observations, reflections = active_memory(ledger)
@@ -291,13 +403,13 @@ async def evaluate_conversation(
             if recorded.id not in active_ids:
                 share.dropped += 1 / len(names)
 
-    memory_words = text_words(memory)
     transcript = transcript_text(conversation)
-    transcript_words = text_words(transcript)
+    words = _Words(text_words(request_text), text_words(memory), text_words(transcript))
     questions: list[QuestionResult] = []
     for question in conversation.questions:
-        result = _offline_question(question, entry_of, cited, memory_words, transcript_words)
+        result = _offline_question(question, entry_of, cited, in_request, shown_raw, words)
         if judge is not None and question.scored:
+            result.request = await judge.assess(question, request_text)
             result.memory = await judge.assess(question, memory or "(no memory)")
             result.transcript = await judge.assess(question, transcript)
             tick(f"{conversation.id} {question.id}")
@@ -313,12 +425,38 @@ async def evaluate_conversation(
         active_observations=len(observations),
         dropped_observations=len(ledger.observations) - len(observations),
         reflections=len(reflections),
-        pool_max_tokens=pool_max,
+        pool_max_tokens=resolved.context.observations_pool_max_tokens,
         speakers=speakers,
         questions=questions,
         failures=failures,
         memory_text=memory,
+        request_tokens=estimate_request_tokens(request, est),
+        memory_block_tokens=block_tokens.get(MEMORY_BLOCK_NAME, 0),
+        window_tokens=block_tokens.get(RECENT_MESSAGES_BLOCK_NAME, 0),
+        window_messages=len(built.window.selected),
+        uncovered_messages=len(built.window.uncovered_ids)
+        + len(built.window.omitted_uncovered_ids),
+        omitted_uncovered=len(built.window.dropped_uncovered_ids),
+        flushes=worked,
+        request_text=request_text,
     )
+
+
+@dataclass(frozen=True)
+class _Words:
+    request: frozenset[str]
+    memory: frozenset[str]
+    transcript: frozenset[str]
+
+
+def _groups(
+    turns: Sequence[EvalTurn], entries: Sequence[SessionEntry], observe: ObserveMode
+) -> list[tuple[str, list[SessionEntry]]]:
+    if observe == "once":
+        return [("all sessions", list(entries))]
+    if observe == "per-message":
+        return [(t.key, [e]) for t, e in zip(turns, entries, strict=True)]
+    return _by_session(turns, entries)
 
 
 def _by_session(
@@ -336,21 +474,27 @@ def _offline_question(
     question: EvalQuestion,
     entry_of: dict[str, str],
     cited: set[str],
-    memory_words: frozenset[str],
-    transcript_words: frozenset[str],
+    in_request: set[str],
+    shown_raw: set[str],
+    words: _Words,
 ) -> QuestionResult:
     checkable = question.scored and not question.abstention and bool(key_words(question.answer))
     evidence = [entry_of[k] for k in question.evidence if k in entry_of]
+    answer = question.answer
     return QuestionResult(
         id=question.id,
         category=question.category,
         question=question.question,
-        answer=question.answer,
+        answer=answer,
         scored=question.scored,
         evidence=len(evidence),
         evidence_cited=sum(1 for e in evidence if e in cited),
         unmapped_evidence=len(question.unmapped_evidence),
-        in_memory=answer_in_text(question.answer, memory_words) if checkable else None,
-        in_transcript=answer_in_text(question.answer, transcript_words) if checkable else None,
-        missing_words=missing_key_words(question.answer, memory_words) if checkable else [],
+        in_memory=answer_in_text(answer, words.memory) if checkable else None,
+        in_transcript=answer_in_text(answer, words.transcript) if checkable else None,
+        missing_words=missing_key_words(answer, words.memory) if checkable else [],
+        in_request=answer_in_text(answer, words.request) if checkable else None,
+        evidence_in_request=sum(1 for e in evidence if e in in_request),
+        evidence_shown_raw=sum(1 for e in evidence if e in shown_raw),
+        missing_in_request=missing_key_words(answer, words.request) if checkable else [],
     )

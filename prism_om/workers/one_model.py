@@ -14,7 +14,7 @@ from ..tokens import TokenEstimator
 from .model import Model
 from .runtime import DebugSink, ObservationalMemoryRuntime, create_observational_memory_runtime
 
-__all__ = ["one_model_runtime"]
+__all__ = ["one_model_runtime", "one_model_workers"]
 
 
 def one_model_runtime(
@@ -30,16 +30,24 @@ def one_model_runtime(
 ) -> ObservationalMemoryRuntime:
     """``create_observational_memory_runtime`` for ``session`` with ``provider`` and
     ``model`` observing and reflecting, and the lowest-relevance dropper."""
-    worker = {"provider": provider, "model": model}
     return create_observational_memory_runtime(
         session=session,
         append_entry=session.append,
-        observation=worker,
-        reflection=worker,
-        dropper={"policy": "lowest-relevance"},
+        **one_model_workers(provider, model),
         settings=settings,
         secrets=secrets,
         debug=debug,
         estimator=estimator,
         invalidated_ids=invalidated_ids,
     )
+
+
+def one_model_workers(provider: Provider | str, model: Model | str) -> dict[str, Any]:
+    """The worker options of ``one_model_runtime``, for a caller that builds the runtime
+    another way (``attach(agent, **one_model_workers(...))``)."""
+    worker = {"provider": provider, "model": model}
+    return {
+        "observation": worker,
+        "reflection": dict(worker),
+        "dropper": {"policy": "lowest-relevance"},
+    }

@@ -86,14 +86,23 @@ async def test_model_run_judges_answers_with_memory_and_with_transcript(
     model_server: ChatServer,
 ) -> None:
     async with OpenAICompatibleProvider(model_server.url, "fake-model") as provider:
-        summary = await run_eval(LONGMEMEVAL, provider=provider, model="fake-model")
+        # Forced after each session: the instances are far below the observer's threshold,
+        # and what is judged here is the memory a model made of all of them.
+        summary = await run_eval(
+            LONGMEMEVAL, provider=provider, model="fake-model", observe="per-session", force=True
+        )
     overall = summary["overall"]
     assert summary["provider"] == "fake-model"
     assert overall["failures"] == 0
     assert overall["memoryAccuracy"]["of"] == overall["scored"] == 5
     assert overall["transcriptAccuracy"]["of"] == 5
     judged = [q for c in summary["conversations"] for q in c["questions"]]
-    for key, side in (("memoryAccuracy", "withMemory"), ("transcriptAccuracy", "withTranscript")):
+    for key, side in (
+        ("requestAccuracy", "withRequest"),
+        ("memoryAccuracy", "withMemory"),
+        ("transcriptAccuracy", "withTranscript"),
+    ):
+        assert overall[key]["of"] == 5
         assert overall[key]["hits"] == sum(q[side]["correct"] for q in judged)
     # The fake reader quotes the transcript line holding "Mazda 3"; the judge says yes.
     update = next(q for q in judged if q["category"] == "knowledge-update")
@@ -105,12 +114,16 @@ async def test_model_run_judges_answers_with_memory_and_with_transcript(
     for convo in summary["conversations"]:
         assert convo["observations"] == convo["turns"]
         for q in convo["questions"]:
-            assert {"withMemory", "withTranscript"} <= set(q)
+            assert {"withRequest", "withMemory", "withTranscript"} <= set(q)
             assert q["withMemory"]["contextTokens"] > 0
     bodies = [r.body for r in model_server.requests]
     answers = [b for b in bodies if b["messages"][0].get("content") == ANSWER_SYSTEM]
-    assert len(answers) == 10
-    assert sum("# Observational memory" in _text(b["messages"][-1]) for b in answers) == 5
+    # Answered with the next request (memory block and window), the memory alone, and the
+    # transcript.
+    assert len(answers) == 15
+    assert sum("<recent-messages>" in _text(b["messages"][-1]) for b in answers) == 5
+    assert sum("# Observational memory" in _text(b["messages"][-1]) for b in answers) >= 5
+    assert sum("Context:\n## " in _text(b["messages"][-1]) for b in answers) == 5
     assert all(b["model"] == "fake-model" for b in bodies)
 
 

@@ -21,7 +21,8 @@ _ID = re.compile(r"^- \[([0-9a-f]{12})\] ", re.M)
 
 async def test_default_settings_meet_the_compression_target() -> None:
     # Before the render left out restating reflections: 0.63x (4050/6430), 93.7%.
-    overall = (await run_eval(LOCOMO))["overall"]
+    # Forced after each session, so every message is observed (the figures' own setting).
+    overall = (await run_eval(LOCOMO, observe="per-session", force=True))["overall"]
     assert overall["droppedObservations"] == 0  # no dropper at the defaults
     assert overall["memoryRatio"] <= 0.5
     assert overall["keywordsInMemory"]["rate"] >= 0.85
@@ -32,7 +33,7 @@ async def test_shown_ids_and_left_out_reflections_recall_their_sources(
     store: SessionStore,
 ) -> None:
     conversation = load_eval_file(LOCOMO)[0]
-    result = await evaluate_conversation(conversation, store)
+    result = await evaluate_conversation(conversation, store, observe="per-session", force=True)
     shown = _ID.findall(result.memory_text)
     observations, reflections = active_memory(await store.ledger(result.session_id))
     assert set(shown) == {o.id for o in observations}  # restating reflections left out

@@ -1,11 +1,26 @@
 """The SQLite adapter: session trees in one file, branch paths as indexed range queries.
 
-Modules, one concern each: ``store`` (``SqliteStore``: opening, the write transactions),
-``reads`` (every read, from indexes and fold tables), ``sql`` (the SQL text and the
-bindings of a branch read), ``placement`` (placing a batch in the tree and checking it),
-``folds`` (the memory fold rows written at append and read back as a ledger),
-``connect`` (opening a file: pragmas, schema checks, migrations, the damage note) and
-``translate`` (``sqlite3`` errors turned into ``StoreError``s, written once).
+Modules, one job each:
+
+- ``store``: ``SqliteStore``, opening a file and the write transactions over it.
+- ``connect``: opening a file (pragmas, schema checks, ``MIGRATIONS``, the damage note).
+- ``translate``: ``sqlite3`` errors turned into ``StoreError``s, written once.
+- ``sql``: the SQL text, and the bindings of a branch read.
+- ``placement``: placing a batch in the tree and checking it, inside the append.
+- ``folds``: the memory fold rows written at append and read back as a ledger.
+- ``live_pool``: what each segment's tail keeps active (schema 4), kept at append.
+- ``reads``: every read (``SqliteReads``), from the indexes and fold tables.
+- ``direct``: a whole read or write transaction run on a connection's own thread, one
+  thread hop per public call.
+- ``hop_reads``: ``SqliteReads`` with each public read in one such hop.
+- ``point``: bounded reads on the event loop's own read-only connection (no hop), kept
+  per ``PRAGMA data_version``.
+- ``point_page``: the first rows of a page on that connection.
+- ``page``: a page of messages in one statement (the twin of PostgreSQL's).
+- ``recall_point``: a recall's memory rows and the entries they cite, in one statement.
+
+(Issue 29 asks these mechanism names to become job names and the SQL shared with
+PostgreSQL to move to an engine-neutral package: not done yet, see docs/design.md.)
 
 Durability: the file runs in WAL mode. ``synchronous="NORMAL"`` (the default) keeps every
 committed append through an application crash (a killed process); ``"FULL"`` also keeps
