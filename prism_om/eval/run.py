@@ -58,6 +58,7 @@ from ..tokens import TokenEstimator, get_estimator
 from ..workers import OFFLINE_MODEL, OfflineMemoryProvider
 from ..workers.one_model import one_model_workers
 from ..workers.runtime import FlushResult
+from ..workers.usage import store_worker_usage
 from .formats import EvalConversation, EvalQuestion, EvalTurn
 from .judge import Judgement, ModelJudge
 from .matching import answer_in_text, key_words, missing_key_words, text_words
@@ -182,6 +183,8 @@ class ConversationResult:
     flushes: int = 0
     """Flushes after a step that appended memory (observed, reflected or dropped)."""
     request_text: str = ""
+    worker_usage: dict[str, Any] = field(default_factory=dict)
+    """Tokens each memory worker spent (``workers.usage``: as ``prism-om status`` shows)."""
 
     @property
     def request_ratio(self) -> float:
@@ -234,6 +237,7 @@ class ConversationResult:
                 for name, s in self.speakers.items()
             },
             "failures": self.failures,
+            "workerUsage": self.worker_usage,
             "questions": [q.to_json() for q in self.questions],
         }
 
@@ -439,6 +443,7 @@ async def evaluate_conversation(
         omitted_uncovered=len(built.window.dropped_uncovered_ids),
         flushes=worked,
         request_text=request_text,
+        worker_usage=await store_worker_usage(store, session_id),
     )
 
 
