@@ -69,9 +69,10 @@ _FIRST_PAUSE_S = 0.05
 PROBE_TIMEOUT_S = 2
 _LONGEST_PAUSE_S = 1.0
 # How long an open waits for a server that refuses or does not answer yet, by default:
-# long enough for a restart's few seconds, short enough that a wrong port or a server
-# that is not running says so at once (the 30 s pool wait made it 31.6 s).
-DEFAULT_CONNECT_TIMEOUT_S = 5.0
+# long enough for a quick restart, short enough that a wrong port or a server that is not
+# running fails a whole command within 5 s, its start-up included (the 30 s pool wait
+# made it 31.6 s).
+DEFAULT_CONNECT_TIMEOUT_S = 3.0
 # The clock and pause of the open's retries (a test replaces them to count attempts).
 _clock = time.monotonic
 _pause = asyncio.sleep

@@ -228,7 +228,7 @@ class PostgresStore(PostgresReads):
         a few ids) the server has not answered ``timeout_s`` + 1 s after it was sent is
         cancelled and raises ``StoreBusyError`` as well: at once when the server answers
         the cancel, within 5 s more when it does not (psycopg then closes the connection).
-        ``connect_timeout_s`` (default: 5 s, or ``timeout_s`` when shorter) bounds the open's
+        ``connect_timeout_s`` (default: 3 s, or ``timeout_s`` when shorter) bounds the open's
         own wait for a server that refuses connections or is starting up, so a wrong port
         fails within it rather than after ``timeout_s``.
         ``create=False`` and ``read_only=True`` refuse a database without the prism_om tables
