@@ -236,8 +236,8 @@ class ObservationsRecorded(WireModel):
     observations: list[ObservationPayload] = Field(default_factory=list)
     covers_up_to_id: EntryRef | None = None
     metadata: dict[str, Any] | None = None
-    """What the run that wrote the record cost (``metadata.usage``: workers/usage.py);
-    records written by other implementations carry none."""
+    """What the run that wrote the record cost (``metadata.usage``, written and read by
+    ``observational_memory.worker_usage``); other implementations' records carry none."""
     skipped_entry_ids: list[EntryRef] | None = None
     """Messages covered without being observed: each failed the observer alone, run after
     run (absent on an ordinary run)."""
@@ -255,8 +255,8 @@ class ReflectionsRecorded(WireModel):
     reflections: list[Reflection] = Field(default_factory=list)
     covers_up_to_id: EntryRef | None = None
     metadata: dict[str, Any] | None = None
-    """What the run that wrote the record cost (``metadata.usage``: workers/usage.py);
-    records written by other implementations carry none."""
+    """What the run that wrote the record cost (``metadata.usage``, written and read by
+    ``observational_memory.worker_usage``); other implementations' records carry none."""
 
     @model_validator(mode="after")
     def _unique_ids(self) -> ReflectionsRecorded:
@@ -276,8 +276,8 @@ class ObservationsDropped(WireModel):
     observation_ids: list[MemoryId] = Field(default_factory=list)
     covers_up_to_id: EntryRef | None = None
     metadata: dict[str, Any] | None = None
-    """What the run that wrote the record cost (``metadata.usage``: workers/usage.py);
-    records written by other implementations carry none."""
+    """What the run that wrote the record cost (``metadata.usage``, written and read by
+    ``observational_memory.worker_usage``); other implementations' records carry none."""
 
     @field_validator("observation_ids")
     @classmethod

@@ -51,6 +51,7 @@ from ..observational_memory.settings import (
     ObservationalMemorySettings,
     resolve_observational_memory_settings,
 )
+from ..observational_memory.worker_usage import store_worker_usage
 from ..providers.base import Provider, ProviderRequest
 from ..session import Session
 from ..stores.base import SessionStore
@@ -58,7 +59,6 @@ from ..tokens import TokenEstimator, get_estimator
 from ..workers import OFFLINE_MODEL, OfflineMemoryProvider
 from ..workers.one_model import one_model_workers
 from ..workers.runtime import FlushResult
-from ..workers.usage import store_worker_usage
 from .formats import EvalConversation, EvalQuestion, EvalTurn
 from .judge import Judgement, ModelJudge
 from .matching import answer_in_text, key_words, missing_key_words, text_words
@@ -184,7 +184,8 @@ class ConversationResult:
     """Flushes after a step that appended memory (observed, reflected or dropped)."""
     request_text: str = ""
     worker_usage: dict[str, Any] = field(default_factory=dict)
-    """Tokens each memory worker spent (``workers.usage``: as ``prism-om status`` shows)."""
+    """Tokens each memory worker spent, as ``prism-om status`` shows them
+    (``observational_memory.worker_usage``)."""
 
     @property
     def request_ratio(self) -> float:

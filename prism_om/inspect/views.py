@@ -272,7 +272,7 @@ class Inspector:
             secrets=self.redactor,
         )
         figures = await memory_thresholds(store, session_id, invalid, leaf_id=leaf)
-        from ..workers.usage import store_worker_usage
+        from ..observational_memory.worker_usage import store_worker_usage
 
         # What memory costs (the workers' tokens) and saves (next request against branch).
         usage = await store_worker_usage(store, session_id, leaf)

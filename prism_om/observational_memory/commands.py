@@ -246,7 +246,7 @@ class MemoryStatusCommand(_MemoryCommand):
                 "observationIds": view.visible_observation_ids,
             },
             # What memory costs (tokens each worker spent) and saves (the next request
-            # against the whole branch): workers/usage.py.
+            # against the whole branch): observational_memory/worker_usage.py.
             "usage": usage,
             "request": request,
         }
@@ -269,7 +269,7 @@ async def _costs(
     view: _MemoryView, session_id: str, estimator: TokenEstimator
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The workers' recorded usage, and the next request's tokens against the branch's."""
-    from ..workers.usage import fold_worker_usage, store_worker_usage
+    from .worker_usage import fold_worker_usage, store_worker_usage
 
     branch = view.branch
     if is_store(branch):
@@ -310,7 +310,7 @@ def _status_text(data: dict[str, Any]) -> str:
         f"next request: {request['nextRequestTokens']:,} tokens of context blocks, against "
         f"the whole branch's {request['branchTokens']:,}{ratio}"
     )
-    from ..workers.usage import usage_lines
+    from .worker_usage import usage_lines
 
     lines += usage_lines(data["usage"])
     runtime = data["runtime"]

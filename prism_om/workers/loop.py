@@ -34,6 +34,7 @@ from ..core.limits import MemoryWorkerLimits
 from ..core.redaction import Redactor
 from ..entries import sanitize_surrogates_value
 from ..errors import InvalidInputError, WorkerRunError
+from ..observational_memory.worker_usage import current_meter
 from ..providers.base import (
     DoneEvent,
     Provider,
@@ -45,7 +46,6 @@ from ..providers.base import (
     bound_error_text,
     event_stream,
 )
-from .usage import current_meter
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -349,13 +349,25 @@ async def _read_turn(
 
 
 def _estimate(request: ProviderRequest, calls: Sequence[ToolCallEvent]) -> tuple[int, int]:
-    """Our own count of a turn's (input, output) tokens, for a provider that gives none."""
-    from ..host.context import estimate_request_tokens
-    from ..tokens import get_estimator
+    """Our own count of a turn's (input, output) tokens, for a provider that gives none:
+    the request counted as ``host.context.estimate_request_tokens`` counts it (a layer
+    above this one), line by line so the repeated prompt is encoded once."""
+    from ..tokens import MESSAGE_OVERHEAD_TOKENS, get_estimator
 
-    estimator = get_estimator()
-    out = sum(estimator.count(c.name) + estimator.count(c.arguments) for c in calls)
-    return estimate_request_tokens(request, estimator), out
+    est = get_estimator()
+    sent = est.count_lines(request.system)
+    for message in request.messages:
+        sent += est.count_lines(message.content) + MESSAGE_OVERHEAD_TOKENS
+        for call in message.tool_calls:
+            sent += est.count_lines(call.name) + est.count_lines(call.arguments)
+    if request.tools:
+        definitions = [
+            {"name": t.name, "description": t.description, "parameters": dict(t.parameters)}
+            for t in request.tools
+        ]
+        sent += est.count_lines(json.dumps(definitions, ensure_ascii=False, sort_keys=True))
+    out = sum(est.count(c.name) + est.count(c.arguments) for c in calls)
+    return sent, out
 
 
 def _storable_call(event: ToolCallEvent, checks: _Limits) -> ToolCallEvent:

@@ -127,6 +127,7 @@ from ..observational_memory.settings import (
     resolve_observational_memory_settings,
 )
 from ..observational_memory.withholding import withholding_ledger
+from ..observational_memory.worker_usage import UsageMeter, metering
 from ..providers.base import (
     CredentialResolver,
     Provider,
@@ -145,7 +146,6 @@ from .loop import RequestSettings, WorkerRunError
 from .model import Model, coerce_model
 from .observer import ObserverResult, observe, pending_message_tokens
 from .reflector import reflect
-from .usage import UsageMeter, metering
 
 __all__ = [
     "AppendEntry",
@@ -290,7 +290,8 @@ class ObservationalMemoryRuntime:
     ) -> None:
         self.session = session
         self._invalidation = invalidated_ids
-        # Tokens the workers spent, written with the next memory record (usage.py).
+        # Tokens the workers spent, written with the next memory record
+        # (observational_memory.worker_usage).
         self._meter = UsageMeter()
         self._worker: WorkerName = "observer"
         self.settings = settings
@@ -399,7 +400,8 @@ class ObservationalMemoryRuntime:
         forced = force or force_observer or full_rebuild
         if snapshot is not None and not forced and self._idle(snapshot, invalid, progress):
             return self._finish(progress, _NOT_RUN, _NOT_RUN, _NOT_RUN, _NOT_RUN)
-        # Every worker turn is metered and its usage written with the record (usage.py).
+        # Every worker turn is metered and its usage written with the record
+        # (observational_memory.worker_usage).
         with metering(self._meter):
             self._worker = "observer"
             observed = await self._observe(force or force_observer, progress, invalid)

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from prism_om.observational_memory.worker_usage import (
+    fold_worker_usage,
+    normalize_usage,
+    store_worker_usage,
+)
 from prism_om.providers import ScriptedProvider
 from prism_om.session import Session
 from prism_om.stores import SessionStore
 from prism_om.workers import create_observational_memory_runtime
-from prism_om.workers.usage import fold_worker_usage, normalize_usage, store_worker_usage
 
 REPORTED = {
     "prompt_tokens": 1200,

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_RECORDS_READ",
     "UsageMeter",
+    "current_meter",
     "fold_worker_usage",
     "metering",
     "normalize_usage",
