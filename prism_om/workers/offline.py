@@ -21,6 +21,7 @@ offline tools.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any, Final
@@ -58,6 +59,13 @@ def _batches(key: str, items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return calls
 
 
+def _extract_calls(name: str, prompt: str) -> list[dict[str, Any]]:
+    """The tool calls' arguments the offline worker makes for ``prompt``, in batches."""
+    if name == RECORD_OBSERVATIONS:
+        return _batches("observations", extract_observations(parse_transcript(prompt)))
+    return _batches("reflections", group_reflections(parse_observation_lines(prompt)))
+
+
 class OfflineMemoryProvider:
     """A ``Provider`` whose observer and reflector are extractive and deterministic."""
 
@@ -66,6 +74,9 @@ class OfflineMemoryProvider:
 
     def __init__(self, *, calls_per_turn: int = _CALLS_PER_TURN) -> None:
         self.calls_per_turn = calls_per_turn
+        # The calls of the last prompt: a worker loop asks again with the same prompt after
+        # each turn of tool calls, and extracting it again would repeat the whole work.
+        self._last: tuple[str, str, list[dict[str, Any]]] | None = None
 
     async def generate(self, request: ProviderRequest) -> AsyncGenerator[ProviderEvent, None]:
         tools = {t.name for t in request.tools}
@@ -75,10 +86,18 @@ class OfflineMemoryProvider:
         calls: list[dict[str, Any]] = []
         if RECORD_OBSERVATIONS in tools:
             name = RECORD_OBSERVATIONS
-            calls = _batches("observations", extract_observations(parse_transcript(prompt)))
         elif RECORD_REFLECTIONS in tools:
             name = RECORD_REFLECTIONS
-            calls = _batches("reflections", group_reflections(parse_observation_lines(prompt)))
+        if name is not None:
+            last = self._last
+            if last is not None and last[0] == name and last[1] == prompt:
+                calls = last[2]
+            else:
+                # Pure Python CPU (a large prompt takes tenths of a second): on a thread, so
+                # an agent whose memory works in the background keeps answering meanwhile
+                # (the event loop gets the GIL at every switch interval, not after the run).
+                calls = await asyncio.to_thread(_extract_calls, name, prompt)
+                self._last = (name, prompt, calls)
         pending = calls[made : made + self.calls_per_turn]
         for offset, arguments in enumerate(pending):
             yield ToolCallEvent(
