@@ -45,3 +45,14 @@ def test_every_block_of_the_page_runs(page: Path, tmp_path: Path) -> None:
     for make in FILES.get(_name(page), []):
         make(tmp_path)
     run_blocks(blocks(page.read_text(encoding="utf-8")), tmp_path, _name(page))
+
+
+def test_a_failing_command_or_block_fails_the_page(tmp_path: Path) -> None:
+    with pytest.raises(AssertionError, match="'prism-om sessions --db missing.db'"):
+        run_blocks([("console", "prism-om sessions --db missing.db\n")], tmp_path, "page.md")
+    with pytest.raises(AssertionError, match="page.md python block 2"):
+        run_blocks(
+            [("python", "print(1)\n"), ("python", "raise SystemExit(3)\n")], tmp_path, "page.md"
+        )
+    # A transcript line ($ and its output) is shown, not run.
+    run_blocks([("console", "$ prism-om nonsense\nno such command\n")], tmp_path, "page.md")
