@@ -39,7 +39,7 @@ from typing import Any, Final
 
 from ..core.limits import MAX_SAFE_INTEGER, resolve_page_limit
 from ..core.shown import shown
-from ..entries import ENTRY_ID_MAX_CHARS, SessionEntry, id_problem
+from ..entries import ENTRY_ID_MAX_CHARS, SessionEntry, find_lone_surrogate, id_problem
 from ..errors import InvalidEntryError, InvalidIdError, InvalidInputError
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "AnyMemoryHead",
     "check_batch_argument",
     "check_count",
+    "check_custom_type",
     "check_entry_id",
     "check_expected_memory_head",
     "check_id_list",
@@ -159,6 +160,24 @@ def check_count(value: object, argument: str = "count") -> int:
     if not 0 <= value <= MAX_SAFE_INTEGER:
         raise InvalidInputError(
             f"{argument} must be an integer from 0 to 2**53 - 1, got {shown(value)}",
+            field=argument,
+        )
+    return value
+
+
+def check_custom_type(value: object, argument: str = "custom_type") -> str:
+    """``value`` when it is a ``data.type`` marker a stored custom entry can have (a
+    non-empty string without a NUL or a lone surrogate), else ``InvalidInputError``
+    naming ``argument``."""
+    if (
+        not isinstance(value, str)
+        or not value
+        or "\x00" in value
+        or find_lone_surrogate(value) is not None
+    ):
+        raise InvalidInputError(
+            f"{argument} must be a non-empty string without a NUL or a lone surrogate, "
+            f"got {value!r}",
             field=argument,
         )
     return value

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import abc
 import builtins
+import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Final, Literal, Protocol, Self, runtime_checkable
+from typing import Any, Final, Literal, Protocol, Self, runtime_checkable
 
 from ..core.branch_reads import entries_after_cursor, last_eligible_messages, page_around_cursor
 from ..core.branch_snapshot import BranchSnapshot
@@ -50,6 +51,7 @@ from .arguments import (
     AnyMemoryHead,
     check_batch_argument,
     check_count,
+    check_custom_type,
     check_entry_id,
     check_id_list,
     check_leaf_id,
@@ -344,6 +346,19 @@ class SessionStore(SessionTree, Protocol):
     ) -> SessionEntry | None:
         """The latest compaction entry on the branch, or None."""
 
+    async def custom_data(
+        self, session_id: str, custom_type: str, leaf_id: str | None = None
+    ) -> builtins.list[dict[str, Any]]:
+        """The ``data`` of the branch's custom entries marked ``custom_type``, root first.
+
+        Equal to ``[e.data for e in await self.entries(...) if e.custom_type == custom_type]``,
+        as fresh objects the caller may change. A reader of one record type (such as
+        ``PrismSession.get_items()``, of its ``openai-agents.item`` entries) costs the rows
+        it returns: SQL stores read those rows' payload column only and build no entry.
+        ``InvalidInputError`` for a ``custom_type`` that is not a non-empty string; raises
+        what ``entries`` raises for ``leaf_id``.
+        """
+
     async def snapshot(
         self,
         session_id: str,
@@ -389,6 +404,11 @@ class ErasureReport:
     @property
     def server_keeps_text(self) -> bool:
         return self.rewrite_statement is not None
+
+
+def _copy_data(data: dict[str, Any] | None) -> dict[str, Any]:
+    copied: dict[str, Any] = json.loads(json.dumps(data))
+    return copied
 
 
 def check_batch_shape(
@@ -667,10 +687,10 @@ class StoreBase(StoreLifecycle):
     ``StoreLifecycle``), ``get_many``, ``is_on_branch`` and every read of
     ``SessionStore`` beyond the tree: ``ledger``, ``live_ledger``, ``memory_subset``,
     ``scope_map``, ``recent_messages``, ``entries_after``, ``page_messages``,
-    ``entry_count``, ``branch_tokens`` and ``last_compaction``. Each is derived from
-    ``entries()`` with the pure reference functions, costs O(branch), and raises what
-    ``entries()`` raises, plus ``EntryNotFoundError`` / ``InvalidInputError`` where
-    ``SessionStore`` says so. The conformance suite (``prism_om.testing.conformance``)
+    ``entry_count``, ``branch_tokens``, ``last_compaction`` and ``custom_data``. Each is
+    derived from ``entries()`` with the pure reference functions, costs O(branch), and
+    raises what ``entries()`` raises, plus ``EntryNotFoundError`` / ``InvalidInputError``
+    where ``SessionStore`` says so. The conformance suite (``prism_om.testing.conformance``)
     checks an override gives the same answers.
     """
 
@@ -885,6 +905,15 @@ class StoreBase(StoreLifecycle):
         """The latest compaction entry on the branch, or None."""
         branch = await self.entries(session_id, check_leaf_id(leaf_id))
         return next((e for e in reversed(branch) if e.kind == "compaction"), None)
+
+    async def custom_data(
+        self, session_id: str, custom_type: str, leaf_id: str | None = None
+    ) -> builtins.list[dict[str, Any]]:
+        """The data of the branch's custom entries marked ``custom_type``, as copies."""
+        check_custom_type(custom_type)
+        branch = await self.entries(session_id, check_leaf_id(leaf_id))
+        # A JSON round trip copies plain data faster than copy.deepcopy.
+        return [_copy_data(e.data) for e in branch if e.custom_type == custom_type]
 
     async def damaged_sessions(self) -> dict[str, StoreError]:
         """None found: a store without sessions apart has nothing to report here."""

@@ -50,6 +50,7 @@ READS: Final = frozenset(
         "entry_count",
         "branch_tokens",
         "last_compaction",
+        "custom_data",
         "snapshot",
     }
 )

@@ -76,6 +76,13 @@ class MemoryConformance(SupersessionConformance):
         assert await store.get_many(picked) == {e.id: e for e in branch[::7]}
         compactions = [e for e in branch if e.kind == "compaction"]
         assert await store.last_compaction(sid, leaf) == (compactions[-1] if compactions else None)
+        for marker in {e.custom_type for e in branch if e.custom_type} | {"no-such-type"}:
+            wanted = [e.data for e in branch if e.custom_type == marker]
+            assert await store.custom_data(sid, marker, leaf) == wanted
+            if wanted:
+                # Fresh objects: what a caller does to them is not in the next read.
+                (await store.custom_data(sid, marker, leaf))[0]["type"] = "changed"
+                assert await store.custom_data(sid, marker, leaf) == wanted
         assert await store.scope_map(sid, leaf) == fold_work_scope_map(branch)
         for count in (0, 1, 8, 50):
             assert await store.recent_messages(sid, count, leaf) == last_eligible_messages(

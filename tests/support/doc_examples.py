@@ -14,7 +14,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -43,11 +42,6 @@ def chat_file(where: Path) -> None:
         {"role": "assistant", "content": "Migration 0042 is scheduled for 2026-03-16 22:00."},
     ]
     (where / "chat.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-
-
-def eval_files(where: Path) -> None:
-    """The frozen eval files, at the path of a source checkout (``docs/eval.md`` names it)."""
-    shutil.copytree(ROOT / "tests" / "data" / "eval", where / "tests" / "data" / "eval")
 
 
 def run_blocks(found: list[tuple[str, str]], where: Path, label: str) -> None:

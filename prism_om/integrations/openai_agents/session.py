@@ -50,7 +50,9 @@ class PrismSession:
     ``postgresql://...``; opened on first use and closed by ``close()``) or an open
     ``SessionStore`` (left open). Items round-trip exactly as ``SQLiteSession`` keeps them
     (as JSON gives them back); how each is stored is in
-    ``prism_om.integrations.openai_agents.items``. The session id must be a prism-om
+    ``prism_om.integrations.openai_agents.items``. Without memory, ``get_items()`` reads
+    the item entries' data alone (``SessionStore.custom_data``: on SQL stores their
+    payload column, one row per item, no entry built). The session id must be a prism-om
     session id (``InvalidSessionIdError`` otherwise).
 
     History is a branch of the session's entry tree, so nothing is ever deleted:
@@ -119,6 +121,7 @@ class PrismSession:
         self._session: Session | None = None
         self._recall: RecallMemoryTool | None = None
         self._root_id: str | None = None
+        self._started = False  # the session is known to have entries
         self._opening = asyncio.Lock()
         self._writing = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -145,6 +148,11 @@ class PrismSession:
         store = await self._ready()
         if wanted is None and self._memory_view:
             items = await self._memory_items(store)
+        elif wanted is None and self.memory is None:
+            # Nothing is withheld without memory: the item rows' payloads are the answer,
+            # read alone (no message entry, no entry model; fresh objects to hand out).
+            data = await store.custom_data(self.session_id, ITEM_TYPE)
+            items = [d["item"] for d in data if isinstance(d.get("item"), dict)]
         else:
             items = await self._read_items(await self._tail(store, wanted))
             items = items if wanted is None else items[-wanted:]
@@ -161,11 +169,14 @@ class PrismSession:
             batch.extend(entries_for_item(self.session_id, item, index=index))
         async with self._writing:
             held = None if self._provider is None else self._provider.view.snapshot
-            known = held is not None and held.leaf_id is not None
+            # Once the session has entries it keeps them (nothing here deletes any), so
+            # whether it is new is read once, not on every call.
+            known = self._started or (held is not None and held.leaf_id is not None)
             if not known and await store.leaf(self.session_id) is None:
                 # A new session starts at a marker, the point clear_session() returns to.
                 batch.insert(0, custom_entry(self.session_id, {"type": ROOT_TYPE, "version": 1}))
             stored = await store.append_at_leaf(batch)
+            self._started = True
             # The batch moves the branch's snapshot on without a read (see BranchView).
             snapshot = None if self._provider is None else self._provider.view.advance(stored)
         await self._after_add(snapshot)

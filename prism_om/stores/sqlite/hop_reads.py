@@ -219,6 +219,12 @@ class OneHopReads(SqliteReads):
     ) -> SessionEntry | None:
         return await self._hop(super().last_compaction, session_id, leaf_id)
 
+    async def custom_data(
+        self, session_id: str, custom_type: str, leaf_id: str | None = None
+    ) -> builtins.list[dict[str, Any]]:
+        # The leaf, the rows and their parse in one hop, the parse off the event loop.
+        return await self._hop(super().custom_data, session_id, custom_type, leaf_id)
+
     async def snapshot(
         self,
         session_id: str,

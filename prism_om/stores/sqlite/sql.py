@@ -94,6 +94,11 @@ ENTRY_COLUMNS = entry_columns()
 BRANCH_ENTRIES_SQL = branch_rows_sql(f"{entry_columns('e')}, e.depth", "entries", "e")
 BRANCH_DEPTH_COLUMN = 6
 BRANCH_PIECES_SQL = f"{BRANCH_PATH_CTE}\nSELECT segment_id, lo, hi FROM branch_path"
+# The payloads (schema 4: a custom entry's data object) of one record type on the branch;
+# the depth first, as pieces come leaf side first and are put in order in Python.
+CUSTOM_DATA_SQL = branch_rows_sql(
+    "e.depth, CAST(e.body AS BLOB)", "entries", "e", "e.custom_type = :custom_type"
+)
 # Segments belong to one session, so a row on the pieces is of the leaf's session.
 DEPTH_ON_BRANCH_SQL = f"""{BRANCH_PATH_CTE}
 SELECT e.depth FROM entries e CROSS JOIN branch_path bp
