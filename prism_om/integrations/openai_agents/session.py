@@ -16,12 +16,13 @@ from ...core.context_blocks import RECENT_MESSAGES_BLOCK_NAME
 from ...entries import SessionEntry, custom_entry, validate_session_id
 from ...errors import InvalidInputError, StoreClosedError
 from ...host.context import render_system
-from ...observational_memory.recall_tool import RecallMemoryTool, create_recall_memory_tool
+from ...observational_memory.recall_tool import RecallMemoryTool
 from ...providers.base import CredentialResolver, Provider
 from ...session import Session
 from ...stores import SessionStore, open_store, parse_store_url
 from ...workers.model import Model
 from ...workers.runtime import FlushResult, ObservationalMemoryRuntime
+from ..conversation import find_call, memory_parts
 from .items import ITEM_TYPE, ROOT_TYPE, entries_for_item, item_of, normalize_items, withheld_item
 
 if TYPE_CHECKING:
@@ -30,8 +31,6 @@ if TYPE_CHECKING:
 __all__ = ["PrismSession", "check_limit"]
 
 POST_ADD_ERROR: Final = "observational-memory:post-run-error"
-# How far back (in pages of 100 messages) the window looks for a call its outputs answer.
-_CALL_SEARCH_PAGES: Final = 10
 
 
 def check_limit(limit: object, name: str = "limit") -> int | None:
@@ -111,7 +110,7 @@ class PrismSession:
         self.session_settings = coerce_session_settings(session_settings)
         check_limit(self.session_settings.limit, "session_settings.limit")
         self.memory = memory
-        self._worker_options = {
+        self._worker_options: dict[str, Any] = {
             "session_model": session_model,
             "credential_resolver": credential_resolver,
             "providers": providers,
@@ -289,25 +288,9 @@ class PrismSession:
         return self._store
 
     def _wire(self, store: SessionStore) -> None:
-        session = self._session = Session(store, self.session_id)
-        memory = self.memory
-        if memory is None:
-            self._recall = create_recall_memory_tool(store=store)
-            return
-        estimator = memory.token_estimator()
         # The same parts attach() builds for a prism_om host agent.
-        self._runtime = _create_runtime(memory, session, estimator, self._worker_options)
-        self._provider = ObservationalMemoryContextProvider(
-            memory.settings,
-            secrets=memory.secrets,
-            invalidated_ids=memory.invalidated_ids,
-            estimator=estimator,
-        )
-        self._recall = create_recall_memory_tool(
-            store=store,
-            secrets=memory.secrets,
-            page_limit=memory.settings.retrieval.page_limit,
-            invalidated_ids=self._provider.invalidated,
+        self._session, self._runtime, self._provider, self._recall = memory_parts(
+            store, self.session_id, self.memory, **self._worker_options
         )
 
     async def _after_add(self, snapshot: BranchSnapshot | None) -> None:
@@ -445,27 +428,14 @@ class PrismSession:
             if not unanswered:
                 return window, frozenset()
             cursor = next((e.id for e in window if e.kind == "message"), None)
-            call = None if cursor is None else await self._find_call(store, cursor, unanswered)
+            call = (
+                None
+                if cursor is None
+                else await find_call(store, self.session_id, cursor, unanswered)
+            )
             if call is None:
                 return window, frozenset(unanswered)
             window = await self._entries_from(store, call.id)
-
-    async def _find_call(
-        self, store: SessionStore, cursor: str, call_ids: set[str]
-    ) -> SessionEntry | None:
-        """The nearest assistant message before ``cursor`` that makes one of ``call_ids``."""
-        for _ in range(_CALL_SEARCH_PAGES):
-            page, more = await store.page_messages(
-                self.session_id, cursor, 100, direction="backward"
-            )
-            for entry in reversed(page):
-                calls = entry.message.tool_calls if entry.message is not None else None
-                if calls and any(c.id in call_ids for c in calls):
-                    return entry
-            if not more or not page:
-                return None
-            cursor = page[0].id
-        return None
 
     async def _with_reasoning(
         self, store: SessionStore, window: list[SessionEntry]
@@ -478,27 +448,3 @@ class PrismSession:
                 break
             window = [before, *window]
         return window
-
-
-def _create_runtime(
-    memory: ObservationalMemory,
-    session: Session,
-    estimator: Any,
-    options: Mapping[str, Any],
-) -> ObservationalMemoryRuntime:
-    from ...workers.model import coerce_model
-    from ...workers.runtime import create_observational_memory_runtime
-
-    model = options["session_model"]
-    return create_observational_memory_runtime(
-        estimator=estimator,
-        session=session,
-        append_entry=session.append,
-        settings=memory.settings,
-        session_model=coerce_model(model) if model is not None else None,
-        credential_resolver=options["credential_resolver"],
-        secrets=memory.secrets,
-        debug=memory.debug,
-        providers=options["providers"],
-        invalidated_ids=memory.invalidated_ids,
-    )
