@@ -4,6 +4,9 @@ Python blocks run in a subprocess each, and console blocks run line by line (eac
 is a ``prism-om`` command, run as ``python -m prism_om.cli``), all in one temporary
 directory, in README order (``support.doc_examples``). The two set-up commands at the top
 are ``tests/test_readme.py``'s; the manual's examples are ``tests/test_docs_examples.py``'s.
+Every date an example prints must be right (``support.dates.wrong_dates``): the memory
+example printed ``Atlas 2.4 ships Tuesday (8 December 2026) 2026-03-17`` on the code before
+issue 31, the weekday beside a written date resolved again against the day it ran.
 """
 
 from __future__ import annotations

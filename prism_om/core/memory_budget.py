@@ -6,11 +6,18 @@ text), not the observations' bare text, which the per-line framing can double. D
 the least relevant observations (lowest priority, then oldest) until the rendered memory
 is within a target then bounds what every context build shows, reflections included
 (those are held to ``reflection.budget_tokens`` by the consolidating pass).
+
+Ids are measured as one fixed id: a memory id is random, and its token count varies with
+its digits (``000000000000`` is fewer tokens than ``f3a9c1e07b2d``), so counting the ids
+as written would make the same conversation drop a different number of observations from
+one run to the next. The id's share is small and the same for every id.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
+from typing import Final
 
 from ..tokens import TokenEstimator, get_estimator
 from .records import Observation, Reflection
@@ -19,6 +26,9 @@ from .relevance import lowest_relevance_order
 from .render import render_observational_memory
 
 __all__ = ["drop_to_rendered_target", "rendered_memory_tokens"]
+
+_ID = re.compile(r"(?<=\[)[0-9a-f]{12}(?=\])")
+_FIXED_ID: Final = "0a1b2c3d4e5f"
 
 
 def rendered_memory_tokens(
@@ -31,7 +41,7 @@ def rendered_memory_tokens(
     """Tokens of the rendered memory of ``reflections`` and ``observations``."""
     text = render_observational_memory(reflections, observations, secrets=secrets)
     # Line by line: most lines of the memory repeat from one measure to the next.
-    return (estimator or get_estimator()).count_lines(text)
+    return (estimator or get_estimator()).count_lines(_ID.sub(_FIXED_ID, text))
 
 
 def drop_to_rendered_target(

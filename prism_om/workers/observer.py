@@ -106,6 +106,12 @@ async def observe(
         on_sanitized=call.on_sanitized,
     )
     scanned = len(batch.scanned)
+    if recorder.rejected and recorder.observations:
+        # A refused call's messages were neither recorded nor judged empty: the run covers
+        # up to the newest message it did record from, and the rest is shown again. (A run
+        # whose every call was refused covers its chunk, with a warning, as before: a model
+        # that can never record must not hold the chunk forever.)
+        scanned = _handled_prefix(batch.scanned, recorder.observations)
     if run.stopped == "max_turns":
         # Cut by its turn cap, the model may not have reached the end of the chunk: the
         # run covers only up to the newest message it recorded from, and the rest waits

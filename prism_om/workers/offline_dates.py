@@ -4,19 +4,26 @@ relative dates resolved against them.
 A message may open with a date header as benchmark transcripts write it (``[8:56 pm on 20
 July, 2023]``); that header, when present, is the message's time for everything after it,
 since it says when the words were said (an import may have stamped the message later).
-Relative expressions resolve against that time: ``today``/``tonight``, ``yesterday``,
-``tomorrow``, ``last``/``next``/``this`` + weekday, ``on``/``by`` + weekday (past when the
-words before it speak in the past tense with no future after, else the coming one),
-``last``/``next week``, ``weekend``, ``month``, ``N days ago``, ``in N days``. Written
-dates (``20 July, 2023``, ``July 20, 2023``, ``22 May`` with the year of the message, ISO
-``2023-07-20``) are read as they are. Each resolved date is written into the text after the
-expression that named it (``yesterday (7 May 2023)``), so the memory states the day
-itself, and the first one is returned as the observation's ``referencedDate``.
+Relative expressions resolve against that time, and only where what they name is certain,
+each written as the unit it names: a day (``yesterday``, ``last night``, ``the day before
+yesterday``, ``tomorrow``, ``the day after tomorrow``, ``N days ago``, ``in N days``,
+``last``/``next``/``this`` + weekday, ``on``/``by`` + weekday: past when the words before it
+speak in the past tense with no future after, else the coming one) as the day, a week
+(``last week``, ``N weeks ago``) as ``the week of`` its Monday, a weekend as ``the weekend
+of`` its Saturday, a month (``next month``, ``N months ago``) as the month, a year (``last
+year``, ``N years ago``) as the year; ``a few days ago`` as ``a few days before`` the day.
+Written dates (``20 July, 2023``, ``July 20, 2023``, ``22 May`` with the year of the
+message, ISO ``2023-07-20``) are read as they are, never resolved again, and a weekday beside
+one (``Tuesday 2026-03-17``) is part of it. Idioms (``it feels like yesterday``) are left
+alone. Each resolution is written into the text after the expression that named it
+(``yesterday (7 May 2023)``), so the memory states the date itself, and the first day named
+is returned as the observation's ``referencedDate``.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Final
@@ -62,20 +69,51 @@ _WEEKDAY = re.compile(
     r"\b(?P<which>last|next|this|on|by|until|since)?\s*(?P<day>" + "|".join(_WEEKDAYS) + r")\b",
     re.IGNORECASE,
 )
+# Relative days whose day is certain, longest first so "the day before yesterday" is not
+# read as "yesterday".
 _RELATIVE: Final[tuple[tuple[re.Pattern[str], int], ...]] = (
-    (re.compile(r"\byesterday\b", re.I), -1),
+    (re.compile(r"\b(?:the )?day before yesterday\b", re.I), -2),
+    (re.compile(r"\b(?:the )?day after tomorrow\b", re.I), 2),
+    (re.compile(r"\b(?:yesterday|last night)\b", re.I), -1),
     (re.compile(r"\b(today|tonight|this (morning|afternoon|evening))\b", re.I), 0),
     (re.compile(r"\btomorrow\b", re.I), 1),
-    (re.compile(r"\blast week\b", re.I), -7),
-    (re.compile(r"\bnext week\b", re.I), 7),
-    (re.compile(r"\blast month\b", re.I), -30),
-    (re.compile(r"\bnext month\b", re.I), 30),
 )
-_COUNT = r"(?P<n>\d{1,3}|a|one|two|three|four|five|six) (?P<unit>day|week)s?"
-_AGO = re.compile(rf"\b{_COUNT} ago\b", re.I)
-_IN = re.compile(rf"\bin {_COUNT}\b", re.I)
+_NUMBER = r"(?P<n>\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|twelve)"
+_AGO = re.compile(rf"\b{_NUMBER} (?P<unit>day|week|month|year)s? ago\b", re.I)
+_IN = re.compile(rf"\bin {_NUMBER} (?P<unit>day|week|month|year)s?\b", re.I)
+_FEW_AGO = re.compile(
+    r"\b(?P<few>(?:a )?few|a couple(?: of)?|several) (?P<unit>day|week)s? ago\b", re.I
+)
+# A unit named relative to now: written as that unit, never as an invented day.
+_UNIT = re.compile(r"\b(?P<which>last|next|this) (?P<unit>week|month|year)\b", re.I)
 _WEEKEND = re.compile(r"\b(?P<which>last|next|this) weekend\b", re.I)
-_NUMBERS: Final = {"a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+_NUMBERS: Final = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "twelve": 12,
+}
+# Idioms that name a day without meaning one: "it feels like yesterday", "yesterday's news".
+_IDIOM = re.compile(
+    r"\b(?:(?:feels?|felt|seems?|seemed|looks?|looked) like (?:it was |it's )?(?:only |just )?"
+    r"yesterday|(?:as if|as though|like) it (?:was|were) (?:only |just )?yesterday|"
+    r"born yesterday|yesterday's news|tomorrow is another day|"
+    r"(?:a )?(?:day|week|month|year) (?:or two )?ago or (?:two|so)|"
+    r"today's (?:world|society|age|standards)|these days|nowadays)",
+    re.I,
+)
+# What may sit between a weekday and the written date it names ("Tuesday, 17 March",
+# "Tuesday (3 March)", "on Tuesday the 17th"): that weekday is part of the written date.
+_BETWEEN = re.compile(r"^[\s,(]*(?:the\s+)?$")
 
 
 def date_text(day: date) -> str:
@@ -115,57 +153,116 @@ class DatedText:
     text: str
     referenced: str | None
     """The first date the text names, ISO."""
+    dated: bool = False
+    """Whether the text names a date of any unit (a day, week, month or year)."""
 
 
-def resolve_dates(sentence: str, moment: datetime | None) -> DatedText:
-    """``sentence`` with each relative date followed by the day it means."""
+def resolve_dates(
+    sentence: str, moment: datetime | None, hold: Callable[[str], str] | None = None
+) -> DatedText:
+    """``sentence`` with each relative date followed by what it means, in its own unit.
+
+    A day is written as a day (``yesterday (7 May 2023)``), a week as ``the week of`` its
+    Monday, a month as the month, a year as the year. Dates written in the sentence are
+    read, never resolved again, and a weekday beside one is part of it. Idioms ("it
+    feels like yesterday") name no date. ``referenced`` is the first day named (a week,
+    month or year is no day). ``hold`` wraps each resolution written in.
+    """
     if moment is None:
         iso = _ISO.search(sentence)
         return DatedText(sentence, iso["iso"] if iso and _valid(iso["iso"]) else None)
     today = moment.date()
-    found: list[tuple[int, int, date, bool]] = []  # start, end, day, written already
+    # start, end, label to write after it ("" for a written date), the day (None: no day)
+    found: list[tuple[int, int, str, date | None]] = []
 
-    def add(match: re.Match[str], day: date | None, written: bool = False) -> None:
-        if day is None:
+    def add(match: re.Match[str], label: str | None, day: date | None = None) -> None:
+        if label is None:
             return
         if any(s < match.end() and match.start() < e for s, e, _, _ in found):
             return
-        found.append((match.start(), match.end(), day, written))
+        found.append((match.start(), match.end(), label, day))
 
+    for match in _IDIOM.finditer(sentence):
+        add(match, "")
     for match in _ISO.finditer(sentence):
-        add(match, date.fromisoformat(match["iso"]) if _valid(match["iso"]) else None, True)
+        day = date.fromisoformat(match["iso"]) if _valid(match["iso"]) else None
+        add(match, "" if day else None, day)
     for pattern in (_DAY_MONTH, _MONTH_DAY):
         for match in pattern.finditer(sentence):
-            add(match, _written(match, today), True)
+            day = _written(match, today)
+            add(match, "" if day else None, day)
     for pattern, days in _RELATIVE:
         for match in pattern.finditer(sentence):
-            add(match, today + timedelta(days=days))
+            day = today + timedelta(days=days)
+            add(match, date_text(day), day)
+    for match in _FEW_AGO.finditer(sentence):
+        few = match["few"].lower()
+        few = (
+            "a few"
+            if few == "few"
+            else few.replace("a couple", "a couple of").replace("of of", "of")
+        )
+        add(match, f"{few} {match['unit'].lower()}s before {date_text(today)}")
     for match in _AGO.finditer(sentence):
-        add(match, today - _span(match))
+        add(match, *_shifted(today, -_count(match), match["unit"].lower()))
     for match in _IN.finditer(sentence):
-        add(match, today + _span(match))
+        add(match, *_shifted(today, _count(match), match["unit"].lower()))
+    for match in _UNIT.finditer(sentence):
+        step = {"last": -1, "next": 1}.get(match["which"].lower(), 0)
+        add(match, *_shifted(today, step, match["unit"].lower()))
     for match in _WEEKEND.finditer(sentence):
         saturday = (5 - today.weekday()) % 7
         shift = {"last": saturday - 7 if saturday else -7, "next": saturday or 7}.get(
             match["which"].lower(), saturday
         )
-        add(match, today + timedelta(days=shift))
+        add(match, f"the weekend of {date_text(today + timedelta(days=shift))}")
+    written = [(s, e) for s, e, label, day in found if label == "" and day is not None]
     for match in _WEEKDAY.finditer(sentence):
         before = sentence[: match.start()]
-        if not re.search(r"\b(every|each)\s*$", before, re.I):
-            add(match, _weekday(match, today, _past_tense(before)))
-    if not found:
-        return DatedText(sentence, None)
-    found.sort()
+        if re.search(r"\b(every|each)\s*$", before, re.I):
+            continue
+        if any(
+            (s >= match.end() and _BETWEEN.match(sentence[match.end() : s]))
+            or (e <= match.start() and _BETWEEN.match(sentence[e : match.start()]))
+            for s, e in written
+        ):
+            add(match, "")  # "Tuesday 2026-03-17": the written date says which Tuesday
+            continue
+        day = _weekday(match, today, _past_tense(before))
+        add(match, date_text(day), day)
+    found.sort(key=lambda f: (f[0], f[1]))
     parts: list[str] = []
     cursor = 0
-    for _start, end, day, written in found:
+    for _start, end, label, _day in found:
         parts.append(sentence[cursor:end])
-        if not written:
-            parts.append(f" ({date_text(day)})")
+        if label and not sentence[end:].lstrip().startswith(f"({label})"):
+            # ``hold`` keeps the resolution as written through later rewrites.
+            parts.append(" " + (hold or str)(f"({label})"))
         cursor = end
     parts.append(sentence[cursor:])
-    return DatedText("".join(parts), found[0][2].isoformat())
+    named = [when for _, _, _, when in found if when is not None]
+    # A written date, or a resolution of a relative one (an idiom's span is neither).
+    dated = any(when is not None or label for _, _, label, when in found)
+    return DatedText("".join(parts), named[0].isoformat() if named else None, dated)
+
+
+def _count(match: re.Match[str]) -> int:
+    raw = match["n"].lower()
+    return _NUMBERS.get(raw) or int(raw)
+
+
+def _shifted(today: date, n: int, unit: str) -> tuple[str, date | None]:
+    """The label of ``n`` ``unit``s from ``today``, and its day when the unit is a day."""
+    if unit == "day":
+        day = today + timedelta(days=n)
+        return date_text(day), day
+    if unit == "week":
+        monday = today - timedelta(days=today.weekday()) + timedelta(weeks=n)
+        return f"the week of {date_text(monday)}", None
+    if unit == "month":
+        index = today.year * 12 + today.month - 1 + n
+        return f"{_MONTHS[index % 12].capitalize()} {index // 12}", None
+    return str(today.year + n), None
 
 
 def _past_tense(before: str) -> bool:
@@ -191,12 +288,6 @@ def _written(match: re.Match[str], today: date) -> date | None:
         return date(year, _month(match["month"]), int(match["day"]))
     except ValueError:
         return None
-
-
-def _span(match: re.Match[str]) -> timedelta:
-    raw = match["n"].lower()
-    n = _NUMBERS.get(raw) or int(raw)
-    return timedelta(days=n * (7 if match["unit"].lower() == "week" else 1))
 
 
 def _weekday(match: re.Match[str], today: date, past: bool) -> date:

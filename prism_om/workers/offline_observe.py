@@ -17,14 +17,27 @@ What a message becomes:
   statements, ``low`` for questions (kept only when they name something) and routine tool
   output.
 * **Dates** resolve against the message's own time or a date header in its text
-  (:mod:`.offline_dates`); the day is written into the text and the first one becomes
-  ``referencedDate``.
-* **Tool calls and results are summarised**, not copied: the tool's name and target
-  (``Assistant called read on billing/export.py``), a result's outcome (``24 passed``),
-  or its error class and where it was raised (``Tool error: KeyError: 'currency' at
-  billing/export.py line 41``).
-* **Duplicates collapse**: a statement whose content words repeat an earlier one of the
-  batch adds its source to that observation instead of a new one.
+  (:mod:`.offline_dates`), only when certain and in the unit they name (a day, ``the week
+  of`` its Monday, a month, a year); the resolution is written into the text and the first
+  day named becomes ``referencedDate``. Written dates are never resolved again.
+* **Tool calls and results are notes** (:mod:`.offline_tools`): the tool and its key
+  argument (``Assistant called bash: `git diff```), a result's outcome (``read 19 lines of
+  fib.py``, ``24 passed``, ``listed 65 paths (60 under .git/objects, ...)``), or its exit
+  status, error type, message and where it was raised (``Tool error: KeyError:
+  'currency' at billing/export.py line 41``). A shell command the user ran (``$ cmd`` and
+  its output) is ``User ran `cmd`: ...``, never a statement of theirs.
+* **Verbatim spans stay verbatim** (:mod:`.offline_verbatim`): code, commands, paths,
+  backticked text and photo captions are held out of the rewriting.
+* **Names survive**: only a speaker's name closing a sentence is an address (", Melanie!").
+* **Replies keep their subject**: "Yep!" after the other's question that the memory
+  leaves out says what it answers.
+* **Observations are dated** by the day each message was written (a date header in its
+  text, else its timestamp), and a statement never joins one of another day.
+* **Repeats collapse, distinct facts never merge**: a statement every content word of
+  which an earlier one of the batch holds adds its source to that observation; a repeated
+  tool line collapses into the run it repeats with its count.
+* Observations come in the order of their newest source, so a run a cap stops has recorded
+  everything up to the newest message it cites.
 """
 
 from __future__ import annotations
@@ -33,10 +46,13 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Final
 
 from .offline_dates import message_moment, resolve_dates
 from .offline_reflect import telegraph
+from .offline_tools import ToolCallNote, is_shell_run, summarize_tool_call, summarize_tool_result
+from .offline_verbatim import Verbatim
 from .transcript import ParsedEntry
 
 __all__ = ["extract_observations", "is_chatter", "summarize_tool_call", "summarize_tool_result"]
@@ -56,26 +72,15 @@ _LEAD = re.compile(
     r"just so you know)\b[\s,!.:;-]*)+",
     re.IGNORECASE,
 )
-_VOCATIVE = re.compile(r",\s*[A-Z][a-z]+(?=\s*[!.?,]|\s*$)")
-_CAPTION = re.compile(r"\[shares a photo: (?P<caption>[^\]]*)\]")
-_ERROR_LINE = re.compile(
-    r"^\s*(?P<cls>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Fault)|panic|fatal|"
-    r"error|ERROR|FAILED)\b[:\s]*(?P<message>.*)$"
-)
-_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
-_TEST_SUMMARY = re.compile(r"\b(\d+) (passed|failed|errors?|skipped)\b")
-_TARGET_KEYS: Final = (
-    "path",
-    "file",
-    "file_path",
-    "filename",
-    "command",
-    "cmd",
-    "url",
-    "query",
-    "pattern",
-    "name",
-    "id",
+# A name said in address ("Thanks, Melanie!"): a comma, one capitalised word, and the end of
+# the sentence. A name between commas ("my home country, Sweden, ...") is part of the clause.
+_VOCATIVE = re.compile(r",\s*(?P<name>[A-Z][a-z]+)(?=\s*[!.?]*\s*$)")
+_BY_THE_WAY = re.compile(r",?\s*(?:by the way|btw)(?=[.!?]*$)", re.I)
+_TIMES = re.compile(r" \(\d+ times\)$")
+_ANSWER = re.compile(
+    r"^(?P<word>yes|yeah|yep|yup|no|nope|nah|sure|definitely|absolutely|of course|not really|"
+    r"exactly|right|correct|indeed)\b[\s,!.:;-]*",
+    re.IGNORECASE,
 )
 _QUIET_TOOLS: Final = frozenset("read cat ls list glob grep search find view open".split())
 
@@ -119,6 +124,9 @@ _FILLER: Final = frozenset(
     "a an the just really totally honestly actually definitely literally basically "
     "already very quite pretty".split()
 )
+_NUMBER_WORDS: Final = frozenset(
+    "one two three four five six seven eight nine ten first second third next last".split()
+)
 _RANK: Final = {"low": 0, "medium": 1, "high": 2}
 # Words that open a message as a label, not as the name of who speaks.
 _LABELS: Final = frozenset(
@@ -136,15 +144,37 @@ class _Draft:
     priority: str
     referenced: str | None
     kind: str  # "fact", "question", "tool"
+    verbatim: Verbatim
+    observed: str | None = None
+    """When the message says it was written (a date header), if not its timestamp."""
+    day: str = ""
+    """The day the message was written: a statement never joins one of another day."""
     words: frozenset[str] = field(default_factory=frozenset)
+    repeats: int = 1
 
     @property
     def text(self) -> str:
-        body = " ".join(self.sentences)
-        text = body if self.kind == "tool" else f"{self.speaker}: {telegraph(body)}."
+        # A sentence ending in code or a command has no full stop of its own to end it.
+        body = " ".join(
+            f"{sentence};"
+            if self.verbatim.ends_with_code(sentence) and n < len(self.sentences) - 1
+            else sentence
+            for n, sentence in enumerate(self.sentences)
+        )
+        if self.kind == "tool":
+            text = body
+        else:
+            told = telegraph(body)
+            # A closing code block or command needs no full stop after it.
+            text = f"{self.speaker}: {told}{'' if self.verbatim.ends_with_code(told) else '.'}"
         if len(text) > _MAX_TEXT:
-            text = text[: _MAX_TEXT - 1].rstrip() + "…"
-        return text
+            # Only ever a sentence with no clause to split at: cut at a space, so a
+            # verbatim span (a placeholder here) is kept whole or not at all.
+            cut = text.rfind(" ", 0, _MAX_TEXT - 1)
+            text = text[: cut if cut > 0 else _MAX_TEXT - 1].rstrip() + "…"
+        if self.repeats > 1:
+            text += f" ({self.repeats} times)"
+        return self.verbatim.restore(text)
 
     def item(self) -> dict[str, Any]:
         found: dict[str, Any] = {"text": self.text, "sourceEntryIds": list(self.sources)}
@@ -152,6 +182,8 @@ class _Draft:
             found["priority"] = self.priority
         if self.referenced is not None:
             found["referencedDate"] = self.referenced
+        if self.observed is not None:
+            found["observedAt"] = self.observed
         return found
 
 
@@ -179,10 +211,16 @@ def _names(sentence: str, speakers: frozenset[str] = frozenset()) -> list[str]:
     ]
 
 
-def _clean(sentence: str) -> str:
-    """Without leading interjections and names said in address (", Melanie!")."""
+def _clean(sentence: str, speakers: frozenset[str] = frozenset(), *, any_name: bool = False) -> str:
+    """Without leading interjections and a speaker's name said in address (", Melanie!").
+
+    Only a name closing the sentence is an address; with ``any_name`` every such name is
+    taken for one (to tell chatter: "Thanks, Dana!"), else only the speakers' names, so
+    "I grew up in my home country, Sweden." keeps Sweden.
+    """
     text = " ".join(sentence.split())
-    text = _VOCATIVE.sub("", text)
+    text = _VOCATIVE.sub(lambda m: "" if any_name or m["name"].lower() in speakers else m[0], text)
+    text = _BY_THE_WAY.sub("", text)
     text = _LEAD.sub("", text).strip()
     text = re.sub(r"([!?])\1+", r"\1", text)
     if text[:1].islower():
@@ -194,12 +232,13 @@ def is_chatter(sentence: str, speakers: frozenset[str] = frozenset()) -> bool:
     """True for a greeting, thanks, acknowledgement or reaction: no fact in it.
 
     A fact needs a number, a name other than the speakers' (who are addressed in
-    greetings), or a word outside the stopwords and the vocabulary of small talk.
+    greetings), a verbatim span (code, a command, a path) or a word outside the stopwords
+    and the vocabulary of small talk.
     """
-    clean = _clean(sentence)
+    clean = _clean(sentence, speakers, any_name=True)
     if not clean:
         return True
-    if any(ch.isdigit() for ch in clean) or _names(clean, speakers):
+    if Verbatim.holds(clean) or any(ch.isdigit() for ch in clean) or _names(clean, speakers):
         return False
     return not _content_words(clean, speakers)
 
@@ -224,65 +263,24 @@ def _compact(sentence: str) -> str:
     return text[:1].upper() + text[1:] if text else text
 
 
-def summarize_tool_call(name: str, arguments: Any) -> str:
-    """``called <tool> on <target>``: the tool and what it acted on, not its payload."""
-    target = ""
-    if isinstance(arguments, dict):
-        for key in _TARGET_KEYS:
-            value = arguments.get(key)
-            if isinstance(value, str | int | float) and str(value).strip():
-                target = " ".join(str(value).split())
-                break
-    if len(target) > 100:
-        target = target[:99].rstrip() + "…"
-    return f"called {name} on {target}" if target else f"called {name}"
-
-
-def summarize_tool_result(text: str) -> tuple[str, str]:
-    """A tool result's outcome in one line, and its priority.
-
-    An error names its class, message and the innermost frame it was raised in (high); a
-    test run its counts (medium, high when something failed); anything else its first
-    line and size (low).
-    """
-    lines = [line for line in text.splitlines() if line.strip()]
-    if not lines:
-        return "Tool result: (empty)", "low"
-    if lines[0].startswith("[… truncated"):
-        return "Tool result: (truncated)", "low"
-    for line in reversed(lines):
-        error = _ERROR_LINE.match(line)
-        if error and not _TEST_SUMMARY.search(line):
-            frames = _FRAME.findall(text)
-            where = f" at {frames[-1][0]} line {frames[-1][1]}" if frames else ""
-            message = " ".join(error["message"].split())[:120]
-            detail = f"{error['cls']}: {message}" if message else error["cls"]
-            return f"Tool error: {detail}{where}", "high"
-    counts = _TEST_SUMMARY.findall(text)
-    if counts:
-        failed = any(kind.startswith(("failed", "error")) for _, kind in counts)
-        summary = ", ".join(f"{n} {kind}" for n, kind in counts)
-        return f"Tool result: {summary}", "high" if failed else "medium"
-    first = " ".join(lines[0].split())
-    if len(first) > 100:
-        first = first[:99].rstrip() + "…"
-    more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
-    return f"Tool result: {first}{more}", "low"
-
-
 def _split(text: str) -> list[str]:
     return [" ".join(s.split()) for s in _SENTENCE.split(text) if s and s.strip()]
 
 
 def _weak(sentence: str, speakers: frozenset[str]) -> bool:
-    """A remark with one content word and no number, name, date or decision
+    """A remark with one content word and no number, name, date, decision or verbatim span
     ("It was so powerful."): an aside, not a fact worth a line of memory."""
+    if Verbatim.holds(sentence):
+        return False
     if _sentence_priority(sentence, resolve_dates(sentence, None).referenced, speakers) == "high":
         return False
     return len(_content_words(sentence, speakers)) < 2
 
 
 def _sentence_priority(sentence: str, referenced: str | None, speakers: frozenset[str]) -> str:
+    # Resolved dates and verbatim spans are placeholders here: ``referenced`` stands for a
+    # date, and the placeholders' digits are no number of the sentence.
+    sentence = Verbatim.without_spans(sentence)
     words = set(_words(sentence))
     strong = (
         any(ch.isdigit() for ch in sentence)
@@ -294,63 +292,143 @@ def _sentence_priority(sentence: str, referenced: str | None, speakers: frozense
     return "high" if strong else "medium"
 
 
-def _message_drafts(
-    entry: ParsedEntry, names: frozenset[str], speakers: frozenset[str]
-) -> list[_Draft]:
-    text, moment = message_moment(entry.text, entry.timestamp)
+def _collapse_repeats(text: str) -> str:
+    """Each run of identical lines once, with its count."""
+    out: list[str] = []
+    count = 0
+    for line in text.split("\n"):
+        if out and line.strip() and line == _TIMES.sub("", out[-1]) and count:
+            count += 1
+            out[-1] = f"{line} ({count} times)"
+            continue
+        out.append(line)
+        count = 1
+    return "\n".join(out)
+
+
+def _long_pieces(sentence: str) -> list[str]:
+    """A sentence longer than one observation, split at its clauses rather than cut."""
+    if len(sentence) <= _MERGE_CHARS:
+        return [sentence]
+    pieces: list[str] = []
+    for clause in re.split(r"(?<=[,;:])\s+", sentence):
+        if pieces and len(pieces[-1]) + len(clause) + 1 <= _MERGE_CHARS:
+            pieces[-1] += " " + clause
+        else:
+            pieces.append(clause)
+    return pieces
+
+
+@dataclass
+class _Context:
+    """What one observer run carries from message to message."""
+
+    names: frozenset[str]
+    speakers: frozenset[str]
+    verbatim: Verbatim
+    calls: list[ToolCallNote] = field(default_factory=list)
+    """Tool calls not yet answered, oldest first: the next tool result answers the first."""
+    asked: tuple[str, str] | None = None
+    """The last message's speaker and its closing question, when it ended in one that the
+    memory does not keep (it names nothing): a reply's subject."""
+
+
+def _observed(text: str, timestamp: str, moment: datetime | None) -> str | None:
+    """The moment a date header gives, when it is not the entry's own timestamp."""
+    if moment is None or not text:
+        return None
+    stamped = moment.replace(tzinfo=None).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    return None if stamped[:19] == timestamp[:19] else stamped
+
+
+def _message_drafts(entry: ParsedEntry, ctx: _Context) -> list[_Draft]:
+    raw_text, moment = message_moment(entry.text, entry.timestamp)
+    observed = _observed(raw_text if raw_text != entry.text else "", entry.timestamp, moment)
     speaker = {"user": "User", "assistant": "Assistant", "tool": "Tool"}.get(entry.role, "")
+    text = raw_text
     named = _SPEAKER.match(text)
-    if named and named["name"] in names:
+    if named and named["name"] in ctx.names:
         speaker, text = named["name"], named["rest"]
+    v, speakers = ctx.verbatim, ctx.speakers
+
+    def draft(
+        sentences: list[str], priority: str, kind: str, referenced: str | None = None
+    ) -> _Draft:
+        day = moment.date().isoformat() if moment is not None else entry.timestamp[:10]
+        return _Draft(speaker, [entry.id], sentences, priority, referenced, kind, v, observed, day)
+
+    asked, ctx.asked = ctx.asked, None
     if entry.role == "tool":
-        summary, priority = summarize_tool_result(text)
-        return [_Draft(speaker, [entry.id], [summary], priority, None, "tool")]
+        call = ctx.calls.pop(0) if ctx.calls else None
+        summary, priority = summarize_tool_result(text, call)
+        return [draft([v.protect(summary)], priority, "tool")]
+    if entry.role == "user" and is_shell_run(text):
+        # A command the user ran and its output (pi's bashExecution): an action and its
+        # outcome, never a statement of the user's; at most medium.
+        command, _, output = text[2:].partition("\n")
+        outcome, priority = summarize_tool_result(output)
+        outcome = outcome.split(": ", 1)[1] if ": " in outcome else outcome
+        line = f"{speaker} ran `{command.strip()}`: {outcome}"
+        return [draft([v.protect(line)], "medium" if priority == "high" else "low", "tool")]
     drafts: list[_Draft] = []
     prose: list[str] = []
     for line in text.split("\n"):
-        call = _TOOL_CALL.match(line.strip())
+        call_match = _TOOL_CALL.match(line.strip())
         arguments: Any = None
-        if call:
+        if call_match:
             try:
-                arguments = json.loads(call["args"])
+                arguments = json.loads(call_match["args"])
             except (json.JSONDecodeError, RecursionError):
-                call = None
-        if call:
-            quiet = call["name"].lower() in _QUIET_TOOLS
-            summary = f"{speaker} {summarize_tool_call(call['name'], arguments)}"
-            drafts.append(
-                _Draft(speaker, [entry.id], [summary], "low" if quiet else "medium", None, "tool")
-            )
+                call_match = None
+        if call_match:
+            name = call_match["name"]
+            ctx.calls.append(ToolCallNote(name, arguments))
+            quiet = name.lower() in _QUIET_TOOLS
+            summary = f"{speaker} {summarize_tool_call(name, arguments)}"
+            drafts.append(draft([v.protect(summary)], "low" if quiet else "medium", "tool"))
         else:
             prose.append(line)
-    text = _CAPTION.sub(lambda m: f"[photo: {m['caption']}]", "\n".join(prose))
+    if drafts:
+        # A new turn of calls: results answer these, not calls an earlier turn left open.
+        ctx.calls = ctx.calls[-sum(1 for d in drafts if d.kind == "tool") :]
+    body = v.protect(_collapse_repeats("\n".join(prose)))
     facts: list[str] = []
     questions: list[str] = []
     priority, referenced = "medium", None
-    for raw in _split(text):
+    sentences = _split(body)
+    if asked is not None and asked[0] != speaker and sentences:
+        answer = _ANSWER.match(sentences[0])
+        if answer:
+            # "Yep!" answers the other's question the memory leaves out: say what to.
+            word = answer["word"].capitalize()
+            facts.append(f"{word}, to {asked[0]}'s {v.hold(chr(34) + asked[1] + chr(34))}")
+    for raw in sentences:
         if raw.startswith(("[… truncated", "[aborted]")) or is_chatter(raw, speakers):
             continue
-        sentence = _clean(raw)
+        sentence = _clean(raw, speakers)
         if not sentence.endswith("?") and _weak(sentence, speakers):
             continue
-        dated = resolve_dates(_compact(sentence), moment)
+        dated = resolve_dates(_compact(sentence), moment, v.hold)
         if sentence.endswith("?"):
             # A question keeps only what it names: "How old is Biscuit?", not "Who with?".
-            if _names(sentence, speakers) or any(ch.isdigit() for ch in sentence):
+            bare = Verbatim.without_spans(sentence)
+            if _names(bare, speakers) or any(ch.isdigit() for ch in bare):
                 questions.append(dated.text)
             continue
-        facts.append(dated.text)
+        facts.extend(_long_pieces(dated.text))
         referenced = referenced or dated.referenced
-        if _sentence_priority(dated.text, dated.referenced, speakers) == "high":
+        if dated.dated or _sentence_priority(dated.text, dated.referenced, speakers) == "high":
             priority = "high"
+    if sentences and sentences[-1].endswith("?") and not questions:
+        last = v.restore(_clean(sentences[-1], speakers))
+        if len(last) <= 160:
+            ctx.asked = (speaker, last)
     for chunk in _chunks(facts):
-        drafts.append(_Draft(speaker, [entry.id], chunk, priority, referenced, "fact"))
+        drafts.append(draft(chunk, priority, "fact", referenced))
     if questions:
-        drafts.append(
-            _Draft(speaker, [entry.id], [f"asked {' '.join(questions)}"], "low", None, "question")
-        )
-    for draft in drafts:
-        draft.words = _content_words(" ".join(draft.sentences), speakers)
+        drafts.append(draft([f"asked {' '.join(questions)}"], "low", "question"))
+    for made in drafts:
+        made.words = _content_words(v.restore(" ".join(made.sentences)), speakers)
     return drafts
 
 
@@ -368,39 +446,75 @@ def _chunks(sentences: Sequence[str]) -> list[list[str]]:
     return chunks
 
 
-def _same(a: frozenset[str], b: frozenset[str]) -> bool:
-    if not a or not b:
+def _repeats(earlier: _Draft, draft: _Draft) -> bool:
+    """Whether ``draft`` says nothing ``earlier`` does not: every content word of it is
+    one of the earlier's. Distinct facts in similar messages ("locker 119's code word is
+    amber-fox", "locker 120's ... blue-owl") differ in a word, so they are never merged."""
+    if earlier.kind != draft.kind or not draft.words:
         return False
-    return len(a & b) / len(a | b) >= 0.8
+    if draft.kind == "tool":
+        return _TIMES.sub("", earlier.text) == _TIMES.sub("", draft.text)
+    return draft.words <= earlier.words
 
 
 def _speakers(entries: Sequence[ParsedEntry]) -> tuple[frozenset[str], frozenset[str]]:
     """The speakers named at the start of the messages shown (``Caroline: ...``), and
-    their names' words in lower case. A label (``Fixed: ...``, ``Update: ...``) is no
-    speaker."""
-    found: set[str] = set()
+    their names' words in lower case.
+
+    A name that opens two messages or more is a speaker. One that opens a single message
+    is one only when it reads as a name: capitalised words, none of them a label
+    (``Fixed:``, ``Update:``), a word of chatter (``Understood:``) or a common word
+    (``Two TODOs:``).
+    """
+    opened: dict[str, int] = {}
     for entry in entries:
         named = _SPEAKER.match(message_moment(entry.text, entry.timestamp)[0])
         if named and named["name"].lower() not in _LABELS:
-            found.add(named["name"])
-    names = frozenset(found)
+            opened[named["name"]] = opened.get(named["name"], 0) + 1
+    names = frozenset(name for name, count in opened.items() if count > 1 or _reads_as_name(name))
     words = {"user", "assistant", "tool"}
     for name in names:
         words.update(part.lower() for part in name.split())
     return names, frozenset(words)
 
 
+def _reads_as_name(name: str) -> bool:
+    common = _LABELS | _CHATTER | _STRONG | _STOP | _NUMBER_WORDS
+    return all(
+        part[:1].isupper() and part[1:].islower() and part.lower() not in common
+        for part in name.split()
+    )
+
+
 def extract_observations(entries: Sequence[ParsedEntry]) -> list[dict[str, Any]]:
-    """The offline observer's observations (tool-argument shape) for the entries shown."""
+    """The offline observer's observations (tool-argument shape) for the entries shown.
+
+    They come in the order of their newest source, so a run a cap stops after any of its
+    calls has recorded every message up to the newest one it cites (coverage is earned).
+    """
     names, speakers = _speakers(entries)
+    ctx = _Context(names, speakers, Verbatim())
+    position = {entry.id: index for index, entry in enumerate(entries)}
     merged: list[_Draft] = []
+    # Who spoke, in order, including drafts absorbed into an earlier twin: a turn of the
+    # other speaker ends a statement even when all it said was said before.
+    turns: list[tuple[str, str]] = []
+    last_turn: dict[int, int] = {}  # id(draft) -> index in turns of its newest part
+    said: dict[str, list[frozenset[str]]] = {}  # speaker -> content words of each clause
     for entry in entries:
-        for draft in _message_drafts(entry, names, speakers):
-            twin = next(
-                (d for d in merged if d.kind == draft.kind and _same(d.words, draft.words)), None
-            )
+        for draft in _message_drafts(entry, ctx):
+            if draft.kind == "fact":
+                _drop_said_clauses(draft, said.setdefault(draft.speaker, []), speakers)
+            turns.append((draft.speaker, draft.kind))
+            # A repeated tool line collapses only into the run it repeats (the call and its
+            # result just before): the same command run again later is a new event.
+            near = merged[-2:] if draft.kind == "tool" else merged
+            twin = next((d for d in near if _repeats(d, draft)), None)
             if twin is not None:
                 twin.sources.extend(s for s in draft.sources if s not in twin.sources)
+                if draft.kind == "tool":
+                    twin.repeats += 1
+                twin.observed = _later(twin.observed, draft.observed)
                 continue
             # The same speaker's last statement, a question or two back at most: one
             # observation for what they told in one go.
@@ -416,13 +530,14 @@ def extract_observations(entries: Sequence[ParsedEntry]) -> list[dict[str, Any]]
             # of its own, and joining across it would tie unrelated messages together
             # (revoking one would withhold the others' facts).
             if last is not None and any(
-                d.speaker != draft.speaker and d.kind != "question"
-                for d in merged[merged.index(last) + 1 :]
+                speaker != draft.speaker and kind != "question"
+                for speaker, kind in turns[last_turn[id(last)] + 1 : -1]
             ):
                 last = None
             if (
                 last is not None
                 and draft.kind == "fact"
+                and last.day == draft.day
                 and last.sources[-1] != draft.sources[0]
                 and len(last.text) + len(draft.text) <= _MERGE_CHARS
             ):
@@ -430,8 +545,47 @@ def extract_observations(entries: Sequence[ParsedEntry]) -> list[dict[str, Any]]
                 last.sources.extend(s for s in draft.sources if s not in last.sources)
                 last.words = last.words | draft.words
                 last.referenced = last.referenced or draft.referenced
+                last.observed = _later(last.observed, draft.observed)
                 if _RANK[draft.priority] > _RANK[last.priority]:
                     last.priority = draft.priority
+                last_turn[id(last)] = len(turns) - 1
                 continue
             merged.append(draft)
+            last_turn[id(draft)] = len(turns) - 1
+    merged.sort(key=lambda d: max(position.get(s, -1) for s in d.sources))
     return [d.item() for d in merged]
+
+
+_CLAUSE = re.compile(r"(?<=[,;:])\s+")
+
+
+def _drop_said_clauses(draft: _Draft, said: list[frozenset[str]], speakers: frozenset[str]) -> None:
+    """Leave out of ``draft`` each clause its speaker said before in the batch, word for
+    word (the boilerplate of similar messages), when something of it remains.
+
+    A clause goes only when every content word of it is in one earlier clause, so a clause
+    with a new number, name or code word always stays: distinct facts are never lost.
+    """
+    kept_sentences: list[str] = []
+    dropped = False
+    new: list[frozenset[str]] = []
+    for sentence in draft.sentences:
+        kept: list[str] = []
+        for clause in _CLAUSE.split(sentence):
+            words = _content_words(draft.verbatim.restore(clause), speakers)
+            if len(words) >= 2 and any(words <= earlier for earlier in said):
+                dropped = True
+                continue
+            if words:
+                new.append(words)
+            kept.append(clause)
+        if kept:
+            kept_sentences.append(" ".join(kept).rstrip(",;:"))
+    said.extend(new)
+    if dropped and kept_sentences:
+        draft.sentences = kept_sentences
+        draft.words = _content_words(draft.verbatim.restore(" ".join(kept_sentences)), speakers)
+
+
+def _later(a: str | None, b: str | None) -> str | None:
+    return max(a, b) if a and b else a or b

@@ -4,8 +4,9 @@ A ``python`` block runs as a script of its own; a ``console`` block runs line by
 line that starts with ``prism-om`` run as ``python -m prism_om.cli`` (other lines, such as
 a ``$ `` transcript with its output or one that sets a variable first, are shown, not run).
 Every block of one document runs in one directory, in document order, so a later block may
-use what an earlier one wrote. ``sh`` blocks are install commands (``tests/test_readme.py``
-holds the README's two) and are not run here.
+use what an earlier one wrote. What a block prints is what a reader copies: its dates must
+be right (``support.dates.wrong_dates``). ``sh`` blocks are install commands
+(``tests/test_readme.py`` holds the README's two) and are not run here.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+
+from support.dates import wrong_dates
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ("python", "console")
@@ -60,6 +63,7 @@ def run_blocks(found: list[tuple[str, str]], where: Path, label: str) -> None:
                 env=env,
             )
             assert done.returncode == 0, f"{label} python block {number}:\n{done.stderr}"
+            assert wrong_dates(done.stdout) == [], f"{label} python block {number}"
             continue
         for line in commands(body):
             done = subprocess.run(
@@ -71,3 +75,4 @@ def run_blocks(found: list[tuple[str, str]], where: Path, label: str) -> None:
                 env=env,
             )
             assert done.returncode == 0, f"{label} command {line!r}:\n{done.stderr}"
+            assert wrong_dates(done.stdout) == [], f"{label} command {line!r}"

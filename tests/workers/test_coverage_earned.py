@@ -81,3 +81,38 @@ async def test_a_cut_run_that_recorded_nothing_covers_nothing(store: SessionStor
     outcome = result.outcome("observer")
     assert outcome is not None and outcome.status == "failed" and outcome.reason == "max_turns"
     assert (await store.ledger("earned-none")).observation_covers_up_to_id is None
+
+
+async def test_a_run_with_a_refused_call_covers_only_what_it_recorded(store: SessionStore) -> None:
+    # Issue 31: a run that recorded from its first messages and had a later call refused
+    # (ids outside the chunk) covered the whole chunk, so the refused call's messages were
+    # in neither the memory nor, once out of the window, the request.
+    session = Session(store, "refused")
+    messages = [await session.append_message("user", f"fact number {n}") for n in range(6)]
+    ids = [m.id for m in messages]
+
+    def partly_refused(request: ProviderRequest) -> list[Any]:
+        shown = ENTRY_HEADER.findall(request.messages[0].content)
+        if request.messages[-1].role != "user":
+            return [{"text": "done"}]
+        good = {"text": f"saw {shown[0]}", "sourceEntryIds": [shown[0]]}
+        bad = {"text": "saw the rest", "sourceEntryIds": ["not-in-this-chunk"]}
+        return [
+            {"tool_call": {"name": "record_observations", "arguments": {"observations": [good]}}},
+            {"tool_call": {"name": "record_observations", "arguments": {"observations": [bad]}}},
+        ]
+
+    memory = create_observational_memory_runtime(
+        session=session,
+        append_entry=session.append,
+        session_model="scripted",
+        observation={"provider": ScriptedProvider([partly_refused] * 20)},
+    )
+    await memory.flush(force=True)
+    records = [
+        e for e in await store.entries("refused") if e.custom_type == "om.observations.recorded"
+    ]
+    # One message a run: each run covers the one message it recorded from, then goes on.
+    assert [r.data["coversUpToId"] for r in records] == ids
+    cited = [o["sourceEntryIds"] for r in records for o in r.data["observations"]]
+    assert cited == [[i] for i in ids]
