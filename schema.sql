@@ -203,3 +203,19 @@ CREATE TABLE IF NOT EXISTS om_live (
     ordinal INTEGER NOT NULL,
     PRIMARY KEY (segment_id, kind, item)
 );
+
+-- The search index (stores/sqlite/search_index.py): one row per distinct term key
+-- (core/search_text.py: a 31-bit hash of a normalised term, never the term) of each
+-- eligible message (kind 0), observation (1) or reflection (2), at the (segment_id,
+-- depth) of the entry holding it; ordinal is the item's place in its record, as in the
+-- fold tables. A search reads it by (term, branch piece); the adapter fills it in the
+-- append transaction and erases it with the session. The key is the whole row, so
+-- SQLite keeps it as its own index (WITHOUT ROWID). Added in schema version 5.
+CREATE TABLE IF NOT EXISTS search_terms (
+    term INTEGER NOT NULL,
+    segment_id INTEGER NOT NULL REFERENCES segments (segment_id),
+    depth INTEGER NOT NULL,
+    kind INTEGER NOT NULL,
+    ordinal INTEGER NOT NULL,
+    PRIMARY KEY (term, segment_id, depth, kind, ordinal)
+) WITHOUT ROWID;

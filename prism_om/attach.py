@@ -78,6 +78,7 @@ from .observational_memory.commands import (
     create_observational_memory_commands,
 )
 from .observational_memory.recall_tool import RecallMemoryTool, create_recall_memory_tool
+from .observational_memory.search import SearchMemoryTool, create_search_memory_tool
 from .observational_memory.settings import (
     ObservationalMemorySettings,
     reject_removed_settings,
@@ -548,6 +549,16 @@ class AttachedObservationalMemory:
             secrets=self.memory.secrets,
             shared=shared,
             page_limit=self.memory.settings.retrieval.page_limit,
+            invalidated_ids=self.context_provider.invalidated,
+        )
+
+    def search_tool(self) -> SearchMemoryTool:
+        """The opt-in ``search_memory`` tool over this session's store: ranked search of its
+        memory and messages, withheld and redacted as the context is; its hits carry the
+        ids ``recall_tool()`` expands. Not given to the agent unless the host adds it."""
+        return create_search_memory_tool(
+            store=self.agent.session.store,
+            secrets=self.memory.secrets,
             invalidated_ids=self.context_provider.invalidated,
         )
 

@@ -36,6 +36,8 @@ SPEC_EXPORTS = [
     "create_observational_memory_compaction_strategy",
     "create_observational_memory_extension",
     "create_recall_memory_tool",
+    "create_search_memory_tool",
+    "search_observational_memory",
     "create_memory_status_command",
     "create_memory_view_command",
     "create_observational_memory_commands",

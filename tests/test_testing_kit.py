@@ -31,6 +31,7 @@ NEEDS_EXTRA = {
     "prism_om.testing.delete_conformance",
     "prism_om.testing.memory_conformance",
     "prism_om.testing.om_factories",
+    "prism_om.testing.search_conformance",
     "prism_om.testing.supersession_conformance",
     "prism_om.testing.tombstone_conformance",
     "prism_om.testing.write_conformance",

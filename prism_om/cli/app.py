@@ -45,7 +45,7 @@ bare path, meaning a SQLite file; a server store exists once its tables do, and 
 commands never create them;
 the default is {DEFAULT_DB} in the current directory, the file 'prism-om demo' writes.
 
-secrets: status, view, recall, page, observe, compact, sessions, check, inspect and mcp
+secrets: status, view, recall, page, search, observe, compact, sessions, check, inspect and mcp
 replace every exact secret value with [REDACTED] in what they print or answer, ids
 included (and observe/compact in what they record); every command redacts what it
 prints on stderr. A URL's password is never printed: it shows as ***.
@@ -282,6 +282,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     page.add_argument(
         "--detail", choices=("summary", "full"), default="summary", help="default: summary"
+    )
+
+    search = add(
+        "search",
+        "ranked search of a session's memory and messages, every hit with its sources",
+        store,
+        session,
+        as_json,
+        redact,
+    )
+    search.add_argument("query", metavar="QUERY", help="words to look for (at most 500 chars)")
+    search.add_argument(
+        "--limit",
+        type=count_argument(1, 100),
+        default=10,
+        metavar="N",
+        help="hits at most (default 10, max 100)",
+    )
+    search.add_argument(
+        "--kind",
+        action="append",
+        dest="kinds",
+        choices=("observation", "reflection", "message"),
+        help="only hits of this kind (repeatable; default: all)",
+    )
+    search.add_argument(
+        "--include-inactive",
+        action="store_true",
+        help="dropped observations and superseded reflections too, marked as such",
     )
 
     add(

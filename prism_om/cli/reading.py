@@ -21,6 +21,7 @@ from ..observational_memory import (
 )
 from ..observational_memory.page import BranchPage
 from ..observational_memory.recall import MemoryRecall
+from ..observational_memory.search import search_observational_memory
 from ..stores import SessionStore, SessionSummary
 from .common import CliUsageError, open_cli_store, require_session, store_url
 from .output import clip, console, heading, one_line, print_json, table
@@ -30,6 +31,7 @@ from .tombstones import cli_invalidated_ids
 
 __all__ = [
     "cmd_page",
+    "cmd_search",
     "cmd_recall",
     "cmd_sessions",
     "cmd_status",
@@ -355,3 +357,53 @@ async def cmd_page(args: argparse.Namespace) -> None:
     else:
         heading("page", cli_redactor(args).text(f"{args.session} from {args.cursor}"))
         print_page(page)
+
+
+async def cmd_search(args: argparse.Namespace) -> None:
+    red = cli_redactor(args)
+    async with open_cli_store(args.db) as store:
+        await require_session(store, args.session)
+        results = await search_observational_memory(
+            store,
+            args.session,
+            args.query,
+            limit=args.limit,
+            kinds=args.kinds,
+            include_inactive=args.include_inactive,
+            invalidated_ids=await cli_invalidated_ids(store, args),
+            secrets=red,
+        )
+    if args.json:
+        # Ids are redacted too: a secret may sit inside an entry id.
+        print_json(red.value({"results": results.to_json()["results"]}))
+        return
+    heading("search", red.text(f"{args.session}: {args.query}"))
+    rows = []
+    for hit in results.hits:
+        kind = hit.kind if hit.status == "active" else f"{hit.kind} ({hit.status})"
+        sources = ", ".join(red.text(s) for s in hit.source_entry_ids[:3])
+        if len(hit.source_entry_ids) > 3:
+            sources += f" +{len(hit.source_entry_ids) - 3}"
+        rows.append(
+            (red.text(hit.id), kind, f"{hit.score:.3f}", hit.timestamp[:19], hit.text, sources)
+        )
+    console().print(
+        table(
+            [
+                ("id", {"no_wrap": True}),
+                ("kind", {"no_wrap": True}),
+                "score",
+                ("time", {"no_wrap": True}),
+                "text",
+                "sources",
+            ],
+            rows,
+        )
+    )
+    console().print(
+        Text(
+            f"{len(rows)} hit(s); expand one with: prism-om recall ID (memory) or "
+            "prism-om page --cursor ID (message)",
+            style="dim",
+        )
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from ..stores._schema import SCHEMA_VERSION, load_schema
 from .common import CliUsageError
@@ -27,16 +28,21 @@ def schema_sql(dialect: str) -> list[str]:
         raise CliUsageError(f"unknown SQL dialect {dialect!r}; sqlglot knows: {known}") from None
     try:
         return [
-            sqlglot.transpile(
-                statement,
-                read="sqlite",
-                write=name,
-                unsupported_level=sqlglot.ErrorLevel.RAISE,
-            )[0]
+            sqlglot.parse_one(statement, read="sqlite")
+            .transform(_sqlite_storage_dropped)
+            .sql(dialect=name, unsupported_level=sqlglot.ErrorLevel.RAISE)
             for statement in schema.statements
         ]
     except sqlglot.errors.SqlglotError as exc:
         raise CliUsageError(f"schema.sql does not transpile to {dialect}: {exc}") from None
+
+
+def _sqlite_storage_dropped(node: Any) -> Any:
+    """``WITHOUT ROWID`` left out: SQLite's storage layout, which other engines lack (a
+    table there keeps its key as an index whatever the clause says)."""
+    from sqlglot import exp
+
+    return None if isinstance(node, exp.WithoutRowidProperty) else node
 
 
 async def cmd_schema(args: argparse.Namespace) -> None:

@@ -23,6 +23,7 @@ TOMBSTONE_COMMANDS: Final = (
     "view",
     "recall",
     "page",
+    "search",
     "compact",
     "observe",
     "mcp",

@@ -51,6 +51,10 @@ def clip(text: str, limit: int = TEXT_MAX_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+# Hits the search box shows (the search's own cap is 100).
+SEARCH_PAGE_HITS = 50
+
+
 @dataclass
 class Inspector:
     """The store the page reads, and how it redacts and withholds."""
@@ -385,6 +389,36 @@ class Inspector:
             "offset": found.sources_offset,
             "next": found.next_sources_offset,
         }
+
+    async def search(
+        self, session_id: str, leaf: str, query: str, kinds: list[str] | None
+    ) -> list[dict[str, Any]]:
+        """The ranked search's hits on the branch, withheld and redacted like recall."""
+        from ..observational_memory.search import search_observational_memory
+
+        results = await search_observational_memory(
+            self.store,
+            session_id,
+            query,
+            limit=SEARCH_PAGE_HITS,
+            kinds=kinds,  # type: ignore[arg-type]  # checked by the search itself
+            leaf_id=leaf,
+            invalidated_ids=await self.invalidated(),
+            secrets=self.redactor,
+        )
+        return [
+            {
+                "kind": h.kind,
+                "id": self.redactor.text(h.id),
+                "score": f"{h.score:.3f}",
+                "status": h.status,
+                "time": h.timestamp[:19].replace("T", " "),
+                "text": clip(h.text, 600),
+                "sources": [self.redactor.text(s) for s in h.source_entry_ids[:20]],
+                "more": max(0, len(h.source_entry_ids) - 20),
+            }
+            for h in results.hits
+        ]
 
 
 def _label(entry: SessionEntry) -> str:

@@ -8,8 +8,8 @@ lifetime. Tools, each answering JSON:
   ``visible`` or ``full``), the status with the transcript's tokens and the thresholds;
 * ``recall``: the recall tool itself, unchanged (exact id, or a page of messages by cursor,
   with its caps and fail-closed rules), for the session the call names;
-* ``search_memory``: a capped, case-insensitive substring filter over the session's
-  active observations and reflections;
+* ``search_memory``: ranked search of the session's active observations, reflections
+  and messages (``SessionStore.search``, ``docs/search.md``), every hit with its sources;
 * with ``allow_write`` only: ``append_message`` and ``observe`` (the offline workers).
 
 Every result passes the secrets redaction (the read paths redact as they render;
@@ -25,12 +25,11 @@ sessions, which record revocations, as ``prism-om delete`` does.
 ``search_memory`` is a deliberate extension beyond the specification (docs/design.md,
 "Search beside recall"): the specification's "recall is exact-id only; no search, no
 transcript browser" still holds for the ``recall`` tool, which stays exact-id and cursor
-paging. The search reads
-only memory, never messages, and matches the redacted text, so a query cannot confirm a
-secret that the results would hide; revoked, dropped and superseded memory is not
-searched. What is revoked is judged by the rule every read path shares, on the ledger
-``withholding_ledger`` reads (the full one once anything is revoked): a reflection resting
-on an observation that the revocation's drop handler already dropped is withheld too.
+paging. The search is the store's (``SessionStore.search``): withheld by the rule every
+read path shares, judged on the full ledger once anything is revoked (a reflection resting
+on an observation that the revocation's drop handler already dropped is withheld too), its
+snippets redacted and a query term of a secret dropped, so a query cannot confirm a
+secret; dropped and superseded memory only with ``include_inactive``.
 """
 
 from __future__ import annotations
@@ -46,7 +45,6 @@ from mcp_types import Tool as MCPTool
 from mcp_types import ToolAnnotations
 from pydantic import StrictBool, StrictInt, StrictStr, ValidationError
 
-from ..core.limits import PAGE_LIMIT_HARD_CAP
 from ..core.redaction import Redactor
 from ..core.shown import shown
 from ..entries import validate_session_id
@@ -56,13 +54,12 @@ from ..observational_memory import (
     create_memory_view_command,
     create_recall_memory_tool,
 )
-from ..observational_memory.withholding import active_store_memory
+from ..observational_memory.search import search_observational_memory
 from ..stores import SessionStore
+from ..stores.search import SEARCH_LIMIT_HARD_CAP, SEARCH_QUERY_MAX_CHARS
 
 __all__ = ["SEARCH_LIMIT_HARD_CAP", "SEARCH_QUERY_MAX_CHARS", "create_mcp_server"]
 
-SEARCH_LIMIT_HARD_CAP: Final = PAGE_LIMIT_HARD_CAP
-SEARCH_QUERY_MAX_CHARS: Final = 200
 SESSIONS_LIMIT_HARD_CAP: Final = 1000
 _MESSAGE_ROLES: Final = ("user", "assistant")
 
@@ -310,58 +307,30 @@ def create_mcp_server(
 
     @guarded
     async def search_memory(
-        session_id: StrictStr, query: StrictStr, limit: StrictInt = 20
+        session_id: StrictStr,
+        query: StrictStr,
+        limit: StrictInt = 10,
+        kinds: list[Literal["observation", "reflection", "message"]] | None = None,
+        include_inactive: StrictBool = False,
     ) -> dict[str, Any]:
-        """Active observations and reflections of a session whose text contains ``query``
-        (case-insensitive substring, not semantic search); at most ``limit`` (1-100).
-        Use recall with a result's id for its exact sources."""
+        """Ranked keyword search of a session's active observations, reflections and
+        messages (not semantic: use the words the conversation used); at most ``limit``
+        (1-100) hits, best first, each with its kind, id, score, a snippet, its timestamp
+        and sourceEntryIds. ``kinds`` keeps some kinds only; ``include_inactive`` adds
+        dropped and superseded memory, marked by ``status``. Use recall with a hit's id
+        (a memory id, or a message id as cursor) for its exact sources."""
         sid = await memory.session(session_id)
-        limit = _checked_count("limit", limit, SEARCH_LIMIT_HARD_CAP)
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInputError("query must be a non-empty string")
-        if len(query) > SEARCH_QUERY_MAX_CHARS:
-            raise InvalidInputError(
-                f"query must be at most {SEARCH_QUERY_MAX_CHARS} characters, got {len(query)}"
-            )
-        needle = query.casefold()
-        observations, reflections = await active_store_memory(
-            store, sid, await memory.invalidated()
+        results = await search_observational_memory(
+            store,
+            sid,
+            query,
+            limit=limit,
+            kinds=kinds,
+            include_inactive=include_inactive,
+            invalidated_ids=await memory.invalidated(),
+            secrets=red,
         )
-        matches: list[dict[str, Any]] = []
-        for r in reflections:
-            text = red.text(r.reflection.text)
-            if needle in text.casefold():
-                matches.append(
-                    {
-                        "kind": "reflection",
-                        "id": r.id,
-                        "text": text,
-                        "priority": r.reflection.priority,
-                        "recordedAt": r.recorded_at,
-                        "observationIds": list(r.reflection.observation_ids),
-                    }
-                )
-        for o in observations:
-            text = red.text(o.observation.text)
-            if needle in text.casefold():
-                matches.append(
-                    {
-                        "kind": "observation",
-                        "id": o.id,
-                        "text": text,
-                        "priority": o.observation.priority,
-                        "observedAt": o.observation.observed_at,
-                        "sourceEntryIds": list(o.observation.source_entry_ids),
-                    }
-                )
-        return red.value(
-            {
-                "query": query,
-                "matches": matches[:limit],
-                "total": len(matches),
-                "truncated": len(matches) > limit,
-            }
-        )
+        return red.value(results.to_json())
 
     for tool in (list_sessions, memory_status, memory_view, recall, search_memory):
         server.add_strict_tool(tool, _READ)

@@ -48,6 +48,13 @@ from .scope_controller import (
     create_work_scope_controller,
     with_work_scope,
 )
+from .search import (
+    SEARCH_TOOL_NAME,
+    SearchMemoryTool,
+    SearchResults,
+    create_search_memory_tool,
+    search_observational_memory,
+)
 from .settings import ObservationalMemorySettings, resolve_observational_memory_settings
 from .shared_scopes import (
     SHARED_BLOCK_NAME,
@@ -68,6 +75,7 @@ from .withholding import active_store_memory, withholding_ledger
 
 __all__ = [
     "RECALL_TOOL_NAME",
+    "SEARCH_TOOL_NAME",
     "SHARED_BLOCK_NAME",
     "TOMBSTONES_RECORDED",
     "CommandResult",
@@ -79,6 +87,8 @@ __all__ = [
     "ObservationalMemoryCompactionStrategy",
     "ObservationalMemorySettings",
     "RecallMemoryTool",
+    "SearchMemoryTool",
+    "SearchResults",
     "ScopeAccessEvent",
     "SharedScopeMemory",
     "SharedScopeSpec",
@@ -97,6 +107,7 @@ __all__ = [
     "create_observational_memory_compaction_strategy",
     "create_observational_memory_drop_handler",
     "create_recall_memory_tool",
+    "create_search_memory_tool",
     "create_work_scope_controller",
     "fold_observational_memory_ledger",
     "list_invalidated_ids",
@@ -106,6 +117,7 @@ __all__ = [
     "observations_uncovered_by_reflection",
     "recall_observational_memory",
     "recall_observational_memory_branch_page",
+    "search_observational_memory",
     "render_recent_message_window",
     "resolve_observational_memory_settings",
     "resolve_shared_scopes",

@@ -20,6 +20,7 @@ from ..core.ledger import (
 )
 from ..core.ledger_views import live_ledger, restrict_ledger
 from ..core.limits import MAX_ENTRY_BYTES
+from ..core.redaction import Redactor
 from ..core.scope_map import WorkScopeMap, fold_work_scope_map
 from ..core.tombstones import TOMBSTONE_SESSION_PREFIX, check_tombstone_entry
 from ..core.validation import check_memory_record_caps
@@ -57,6 +58,7 @@ from .arguments import (
     check_leaf_id,
     check_page_args,
 )
+from .search import SearchHit, SearchKind, check_search, run_search, scan_message_candidates
 from .snapshot import read_branch_snapshot
 
 __all__ = [
@@ -378,6 +380,35 @@ class SessionStore(SessionTree, Protocol):
         its reader). Raises what ``entries`` raises for ``leaf_id``.
         """
 
+    async def search(
+        self,
+        session_id: str,
+        query: str,
+        *,
+        limit: int = 10,
+        kinds: Iterable[SearchKind] | None = None,
+        leaf_id: str | None = None,
+        include_inactive: bool = False,
+        invalidated_ids: Iterable[str] | None = None,
+        secrets: Iterable[str] | Redactor | None = None,
+    ) -> builtins.list[SearchHit]:
+        """Ranked lexical search over the branch's memory and eligible messages.
+
+        The branch (``leaf_id``, else the current leaf) is searched for ``query``: its
+        active observations, active reflections and user/assistant/tool messages (only
+        ``kinds`` of them, when given), best first, at most ``limit`` (1-100); with
+        ``include_inactive`` dropped observations and superseded reflections too, marked in
+        ``SearchHit.status``. What ``invalidated_ids`` withholds never matches, and every
+        text is redacted of ``secrets`` before it is ranked (a query term of a secret is
+        dropped). Terms, withholding and ranking are ``stores.search``'s, shared by every
+        adapter: an adapter only fetches the candidates by its index, so all return the
+        same hits in the same order. Bad arguments raise ``InvalidInputError`` (its
+        subclasses ``LimitExceededError`` for a query beyond its bounds and
+        ``PageTooLargeError`` for ``limit``) before anything is read; ``leaf_id`` raises
+        what ``entries`` raises. ``StoreBase`` scans the branch's messages, keeping each
+        message's keys; SQLite and PostgreSQL read a term index kept in the append.
+        """
+
     async def damaged_sessions(self) -> dict[str, StoreError]:
         """Sessions found damaged so far, by id, with the error their reads raise (a store
         that keeps sessions apart, such as JSONL, reads the others). ``StoreBase``: none."""
@@ -628,6 +659,8 @@ class StoreLifecycle(abc.ABC):
 
 # Ledgers a ``StoreBase`` remembers, by leaf id (oldest evicted first).
 _LEDGER_CACHE_SIZE = 64
+# Messages whose search keys a ``StoreBase`` remembers (a few hundred bytes each).
+_SEARCH_KEYS_CACHE_SIZE = 200_000
 
 
 def remember_ledger(
@@ -687,10 +720,11 @@ class StoreBase(StoreLifecycle):
     ``StoreLifecycle``), ``get_many``, ``is_on_branch`` and every read of
     ``SessionStore`` beyond the tree: ``ledger``, ``live_ledger``, ``memory_subset``,
     ``scope_map``, ``recent_messages``, ``entries_after``, ``page_messages``,
-    ``entry_count``, ``branch_tokens``, ``last_compaction`` and ``custom_data``. Each is
-    derived from ``entries()`` with the pure reference functions, costs O(branch), and
-    raises what ``entries()`` raises, plus ``EntryNotFoundError`` / ``InvalidInputError``
-    where ``SessionStore`` says so. The conformance suite (``prism_om.testing.conformance``)
+    ``entry_count``, ``branch_tokens``, ``last_compaction``, ``custom_data`` and ``search``.
+    Each is derived from ``entries()`` with the pure reference functions, costs O(branch),
+    and raises what ``entries()`` raises, plus ``EntryNotFoundError`` /
+    ``InvalidInputError`` where ``SessionStore`` says so. The conformance suite
+    (``prism_om.testing.conformance``)
     checks an override gives the same answers.
     """
 
@@ -700,11 +734,14 @@ class StoreBase(StoreLifecycle):
     _live_cache: dict[str, ObservationalMemoryLedger]
     # Token counts by encoding name, then entry id (an entry's text never changes).
     _token_cache: dict[str, dict[str, int]]
+    # Each searched message's index keys, by entry id (oldest evicted first).
+    _search_keys: dict[str, tuple[int, ...]]
 
     def __init__(self) -> None:
         self._ledger_cache = {}
         self._live_cache = {}
         self._token_cache = {}
+        self._search_keys = {}
 
     @abc.abstractmethod
     async def append_many(self, entries: Sequence[SessionEntry]) -> None: ...
@@ -755,6 +792,7 @@ class StoreBase(StoreLifecycle):
         self._ledger_cache.clear()
         self._live_cache.clear()
         self._token_cache.clear()
+        self._search_keys.clear()
 
     async def get_many(self, entry_ids: Iterable[str]) -> dict[str, SessionEntry]:
         """The entries with these ids that exist (one ``get`` each)."""
@@ -914,6 +952,40 @@ class StoreBase(StoreLifecycle):
         branch = await self.entries(session_id, check_leaf_id(leaf_id))
         # A JSON round trip copies plain data faster than copy.deepcopy.
         return [_copy_data(e.data) for e in branch if e.custom_type == custom_type]
+
+    async def search(
+        self,
+        session_id: str,
+        query: str,
+        *,
+        limit: int = 10,
+        kinds: Iterable[SearchKind] | None = None,
+        leaf_id: str | None = None,
+        include_inactive: bool = False,
+        invalidated_ids: Iterable[str] | None = None,
+        secrets: Iterable[str] | Redactor | None = None,
+    ) -> builtins.list[SearchHit]:
+        """Search from ``entries()``: each eligible message's keys are computed once and
+        kept (an entry's text never changes), the memory from the ledger."""
+        validate_session_id(session_id)
+        leaf_id = check_leaf_id(leaf_id)
+        q = check_search(
+            query,
+            limit=limit,
+            kinds=kinds,
+            include_inactive=include_inactive,
+            invalidated_ids=invalidated_ids,
+            secrets=secrets,
+        )
+
+        async def messages(leaf: str, keys: frozenset[int]) -> builtins.list[MessagePart]:
+            branch = await self.entries(session_id, leaf)
+            return scan_message_candidates(branch, keys, self._search_keys, _SEARCH_KEYS_CACHE_SIZE)
+
+        async def memory(leaf: str, keys: frozenset[int]) -> builtins.set[str] | None:
+            return None  # every memory item of the ledger, tested by its own keys
+
+        return await run_search(self, session_id, leaf_id, q, messages, memory)
 
     async def damaged_sessions(self) -> dict[str, StoreError]:
         """None found: a store without sessions apart has nothing to report here."""

@@ -15,7 +15,9 @@ Modules:
   from ``delete_conformance``, bad arguments and unstorable entries from
   ``conformance_inputs``), and ``StoreOpener``.
 - ``memory_conformance``: ``MemoryConformance``, the memory and branch reads of a store
-  compared with the pure folds over its entries.
+  compared with the pure folds over its entries, and (from ``search_conformance``)
+  ``SearchConformance``: ``search`` equal to the in-memory store's, hit for hit, and its
+  safety rules (isolation, revocation, secrets, inactive memory, erasure, bad input).
 - ``tree_only`` and ``dict_store``: two example adapters that implement only the tree
   operations of ``StoreBase`` (one over a wrapped ``MemoryStore``, one over plain dicts
   whose writes never yield), proving its derived reads satisfy both suites.

@@ -31,6 +31,7 @@ from ..tokens import get_estimator
 from ._requires import pytest
 from .conformance import StoreOpener, snapshot
 from .om_factories import BranchBuilder, random_builder
+from .search_conformance import SearchConformance
 from .supersession_conformance import SupersessionConformance
 
 __all__ = ["MemoryConformance", "load_builder"]
@@ -45,9 +46,10 @@ async def load_builder(store: SessionStore, builder: BranchBuilder, batch: int =
         await store.checkout(builder.session_id, builder.path[-1].id)
 
 
-class MemoryConformance(SupersessionConformance):
+class MemoryConformance(SupersessionConformance, SearchConformance):
     """Memory queries of the store under test against the pure functions (supersession
-    of reflections included: see ``SupersessionConformance``)."""
+    of reflections included: see ``SupersessionConformance``; search against the
+    in-memory store: see ``SearchConformance``)."""
 
     @pytest.fixture
     async def store(self, store_opener: StoreOpener) -> AsyncIterator[SessionStore]:

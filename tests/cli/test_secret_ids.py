@@ -95,6 +95,7 @@ def _cases(memory_id: str) -> dict[str, list[list[str]]]:
             [*page, "--json", "--detail", "full"],
             [*page, "--backward", "--json"],
         ],
+        "search": [["billing lisbon", *session], ["billing lisbon", *session, "--json"]],
         "sessions": [[], ["--json"]],
         "observe": [[*session, "--force"], [*session, "--force", "--json"]],
         "compact": [[*session, "--force"], [*session, "--force", "--json"]],
@@ -190,8 +191,9 @@ def test_the_inspect_page_shows_no_secret_inside_an_id(
         serving(str(db), cwd=tmp_path, secrets=SECRET) as (url, said),
         httpx.Client(base_url=url, timeout=60) as client,
     ):
-        pages = [client.get(path) for path in ("/", f"/s/{SESSION}")]
-    assert [page.status_code for page in pages] == [200, 200]
+        paths = ("/", f"/s/{SESSION}", f"/s/{SESSION}/search?q=billing+lisbon")
+        pages = [client.get(path) for path in paths]
+    assert [page.status_code for page in pages] == [200, 200, 200]
     assert SECRET not in said + "".join(page.text for page in pages)
     assert "[REDACTED]" in pages[0].text
 

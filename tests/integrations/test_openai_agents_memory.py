@@ -184,6 +184,22 @@ async def test_revoked_items_keep_their_place_but_not_their_text() -> None:
         assert "PIN is 4411" not in str(await session.pop_item())
 
 
+async def test_the_search_tool_withholds_what_the_session_revokes() -> None:
+    revoked: set[str] = set()
+    memory = offline_memory(10**6, invalidated_ids=lambda: revoked)
+    async with PrismSession("find", "memory:", memory=memory) as session:
+        await session.add_items([user("The Atlas launch is on Tuesday."), reply("Noted.")])
+        tool = await session.search_memory_tool()
+        found = await tool.handler({"query": "atlas launch"}, session_id="find")
+        ids = [r["id"] for r in found["results"]]
+        assert len(ids) == 1
+        recall = await session.recall_memory_tool()
+        page = await recall.handler({"cursor": ids[0], "limit": 1}, session_id="find")
+        assert page["messages"]
+        revoked.add(ids[0])  # asked on every call
+        assert (await tool.handler({"query": "atlas"}, session_id="find"))["results"] == []
+
+
 async def test_a_failing_worker_never_fails_add_items() -> None:
     broken = ScriptedProvider([[{"error": "model exploded"}]] * 10)
     events: list[tuple[str, dict[str, Any]]] = []

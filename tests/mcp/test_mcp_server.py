@@ -106,9 +106,10 @@ async def test_each_tool_answers(store_db: tuple[Path, dict[str, str]]) -> None:
         failed, found = await call(
             client, "search_memory", {"session_id": "s1", "query": "postgresql"}
         )
-        assert not failed and found["total"] >= 1
-        match = found["matches"][0]
+        assert not failed and found["results"]
+        match = next(r for r in found["results"] if r["kind"] == "observation")
         assert "postgresql" in match["text"].lower()
+        assert match["sourceEntryIds"] and match["score"] > 0
 
         failed, recalled = await call(client, "recall", {"session_id": "s1", "id": match["id"]})
         assert not failed and recalled["found"] is True
@@ -124,7 +125,7 @@ async def test_revoked_memory_is_withheld(store_db: tuple[Path, dict[str, str]])
     db, ids = store_db
     async with connected(server_params(db)) as client:
         failed, found = await call(client, "search_memory", {"session_id": "s1", "query": "lisbon"})
-        assert not failed and found["matches"] == []
+        assert not failed and found["results"] == []
         failed, page = await call(
             client,
             "recall",
@@ -137,7 +138,7 @@ async def test_revoked_memory_is_withheld(store_db: tuple[Path, dict[str, str]])
         # A scope without tombstones withholds nothing: the Lisbon memory is searchable.
     async with connected(server_params(db, "--tombstone-scope", "elsewhere")) as client:
         failed, found = await call(client, "search_memory", {"session_id": "s1", "query": "lisbon"})
-        assert not failed and found["total"] >= 1
+        assert not failed and found["results"]
 
 
 async def test_secrets_are_redacted_in_every_result(
@@ -165,7 +166,7 @@ async def test_secrets_are_redacted_in_every_result(
         dumped = json.dumps(results)
         assert SECRET not in dumped
         assert "[REDACTED]" in dumped  # the page of full messages shows where it was
-        assert results[-2] == (False, {**results[-2][1], "total": 0})
+        assert results[-2] == (False, {**results[-2][1], "results": []})
     async with connected(server_params(db)) as client:
         # Without the secret configured it is there: the redaction above did the work.
         _, page = await call(
@@ -185,7 +186,9 @@ BAD_CALLS = [
     ("recall", {"session_id": "s1", "cursor": "ghost", "limit": 500}, "100"),
     ("recall", {"session_id": "s1", "cursor": "ghost"}, "ghost"),
     ("search_memory", {"session_id": "s1", "query": ""}, "query"),
-    ("search_memory", {"session_id": "s1", "query": "x" * 201}, "200"),
+    ("search_memory", {"session_id": "s1", "query": "x" * 501}, "500"),
+    ("search_memory", {"session_id": "s1", "query": "a", "limit": 101}, "100"),
+    ("search_memory", {"session_id": "s1", "query": "a", "kinds": ["memory"]}, "kinds"),
     ("search_memory", {"session_id": "s1", "query": "a", "limit": 0}, "limit"),
     ("search_memory", {"session_id": "s1", "query": "a", "limit": "ten"}, "limit"),
     ("list_sessions", {"limit": 5000}, "limit"),
@@ -227,9 +230,12 @@ async def test_allow_write_adds_append_message_and_observe(
         failed, flushed = await call(client, "observe", {"session_id": "s1", "force": True})
         assert not failed and flushed["status"] == "completed" and flushed["observationIds"]
         failed, found = await call(
-            client, "search_memory", {"session_id": "s1", "query": "andromeda"}
+            client,
+            "search_memory",
+            {"session_id": "s1", "query": "andromeda", "kinds": ["observation"]},
         )
-        assert not failed and found["total"] >= 1
+        assert not failed and found["results"]
+        assert {r["kind"] for r in found["results"]} == {"observation"}
         failed, text = await call(client, "observe", {"session_id": "ghost"})
         assert failed and "ghost" in text
 

@@ -13,12 +13,14 @@ from __future__ import annotations
 import random
 import shutil
 import sqlite3
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from prism_om.core.search_text import term_key, text_terms
 from prism_om.entries import SessionEntry
 from prism_om.errors import StoreError
 from prism_om.stores.sqlite.store import SqliteStore
@@ -75,6 +77,19 @@ def _session(session_id: str, marker: str, seed: int) -> list[SessionEntry]:
     return builder.entries
 
 
+def _index_key_bytes(word: str) -> bytes:
+    """How a ``search_terms`` row holds the key of ``word``'s term in the file: a record's
+    integer, big-endian in the fewest of 1, 2, 3 or 4 bytes (SQLite's serial types)."""
+    (term,) = text_terms(word)
+    key = term_key(term)
+    width = next(w for w in (1, 2, 3, 4) if key < 1 << (8 * w - 1))
+    return struct.pack(">I", key)[4 - width :]
+
+
+# The index's copy of the erased text: the key of its marker's one unstemmed term.
+ERASED_KEY = _index_key_bytes(ERASED.split("-")[1])
+
+
 def _store_files(directory: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file()}
 
@@ -118,9 +133,14 @@ async def test_delete_leaves_no_copy_in_any_file_with_secure_delete_off(
         assert await _secure_delete_of(store) == 0  # the emulated build's default holds
         kept = {sid: await store.list(sid) for sid in ("kept-a", "kept-b")}
         assert _holding(tmp_path, needles)
+        # The search index holds the marker's term key once per message and observation.
+        assert sum(_holding(tmp_path, [ERASED_KEY]).values()) >= 150
+        assert [h.id for h in await store.search(GONE, ERASED, limit=3)]
         assert await store.delete_session(GONE) > 150
         # With the store still open: the WAL and -shm are where a delete lands first.
         assert _holding(tmp_path, needles) == {}
+        assert _holding(tmp_path, [ERASED_KEY]) == {}, "the index kept the erased terms"
+        assert await store.search(GONE, ERASED) == []
         assert store.wal_frames_pending == 0
         assert await store.sessions() == ["kept-a", "kept-b"]
         for sid, entries in kept.items():
@@ -153,7 +173,7 @@ def _traces_of(db: Path, session_id: str) -> list[bytes]:
 
 FIXTURE_SESSIONS = [
     (version, sid)
-    for version in (1, 2, 3)
+    for version in (1, 2, 3, 4)
     for sid in _sessions_of(FIXTURES / f"store-v{version}.db")
 ]
 

@@ -193,6 +193,7 @@ async def inspector_surfaces(store: SessionStore) -> dict[str, str]:
         "/s/s1/timeline?limit=200",
         "/s/s1/charts",
         *[f"/s/s1/recall?id={i}" for i in MEMORY_IDS],
+        "/s/s1/search?q=passport+friday",
     ]
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url=f"http://127.0.0.1:{PORT}") as c:
@@ -216,6 +217,10 @@ def cli_surfaces(url: str, ids: dict[str, str]) -> dict[str, str]:
         "cli page": [
             ["page", *base, "--cursor", ids["m3"], "--backward"],
             ["page", *base, "--cursor", ids["m3"], "--backward", "--detail", "full", "--json"],
+        ],
+        "cli search": [
+            ["search", "passport friday", *base],
+            ["search", "passport", *base, "--json", "--include-inactive"],
         ],
     }
     out: dict[str, str] = {}

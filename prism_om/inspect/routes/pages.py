@@ -14,6 +14,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
+from ...errors import InvalidInputError
+from ...stores.search import SEARCH_QUERY_MAX_CHARS
 from ...tokens import get_estimator
 from ..charts import branch_charts
 from ..params import (
@@ -108,6 +110,34 @@ async def recall_fragment(request: Request) -> Response:
     return _render(request, "_recall.html", sid=sid, leaf=leaf, r=found)
 
 
+async def search_page(request: Request) -> Response:
+    """The search box's hits on the chosen branch; memory hits open their recall in place,
+    message hits link to the timeline at that message."""
+    sid = session_id_param(request.path_params["session_id"])
+    query = _query(request, "q", "leaf", "kind")
+    needle = query.text("q", SEARCH_QUERY_MAX_CHARS)
+    kind = query.choice("kind", ("", "observation", "reflection", "message"))
+    leaf_param = query.entry_id("leaf")
+    inspector = _inspector(request)
+    _, leaf, _ = await inspector.chosen_leaf(sid, leaf_param)
+    hits: list[dict[str, Any]] = []
+    if needle and needle.strip():
+        try:
+            hits = await inspector.search(sid, leaf, needle, [kind] if kind else None)
+        except InvalidInputError as exc:
+            raise InspectParamError(str(exc)) from None
+    return _render(
+        request,
+        "search.html",
+        title=f"search {sid}",
+        sid=sid,
+        leaf=leaf,
+        q=needle or "",
+        kind=kind or "",
+        hits=hits,
+    )
+
+
 async def charts_fragment(request: Request) -> Response:
     sid = session_id_param(request.path_params["session_id"])
     query = _query(request, "leaf")
@@ -126,4 +156,5 @@ ROUTES = [
     Route("/s/{session_id}/timeline", timeline_fragment, methods=["GET"]),
     Route("/s/{session_id}/recall", recall_fragment, methods=["GET"]),
     Route("/s/{session_id}/charts", charts_fragment, methods=["GET"]),
+    Route("/s/{session_id}/search", search_page, methods=["GET"]),
 ]

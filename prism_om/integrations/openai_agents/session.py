@@ -17,6 +17,7 @@ from ...entries import SessionEntry, custom_entry, validate_session_id
 from ...errors import InvalidInputError, StoreClosedError
 from ...host.context import render_system
 from ...observational_memory.recall_tool import RecallMemoryTool
+from ...observational_memory.search import SearchMemoryTool, create_search_memory_tool
 from ...providers.base import CredentialResolver, Provider
 from ...session import Session
 from ...stores import SessionStore, open_store, parse_store_url
@@ -244,6 +245,18 @@ class PrismSession:
         await self._ready()
         assert self._recall is not None
         return self._recall
+
+    async def search_memory_tool(self) -> SearchMemoryTool:
+        """The opt-in ``search_memory`` tool over this session's store (memory's secrets
+        and invalidation set, as ``attached.search_tool()``): ranked search of its memory
+        and messages, whose hits carry the ids ``recall_memory_tool()`` expands."""
+        store = await self._ready()
+        memory, provider = self.memory, self._provider
+        if memory is None or provider is None:
+            return create_search_memory_tool(store=store)
+        return create_search_memory_tool(
+            store=store, secrets=memory.secrets, invalidated_ids=provider.invalidated
+        )
 
     # -- lifecycle ----------------------------------------------------------------------
 

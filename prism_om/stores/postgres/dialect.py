@@ -111,6 +111,10 @@ def _rewrite_schema(node: exp.Expression) -> exp.Expression:
         return None  # type: ignore[return-value]
     if isinstance(node, exp.ForeignKey):
         return None  # type: ignore[return-value]
+    # WITHOUT ROWID is SQLite's storage layout (the key is the table); PostgreSQL keeps
+    # every table as a heap with its key as an index, whatever the clause says.
+    if isinstance(node, exp.WithoutRowidProperty):
+        return None  # type: ignore[return-value]
     return node
 
 

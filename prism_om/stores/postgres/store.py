@@ -55,6 +55,7 @@ from ..sqlite.placement import (
     memory_head_of,
     outside_parent_ids,
 )
+from ..sqlite.search_index import backfill_search_index, message_search_rows, write_search_rows
 from ..sqlite.sql import (
     ADD_TO_SUMMARY_SQL,
     DELETE_SESSION_SQL,
@@ -101,7 +102,7 @@ ANALYZED_ROWS_SQL = (
 )
 _ANALYZED_TABLES = (
     "entries, segments, om_observations, om_observation_sources, om_reflections, "
-    "om_drops, om_markers, om_scope_records, om_supersessions"
+    "om_drops, om_markers, om_scope_records, om_supersessions, search_terms"
 )
 DEFAULT_SCHEMA = "public"
 # PostgreSQL-only statements (user_version, advisory locks and sequences have no SQLite
@@ -154,9 +155,18 @@ async def _v4(conn: PgConnection) -> None:
     await _v4_live_pool(conn)
 
 
+async def _v5_search_index(conn: PgConnection) -> None:
+    """Version 4 to 5: create the search_terms index and fill it from the entries and
+    fold rows."""
+    for statement in postgres_schema():
+        await conn.raw.execute(cast(Any, statement))
+    await backfill_search_index(conn)
+
+
 MIGRATIONS: dict[int, Callable[[PgConnection], Awaitable[None]]] = {
     2: _add_supersessions,
     3: _v4,
+    4: _v5_search_index,
 }
 
 
@@ -527,6 +537,9 @@ class PostgresStore(PostgresReads):
                 for entry, row in zip(batch, rows, strict=True)
             ]
         await write_memory_folds(cast(Any, conn), placed, records)
+        await write_search_rows(
+            conn, message_search_rows((p.entry, p.segment_id, p.depth) for p in placed)
+        )
         self._append_fault_point(batch)
 
     def _open_writer(self) -> Any:

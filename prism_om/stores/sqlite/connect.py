@@ -26,6 +26,7 @@ from .._schema import APPLICATION_ID, SCHEMA_VERSION, Schema
 from .folds import backfill_supersessions
 from .live_pool import backfill_live_pool
 from .point import NotAPoint, PointConnection
+from .search_index import backfill_search_index
 from .sql import SUMMARIES_FROM_ENTRIES_SQL, fetch_first_row
 from .translate import close_quietly, primary_code, retrying, rollback_quietly, translate_error
 
@@ -443,6 +444,11 @@ async def _v4(conn: aiosqlite.Connection) -> None:
     await _v4_live_pool(conn)
 
 
+async def _v5_search_index(conn: aiosqlite.Connection) -> None:
+    """Version 4 to 5: the search_terms index, filled from the entries and fold rows."""
+    await backfill_search_index(conn)
+
+
 # Migration steps, keyed by the version they start from. Each runs inside the one
 # transaction of _migrate, after every CREATE ... IF NOT EXISTS of schema.sql has made the
 # new tables and indexes; it fills them from the entries.
@@ -450,6 +456,7 @@ MIGRATIONS: dict[int, Callable[[aiosqlite.Connection], Awaitable[None]]] = {
     1: _backfill_session_summary,
     2: _backfill_supersessions,
     3: _v4,
+    4: _v5_search_index,
 }
 
 

@@ -43,6 +43,7 @@ from ...entries import SessionEntry
 from .._rows import entry_columns, stored_entry
 from .live_pool import follow_appends
 from .placement import PlacedEntry
+from .search_index import memory_search_rows, write_search_rows
 from .sql import COMPACTION_MARKER
 
 # Fold rows as the ledger queries of ``sql.ledger_queries`` select them (sqlite3 rows are
@@ -322,3 +323,4 @@ async def write_memory_folds(
     rows = fold_rows(placed, times, records)
     await write_fold_rows(conn, rows)
     await follow_appends(conn, placed, rows)
+    await write_search_rows(conn, memory_search_rows(rows))

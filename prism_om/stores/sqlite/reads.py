@@ -15,6 +15,7 @@ import aiosqlite
 from ..._gc import collector_paused
 from ...core.branch_snapshot import BranchSnapshot
 from ...core.ledger import ObservationalMemoryLedger
+from ...core.redaction import Redactor
 from ...core.scope_map import WorkScopeMap, fold_work_scope_map
 from ...entries import SessionEntry, now_timestamp, validate_session_id
 from ...errors import (
@@ -30,7 +31,11 @@ from .._rows import (
     message_parts,
     message_parts_from_rows,
 )
-from .._schema import LIVE_POOL_SINCE_VERSION, SUPERSESSIONS_SINCE_VERSION
+from .._schema import (
+    LIVE_POOL_SINCE_VERSION,
+    SEARCH_INDEX_SINCE_VERSION,
+    SUPERSESSIONS_SINCE_VERSION,
+)
 from ..arguments import (
     check_count,
     check_custom_type,
@@ -46,6 +51,14 @@ from ..base import (
     StoreLifecycle,
     read_memory_with_sources,
 )
+from ..search import (
+    SEARCH_CANDIDATES_PER_TERM,
+    SearchHit,
+    SearchKind,
+    check_search,
+    run_search,
+    scan_message_candidates,
+)
 from ..snapshot import read_branch_snapshot
 from .connect import DAMAGED_SUFFIX
 from .folds import ledger_from_rows
@@ -53,6 +66,7 @@ from .live_pool import POOL_SQL
 from .page import PAGE_SQL, PIECE_ROWS_SQL, pieces_beyond
 from .placement import check_leaf_session, check_page_head, id_chunks, memory_head_of, sorted_pieces
 from .point_page import PageStart
+from .search_index import key_params, search_memory_sql, search_messages_sql
 from .sql import (
     BODIES_BY_ID_SQL,
     BRANCH_DEPTH_COLUMN,
@@ -306,6 +320,63 @@ class SqliteReads(StoreLifecycle):
         markers = await self._fetch(LEDGER_SQL["markers"], params)
         with fold_rows_parse(self.url, session_id), collector_paused():
             return ledger_from_rows(observations, reflections, [], markers)
+
+    async def search(
+        self,
+        session_id: str,
+        query: str,
+        *,
+        limit: int = 10,
+        kinds: Iterable[SearchKind] | None = None,
+        leaf_id: str | None = None,
+        include_inactive: bool = False,
+        invalidated_ids: Iterable[str] | None = None,
+        secrets: Iterable[str] | Redactor | None = None,
+    ) -> builtins.list[SearchHit]:
+        """``SessionStore.search``, its candidates read from the ``search_terms`` index:
+        one index range search per branch piece and query key (``search_index.py``), so
+        the cost follows the matches on the branch. A store opened read-only before its
+        migration to the index scans the branch's messages instead."""
+        session_id = self._session(session_id)
+        leaf_id = check_leaf_id(leaf_id)
+        q = check_search(
+            query,
+            limit=limit,
+            kinds=kinds,
+            include_inactive=include_inactive,
+            invalidated_ids=invalidated_ids,
+            secrets=secrets,
+        )
+        indexed = self._schema_version >= SEARCH_INDEX_SINCE_VERSION
+
+        async def messages(leaf: str, keys: frozenset[int]) -> builtins.list[MessagePart]:
+            position = await self._leaf_position(session_id, leaf)
+            if position is None:
+                return []
+            if not indexed:
+                branch = await self._branch_range(position, 0, position.depth)
+                return scan_message_candidates(branch, keys)
+            params = {**position.params(), **key_params(keys), "cap": SEARCH_CANDIDATES_PER_TERM}
+            rows = await self._fetch(search_messages_sql(len(keys)), params)
+            return [(e.id, e.timestamp, e.message) for e in self._parse_rows(rows) if e.message]
+
+        async def memory(leaf: str, keys: frozenset[int]) -> builtins.set[str] | None:
+            if not indexed:
+                return None
+            position = await self._leaf_position(session_id, leaf)
+            if position is None:
+                return set()
+            params = {**position.params(), **key_params(keys)}
+            return {row[0] for row in await self._fetch(search_memory_sql(len(keys)), params)}
+
+        return await run_search(
+            self,  # type: ignore[arg-type]  # the reads of SessionStore it calls are here
+            session_id,
+            leaf_id,
+            q,
+            messages,
+            memory,
+        )
 
     async def scope_map(self, session_id: str, leaf_id: str | None = None) -> WorkScopeMap:
         """The branch's scope map, folded from its om.scope.* records only."""

@@ -67,6 +67,7 @@ from .placement import (
     state_and_parents,
 )
 from .point import PointConnection
+from .search_index import message_search_rows, write_search_rows
 from .sql import (
     ADD_TO_SUMMARY_SQL,
     DELETE_SESSION_SQL,
@@ -574,6 +575,17 @@ class SqliteStore(OneHopReads):
                 ]
         if placed:
             await write_memory_folds(conn, placed, records, batch)
+        if chain:
+            first = batch[0].id
+            segment_id, depth = placer.segment_of[first], placer.depth[first]
+            where = ((e, segment_id, depth + n) for n, e in enumerate(batch))
+        else:
+            where = (
+                (e, row[ROW_SEGMENT], row[ROW_DEPTH])
+                for e, row in zip(batch, rows, strict=True)
+                if e.kind == "message"
+            )
+        await write_search_rows(conn, message_search_rows(where))
         # Last inside the transaction: a fault that raises rolls every row back.
         self._append_fault_point(batch)
 

@@ -1,0 +1,84 @@
+"""Schema version 5 (the search index): the migration from version 4 on the committed
+SQLite store of that version backfills ``search_terms`` so that every search equals the
+in-memory reference over the same entries, and a read-only open of a version 4 file
+still searches (by a scan of the branch)."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from prism_om.stores import SessionStore
+from prism_om.stores._schema import SCHEMA_VERSION
+from prism_om.stores.memory import MemoryStore
+from prism_om.stores.sqlite import SqliteStore
+from tests.stores.test_supersession_migration import tables_of, version_of
+
+FIXTURE = Path(__file__).resolve().parents[1] / "data" / "sqlite" / "store-v4.db"
+QUERIES = ["billing export", "postgres migration", "deadline friday", "lisbon", "the user"]
+
+
+@pytest.fixture
+def v4_store(tmp_path: Path) -> Path:
+    path = tmp_path / "v4.db"
+    shutil.copyfile(FIXTURE, path)
+    assert version_of(path) == 4
+    return path
+
+
+async def reference_of(store: SessionStore) -> MemoryStore:
+    """The store's sessions replayed into a ``MemoryStore`` (append order, same leaves)."""
+    reference = MemoryStore()
+    for sid in await store.sessions():
+        await reference.append_many(await store.list(sid))
+        leaf = await store.leaf(sid)
+        assert leaf is not None
+        await reference.checkout(sid, leaf)
+    return reference
+
+
+async def assert_searches_equal(store: SessionStore, reference: SessionStore) -> int:
+    """Every query on every leaf of every session, both ways; the number of hits seen."""
+    seen = 0
+    for sid in await reference.sessions():
+        for leaf in await reference.leaves(sid):
+            for query in QUERIES:
+                for inactive in (False, True):
+                    expected = await reference.search(
+                        sid, query, leaf_id=leaf, limit=100, include_inactive=inactive
+                    )
+                    got = await store.search(
+                        sid, query, leaf_id=leaf, limit=100, include_inactive=inactive
+                    )
+                    assert got == expected, (sid, leaf, query, inactive)
+                    seen += len(got)
+    return seen
+
+
+def test_the_fixture_is_version_four_without_the_index() -> None:
+    assert version_of(FIXTURE) == 4
+    assert "search_terms" not in tables_of(FIXTURE)
+
+
+async def test_a_version_four_store_migrates_and_searches_like_the_reference(
+    v4_store: Path,
+) -> None:
+    async with await SqliteStore.open(v4_store) as store:
+        assert version_of(v4_store) == SCHEMA_VERSION
+        reference = await reference_of(store)
+        assert await assert_searches_equal(store, reference) > 50
+    with sqlite3.connect(v4_store) as conn:
+        (rows,) = conn.execute("SELECT count(*) FROM search_terms").fetchone()
+        kinds = {k for (k,) in conn.execute("SELECT DISTINCT kind FROM search_terms")}
+    conn.close()
+    assert rows > 0 and kinds == {0, 1, 2}  # messages, observations and reflections
+
+
+async def test_a_read_only_open_of_version_four_searches_by_a_scan(v4_store: Path) -> None:
+    async with await SqliteStore.open(v4_store, read_only=True) as store:
+        reference = await reference_of(store)
+        assert await assert_searches_equal(store, reference) > 50
+    assert version_of(v4_store) == 4
