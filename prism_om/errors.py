@@ -16,7 +16,8 @@ The hierarchy::
     │   │   └── MemoryRecordTooLargeError  a record citing more ids than its cap
     │   │                            (also a MemoryRecordError)
     │   ├── ImportFormatError        a transcript file an importer cannot read (path, line)
-    │   │   └── ImportTimeError      a record's time field that is no time (``field``)
+    │   │   ├── ImportTimeError      a record's time field that is no time (``field``)
+    │   │   └── ImportOrderError     import --append: a message dated before the leaf
     │   ├── SessionExistsError       an import into a session that already has entries
     │   ├── ToolInputError*          a worker tool call its input does not support
     │   ├── CliUsageError*           a command line the CLI refuses (exit code 2)
@@ -77,6 +78,7 @@ __all__ = [
     "EntryNotFoundError",
     "EntryTooLargeError",
     "ImportFormatError",
+    "ImportOrderError",
     "ImportTimeError",
     "InvalidEntryError",
     "InvalidIdError",
@@ -422,6 +424,39 @@ def _rebuild_import_time_error(
     path: str, reason: str, field: str, line: int | None, index: int | None
 ) -> ImportTimeError:
     return ImportTimeError(path, reason, field=field, line=line, index=index)
+
+
+class ImportOrderError(ImportFormatError):
+    """``import --append``: a message of the file is dated before the session's leaf.
+
+    Appending it after the leaf would put it out of time order, so the import refuses
+    (unless ``allow_earlier``) and names the first such message (``entry_id``, its line or
+    index) and the leaf (``leaf_id``, ``leaf_time``)."""
+
+    def __init__(
+        self,
+        path: str,
+        reason: str,
+        *,
+        leaf_id: str,
+        leaf_time: str,
+        line: int | None = None,
+        index: int | None = None,
+        entry_id: str | None = None,
+        session_id: str | None = None,
+    ) -> None:
+        self.leaf_id = leaf_id
+        self.leaf_time = leaf_time
+        super().__init__(
+            path, reason, line=line, index=index, entry_id=entry_id, session_id=session_id
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_import_order_error, (self.path, self.reason), self.__dict__)
+
+
+def _rebuild_import_order_error(path: str, reason: str) -> ImportOrderError:
+    return ImportOrderError(path, reason, leaf_id="", leaf_time="")
 
 
 class SessionExistsError(InvalidInputError):

@@ -175,7 +175,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="write into a store that holds sessions the demo did not make (they are kept)",
     )
 
-    imp = add("import", "import a transcript file as a new session", store, as_json)
+    imp = add(
+        "import",
+        "import a transcript file as a new session (--append: continue one)",
+        store,
+        as_json,
+    )
     imp.add_argument("file", metavar="FILE", help="the transcript file")
     imp.add_argument(
         "--format",
@@ -197,6 +202,24 @@ def build_parser() -> argparse.ArgumentParser:
         default=1.0,
         metavar="SECONDS",
         help="seconds between messages the import dates itself (default: 1)",
+    )
+    imp.add_argument(
+        "--append",
+        action="store_true",
+        help="continue the existing --session: add the file's messages it does not hold "
+        "yet (same id or same role, text and time) after its leaf; a second append of the "
+        "same file adds nothing",
+    )
+    imp.add_argument(
+        "--allow-earlier",
+        action="store_true",
+        help="with --append: also add messages dated before the session's leaf",
+    )
+    imp.add_argument(
+        "--drop-memory",
+        action="store_true",
+        help="import a native session file that holds memory records: keep them as "
+        "history entries and let 'observe' rebuild the memory (refused without it)",
     )
 
     observe = add("observe", "run the observer and reflector once", store, session, as_json, redact)
@@ -323,8 +346,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = add(
         "check",
-        "find damaged store files (JSONL sessions; SQLite quick_check, rows, memory); "
-        "--repair saves what is readable",
+        "find damaged store files (JSONL sessions; SQLite quick_check, rows, memory; "
+        "PostgreSQL rows and memory); --repair saves what is readable",
         store,
         as_json,
         redact,  # a damaged field quoted in a problem can hold a secret

@@ -74,10 +74,8 @@ async def cmd_check(args: argparse.Namespace) -> None:
     if scheme == "memory":
         raise CliUsageError("a memory: store keeps nothing on disk to check", url=url)
     if scheme == "postgresql":
-        raise CliUsageError(
-            "check reads SQLite files and JSONL directories; a PostgreSQL server checks its "
-            "own storage (amcheck, pg_dump)"
-        )
+        await _check_server(url, args)
+        return
     if not _exists(path):
         raise CliUsageError(f"no store at {path!r} ({url})", url=url)
     if scheme == "jsonl":
@@ -90,7 +88,7 @@ async def cmd_check(args: argparse.Namespace) -> None:
 
 
 async def _check_jsonl(path: str, args: argparse.Namespace) -> None:
-    from ..stores.jsonl import JsonlStore
+    from ..stores.jsonl.store import JsonlStore
 
     backup = args.backup or _unique_name(f"{_absolute(path).rstrip(os.sep)}.backup-{_stamp()}")
     if args.repair:
@@ -161,6 +159,55 @@ async def _check_jsonl(path: str, args: argparse.Namespace) -> None:
             f"{', '.join(r.session_id for r in damaged)}; 'prism-om check --repair' cuts "
             "each back to its last valid entry after copying it to a backup",
             url=f"jsonl:{path}",
+        )
+
+
+# -- PostgreSQL -------------------------------------------------------------------------------
+
+
+async def _check_server(url: str, args: argparse.Namespace) -> None:
+    """Every session's entries read and each leaf's stored memory against their fold.
+
+    The server owns its pages (``amcheck`` checks them); what prism_om can check is what it
+    wrote: the rows read back as entries, and the fold tables agreeing with them.
+    """
+    from ..core.redaction import hide_url_passwords
+    from .check_rows import store_memory_problems
+    from .common import open_cli_store
+
+    shown = hide_url_passwords(url)
+    if args.repair:
+        raise CliUsageError(
+            "check --repair rewrites SQLite files and JSONL directories; on PostgreSQL run "
+            f"'prism-om check --db {shown}' to find damage, then 'prism-om copy --from "
+            f"{shown} --to sqlite:FILE' to save the readable sessions (or pg_dump)",
+            url=shown,
+        )
+    async with open_cli_store(url) as store:
+        try:
+            problems = await store_memory_problems(store)
+            sessions = len(await store.sessions())
+        except PrismMemoryError as exc:
+            problems = [f"the store could not be read in full: {exc}"]
+            sessions = 0
+    problems = [cli_redactor(args).text(p) for p in problems]
+    healthy = not problems
+    if args.json:
+        print_json({"store": shown, "ok": healthy, "sessions": sessions, "problems": problems})
+    elif healthy:
+        console().print(
+            f"ok       {shown}: {sessions} session(s), every entry and leaf's memory read "
+            "(the server's own pages: amcheck)",
+            markup=False,
+        )
+    if not healthy:
+        if not args.json:
+            for problem in problems[:20]:
+                console().print(f"DAMAGED  {problem}", markup=False)
+        raise CorruptStoreError(
+            f"{shown} failed its row and memory check ({len(problems)} problem(s)); "
+            f"'prism-om copy --from {shown} --to sqlite:FILE' saves the readable sessions",
+            url=shown,
         )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Set
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
@@ -22,8 +23,9 @@ from ..entries import entry_from_wire
 from ..errors import InvalidEntryError, PrismMemoryError
 from ..stores._rows import entry_columns, wire_from_row
 from ..stores._schema import SCHEMA_VERSION
+from ..stores.base import SessionStore
 
-__all__ = ["RowProblems", "sqlite_memory_problems", "sqlite_row_problems"]
+__all__ = ["RowProblems", "sqlite_memory_problems", "sqlite_row_problems", "store_memory_problems"]
 
 # Rows read per statement: bounded memory on any store size.
 _CHUNK = 2000
@@ -85,30 +87,38 @@ def _row_reason(row: list[object], version: int, seq: int) -> str | None:
     return None
 
 
-async def sqlite_memory_problems(path: str, skip: set[str], limit: int = 20) -> list[str]:
+async def sqlite_memory_problems(path: str, skip: Set[str], limit: int = 20) -> list[str]:
     """Each leaf's stored memory (``ledger``, ``live_ledger``) against the fold of its
     entries, for every session not in ``skip`` (those already have bad rows)."""
     from ..stores.sqlite import SqliteStore
 
-    problems: list[str] = []
     async with await SqliteStore.open(path, read_only=True) as store:
-        for sid in await store.sessions():
-            if sid in skip:
+        return await store_memory_problems(store, skip, limit)
+
+
+async def store_memory_problems(
+    store: SessionStore, skip: Set[str] = frozenset(), limit: int = 20
+) -> list[str]:
+    """Each leaf's stored memory against the fold of its entries, through the store API
+    (any adapter: a PostgreSQL server's fold tables are checked the same way)."""
+    problems: list[str] = []
+    for sid in await store.sessions():
+        if sid in skip:
+            continue
+        for leaf in await store.leaves(sid):
+            try:
+                folded = fold_ledger(await store.entries(sid, leaf))
+                stored = await store.ledger(sid, leaf)
+                live = await store.live_ledger(sid, leaf)
+            except PrismMemoryError as exc:
+                problems.append(f"session {sid!r} leaf {leaf!r}: {exc}")
                 continue
-            for leaf in await store.leaves(sid):
-                try:
-                    folded = fold_ledger(await store.entries(sid, leaf))
-                    stored = await store.ledger(sid, leaf)
-                    live = await store.live_ledger(sid, leaf)
-                except PrismMemoryError as exc:
-                    problems.append(f"session {sid!r} leaf {leaf!r}: {exc}")
-                    continue
-                if stored != folded or live != live_ledger(folded):
-                    which = "memory" if stored != folded else "live memory (om_live)"
-                    problems.append(
-                        f"session {sid!r} leaf {leaf!r}: the stored {which} differs from the "
-                        "fold of its entries"
-                    )
-                if len(problems) >= limit:
-                    return problems
+            if stored != folded or live != live_ledger(folded):
+                which = "memory" if stored != folded else "live memory (om_live)"
+                problems.append(
+                    f"session {sid!r} leaf {leaf!r}: the stored {which} differs from the "
+                    "fold of its entries"
+                )
+            if len(problems) >= limit:
+                return problems
     return problems

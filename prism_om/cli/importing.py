@@ -1,4 +1,5 @@
-"""``prism-om import FILE``: a transcript from another tool becomes a new session."""
+"""``prism-om import FILE``: a transcript from another tool becomes a new session, or
+continues one (``--append``: only the messages the session does not hold yet)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ from pathlib import Path
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..importers import import_conversation, parse_conversation
-from ..importers.api import check_transcript_file
+from ..importers.api import check_transcript_file, memory_refusal
 from ..importers.times import parse_start_time, validate_interval
 from ..stores import parse_store_url
-from .common import open_cli_store, store_url
+from .common import CliUsageError, open_cli_store, store_url
 from .output import console, error_console, print_json
 
 __all__ = ["cmd_import"]
@@ -28,6 +29,10 @@ async def cmd_import(args: argparse.Namespace) -> None:
     path = check_transcript_file(args.file)
     start_time = parse_start_time(args.start_time)
     interval = validate_interval(args.interval)
+    if args.append and args.session is None:
+        raise CliUsageError("--append needs --session NAME: the session to continue")
+    if args.allow_earlier and not args.append:
+        raise CliUsageError("--allow-earlier applies to --append only")
     err = error_console()
     # A bar only where someone watches it; it disappears once the import is done.
     bar = Progress(
@@ -47,7 +52,7 @@ async def cmd_import(args: argparse.Namespace) -> None:
     if await asyncio.to_thread(_would_create, args.db):
         # A malformed file must not leave a new, empty store behind: with no store yet
         # there is nothing to collide with, so check the file before creating one.
-        await asyncio.to_thread(
+        plan = await asyncio.to_thread(
             parse_conversation,
             path,
             format=args.format,
@@ -55,6 +60,8 @@ async def cmd_import(args: argparse.Namespace) -> None:
             start_time=start_time,
             interval=interval,
         )
+        if plan.memory_records and not args.drop_memory:
+            raise memory_refusal(plan)
     async with open_cli_store(args.db, create=True) as store:
         with bar:
             result = await import_conversation(
@@ -65,6 +72,9 @@ async def cmd_import(args: argparse.Namespace) -> None:
                 progress=progress,
                 start_time=start_time,
                 interval=interval,
+                append=args.append,
+                allow_earlier=args.allow_earlier,
+                drop_memory=args.drop_memory,
             )
         url = store.url
     dating = result.times.describe()
@@ -82,6 +92,8 @@ async def cmd_import(args: argparse.Namespace) -> None:
                 "format": result.format,
                 "label": result.label,
                 "store": url,
+                "appended": result.appended,
+                "skipped": result.skipped,
                 "times": {
                     "own": result.times.own,
                     "filled": result.times.filled,
@@ -98,8 +110,15 @@ async def cmd_import(args: argparse.Namespace) -> None:
             }
         )
         return
-    console().print(
-        f"imported {result.entry_count} entries ({result.label}) from {result.file} "
-        f"as session {result.session_id}"
-    )
+    if result.appended:
+        console().print(
+            f"appended {result.entry_count} new message(s) ({result.label}) from "
+            f"{result.file} to session {result.session_id}; {result.skipped} already there "
+            "were skipped"
+        )
+    else:
+        console().print(
+            f"imported {result.entry_count} entries ({result.label}) from {result.file} "
+            f"as session {result.session_id}"
+        )
     console().print(f"store: {url}  leaf: {result.leaf_id}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -173,7 +174,8 @@ def print_recall(found: MemoryRecall) -> None:
         out.print(Text(f"  missing source entry {missing}", style="red"))
 
 
-def _wire_text(wire: Mapping[str, Any]) -> str:
+def _wire_text(wire: Mapping[str, Any], *, arguments: bool = False) -> str:
+    """A wire entry's text; its tool calls as ``name(…)``, or with their ``arguments``."""
     message = wire.get("message")
     if isinstance(message, Mapping):
         content = message.get("content")
@@ -184,9 +186,21 @@ def _wire_text(wire: Mapping[str, Any]) -> str:
         else:
             text = ""
         calls = message.get("toolCalls") or []
-        names = [f"{c.get('name')}(…)" for c in calls if isinstance(c, Mapping)]
+        names = [
+            f"{c.get('name')}({_call_arguments(c) if arguments else '…'})"
+            for c in calls
+            if isinstance(c, Mapping)
+        ]
         return " ".join([text, *names]).strip()
     return str(wire.get("summary") or wire.get("data") or "")
+
+
+def _call_arguments(call: Mapping[str, Any]) -> str:
+    """A tool call's arguments as the model wrote them (a JSON string, or an object)."""
+    value = call.get("arguments")
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def print_page(page: BranchPage) -> None:
@@ -197,7 +211,8 @@ def print_page(page: BranchPage) -> None:
         elif page.detail == "summary":
             text = one_line(str(item.get("text", ""))) + ("…" if item.get("truncated") else "")
         else:
-            text = _wire_text({"message": item.get("message")})
+            # The whole message, as --json has it: a tool call's arguments included.
+            text = _wire_text({"message": item.get("message")}, arguments=True)
         rows.append((item["id"], str(item["timestamp"])[:19], item["role"], text))
     console().print(
         table([("entry", {"no_wrap": True}), ("time", {"no_wrap": True}), "role", "text"], rows)

@@ -235,6 +235,9 @@ class ObservationsRecorded(WireModel):
     type: Literal["om.observations.recorded"] = OBSERVATIONS_RECORDED
     observations: list[ObservationPayload] = Field(default_factory=list)
     covers_up_to_id: EntryRef | None = None
+    metadata: dict[str, Any] | None = None
+    """What the run that wrote the record cost (``metadata.usage``, written and read by
+    ``observational_memory.worker_usage``); other implementations' records carry none."""
     skipped_entry_ids: list[EntryRef] | None = None
     """Messages covered without being observed: each failed the observer alone, run after
     run (absent on an ordinary run)."""
@@ -251,6 +254,9 @@ class ReflectionsRecorded(WireModel):
     type: Literal["om.reflections.recorded"] = REFLECTIONS_RECORDED
     reflections: list[Reflection] = Field(default_factory=list)
     covers_up_to_id: EntryRef | None = None
+    metadata: dict[str, Any] | None = None
+    """What the run that wrote the record cost (``metadata.usage``, written and read by
+    ``observational_memory.worker_usage``); other implementations' records carry none."""
 
     @model_validator(mode="after")
     def _unique_ids(self) -> ReflectionsRecorded:
@@ -269,6 +275,9 @@ class ObservationsDropped(WireModel):
     type: Literal["om.observations.dropped"] = OBSERVATIONS_DROPPED
     observation_ids: list[MemoryId] = Field(default_factory=list)
     covers_up_to_id: EntryRef | None = None
+    metadata: dict[str, Any] | None = None
+    """What the run that wrote the record cost (``metadata.usage``, written and read by
+    ``observational_memory.worker_usage``); other implementations' records carry none."""
 
     @field_validator("observation_ids")
     @classmethod

@@ -51,6 +51,7 @@ from ..observational_memory.settings import (
     ObservationalMemorySettings,
     resolve_observational_memory_settings,
 )
+from ..observational_memory.worker_usage import store_worker_usage
 from ..providers.base import Provider, ProviderRequest
 from ..session import Session
 from ..stores.base import SessionStore
@@ -182,6 +183,9 @@ class ConversationResult:
     flushes: int = 0
     """Flushes after a step that appended memory (observed, reflected or dropped)."""
     request_text: str = ""
+    worker_usage: dict[str, Any] = field(default_factory=dict)
+    """Tokens each memory worker spent, as ``prism-om status`` shows them
+    (``observational_memory.worker_usage``)."""
 
     @property
     def request_ratio(self) -> float:
@@ -234,6 +238,7 @@ class ConversationResult:
                 for name, s in self.speakers.items()
             },
             "failures": self.failures,
+            "workerUsage": self.worker_usage,
             "questions": [q.to_json() for q in self.questions],
         }
 
@@ -439,6 +444,7 @@ async def evaluate_conversation(
         omitted_uncovered=len(built.window.dropped_uncovered_ids),
         flushes=worked,
         request_text=request_text,
+        worker_usage=await store_worker_usage(store, session_id),
     )
 
 

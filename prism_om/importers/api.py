@@ -5,7 +5,17 @@ its stem with every character outside ``[A-Za-z0-9._:-]`` turned into ``-`` (at 
 characters), a ``-``, and the first 8 hex digits of the SHA-256 of the file's bytes, e.g.
 ``chat-export-3f9c01ab``. When the store already has that session (the same file imported
 before), ``-2``, ``-3``, ... is added. An explicit ``session_id`` that the store already has
-is refused with ``SessionExistsError``: an import never adds to an existing session.
+is refused with ``SessionExistsError``, unless ``append=True``: then the file's new
+messages continue that session after its leaf (``prism_om.importers.append`` says which
+are new and how times are checked), so importing the same growing transcript every night
+adds only what it gained.
+
+Memory records. A native session file's ``om.*`` records cite the origin session's entry
+ids, which an import replaces; they cannot stay memory. Rather than lose them without a
+word, an import of such a file is refused (``ImportFormatError`` saying how many and what
+to do: ``prism-om copy`` moves a session with its memory) unless ``drop_memory=True``,
+which keeps them as ``import.om-record`` history entries and lets the new session's own
+workers build its memory.
 
 Times. Records without a time of their own are dated ``interval`` seconds apart (default
 1) from ``start_time`` (an ISO 8601 string or a datetime; naive is UTC), else around the
@@ -20,7 +30,7 @@ import os
 import re
 import stat
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -29,7 +39,7 @@ from ..stores.base import SessionStore
 from .build import EntryFactory, Progress, TimeOptions
 from .detect import Format, detect_format, normalise_format
 from .errors import ImportFormatError, SessionExistsError
-from .native import parse_native
+from .native import OM_RECORD_TYPE, parse_native
 from .openai_chat import parse_openai
 from .pi_session import parse_pi, pi_version
 from .source import Source, read_source
@@ -39,6 +49,7 @@ __all__ = [
     "ImportPlan",
     "ImportResult",
     "check_transcript_file",
+    "memory_refusal",
     "default_session_id",
     "import_conversation",
     "parse_conversation",
@@ -72,10 +83,17 @@ class ImportPlan:
     record_count: int
     times: ImportTimes
     """How the records were dated: their own times, and the fallback for the rest."""
+    locations: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
+    """Each entry's (line, index) in the file, by entry id."""
 
     @property
     def leaf_id(self) -> str:
         return self.entries[-1].id
+
+    @property
+    def memory_records(self) -> list[SessionEntry]:
+        """The origin session's ``om.*`` records, kept as ``import.om-record`` entries."""
+        return [e for e in self.entries if (e.data or {}).get("type") == OM_RECORD_TYPE]
 
 
 @dataclass(frozen=True)
@@ -90,6 +108,10 @@ class ImportResult:
     leaf_id: str
     times: ImportTimes
     """How the entries were dated; ``times.describe()`` says it in a sentence."""
+    appended: bool = False
+    """True when the entries continued an existing session (``append=True``)."""
+    skipped: int = 0
+    """Messages of the file an append left out: the session held them already."""
 
 
 def default_session_id(file_name: str, digest: str) -> str:
@@ -144,6 +166,7 @@ def parse_conversation_bytes(
     target = _choose_session_id(source, session_id, existing_sessions)
     factory = EntryFactory(source, target, progress, options)
     entries = _PARSERS[fmt](source, factory)
+    jsonl = source.layout == "jsonl"
     return ImportPlan(
         file=name,
         format=fmt,
@@ -152,6 +175,10 @@ def parse_conversation_bytes(
         entries=entries,
         record_count=len(source.records),
         times=factory.times or _own_times(entries, options.interval),
+        locations={
+            entry_id: (pos, None) if jsonl else (None, pos)
+            for entry_id, pos in factory.positions.items()
+        },
     )
 
 
@@ -203,6 +230,9 @@ async def import_conversation(
     progress: Progress | None = None,
     start_time: datetime | str | None = None,
     interval: float = DEFAULT_INTERVAL,
+    append: bool = False,
+    allow_earlier: bool = False,
+    drop_memory: bool = False,
 ) -> ImportResult:
     """Parse a transcript file and append it to ``store`` as a new session, in one batch.
 
@@ -211,13 +241,32 @@ async def import_conversation(
     writer leaves the store as it was. ``progress`` runs on the event loop's thread.
     ``start_time`` and ``interval`` date the records without a time; ``result.times``
     says how they were dated (``parse_conversation``).
+
+    ``append=True`` (with ``session_id``) continues that session when it exists: only the
+    file's messages it does not hold yet are added, after its leaf, and one dated before
+    the leaf raises ``ImportOrderError`` unless ``allow_earlier`` (module docstring). A
+    native file holding memory records is refused unless ``drop_memory`` (module
+    docstring, "Memory records").
     """
+    from ..errors import InvalidInputError
+
     # A bad option is refused before the file is read or the store is asked anything.
     parse_start_time(start_time)
     validate_interval(interval)
+    if append and session_id is None:
+        raise InvalidInputError("an append needs the session to continue: pass session_id")
+    if allow_earlier and not append:
+        raise InvalidInputError("allow_earlier applies to an append only")
     file = check_transcript_file(path)
     data = await asyncio.to_thread(file.read_bytes)
     existing = set(await store.sessions())
+    continuing = append and session_id in existing
+    if continuing:
+        existing.discard(str(session_id))  # the plan's ids are this session's
+        if start_time is None:
+            # Records without a time continue from the leaf: dated back from the import
+            # time they could land before it (an append the same second as the import).
+            start_time = await _leaf_time(store, str(session_id))
     try:
         plan = parse_conversation_bytes(
             data,
@@ -232,6 +281,33 @@ async def import_conversation(
     except SessionExistsError as exc:
         exc.add_context(url=store.url)
         raise
+    if plan.memory_records and not drop_memory:
+        raise memory_refusal(plan)
+    if continuing:
+        from .append import plan_append
+
+        added = await plan_append(
+            store,
+            plan.session_id,
+            plan.entries,
+            path=plan.file,
+            locations=plan.locations,
+            allow_earlier=allow_earlier,
+        )
+        if added.entries:
+            await store.append_many(added.entries)
+        leaf = added.entries[-1].id if added.entries else added.leaf_id
+        return ImportResult(
+            file=plan.file,
+            format=plan.format,
+            label=plan.label,
+            session_id=plan.session_id,
+            entry_count=len(added.entries),
+            leaf_id=leaf or "",
+            times=plan.times,
+            appended=True,
+            skipped=added.skipped,
+        )
     await store.append_many(plan.entries)
     return ImportResult(
         file=plan.file,
@@ -241,6 +317,27 @@ async def import_conversation(
         entry_count=len(plan.entries),
         leaf_id=plan.leaf_id,
         times=plan.times,
+    )
+
+
+async def _leaf_time(store: SessionStore, session_id: str) -> str | None:
+    leaf = await store.leaf(session_id)
+    entry = await store.get(leaf) if leaf is not None else None
+    return entry.timestamp if entry is not None else None
+
+
+def memory_refusal(plan: ImportPlan) -> ImportFormatError:
+    """Why a native file's memory cannot come along, and the two ways forward."""
+    records = plan.memory_records
+    kinds = sorted({str((e.data or {}).get("originalType")) for e in records})
+    return ImportFormatError(
+        plan.file,
+        f"holds {len(records)} memory record(s) ({', '.join(kinds)}) that cite the origin "
+        "session's entry ids, which an import replaces, so they cannot stay memory here; "
+        "'prism-om copy --from jsonl:DIR --to URL --session ID' moves the session with "
+        "its memory, or pass --drop-memory (drop_memory=True) to import its messages and "
+        "rebuild memory with 'prism-om observe'",
+        session_id=plan.session_id,
     )
 
 

@@ -82,6 +82,8 @@ class EntryFactory:
         self._timestamps: list[str] = []
         self.times: ImportTimes | None = None
         """How the records were dated; set by ``date``."""
+        self.positions: dict[str, int] = {}
+        """Each entry's record position, by entry id (what an append error names)."""
 
     def entry_id(self, source_key: str) -> str:
         """The id of the record ``source_key`` in this import's session."""
@@ -128,6 +130,7 @@ class EntryFactory:
             entry = entry_from_wire(wire, where="entry")
             # The store refuses it too; here the error names the file's line.
             check_tombstone_entry(entry)
+            self.positions[entry.id] = pos
             return entry
         except InvalidEntryError as exc:
             raise self.source.error(

@@ -72,7 +72,7 @@ def detect_format(source: Source) -> Format:
     if not votes:
         raise source.error(
             None,
-            "cannot tell the format: no record looks like a chat message ('role'), a pi "
+            "not a known transcript shape: no record looks like a chat message ('role'), a pi "
             f"session entry ('type') or a prism-om entry ('id', 'sessionId', 'kind'); {_HINT}",
         )
     seen = ", ".join(f"{name} at {source.where(pos)}" for name, pos in sorted(votes.items()))

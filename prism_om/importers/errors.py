@@ -5,6 +5,6 @@ They are defined in ``prism_om.errors`` with the rest of the tree.
 
 from __future__ import annotations
 
-from ..errors import ImportFormatError, ImportTimeError, SessionExistsError
+from ..errors import ImportFormatError, ImportOrderError, ImportTimeError, SessionExistsError
 
-__all__ = ["ImportFormatError", "ImportTimeError", "SessionExistsError"]
+__all__ = ["ImportFormatError", "ImportOrderError", "ImportTimeError", "SessionExistsError"]

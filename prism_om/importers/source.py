@@ -80,14 +80,20 @@ def read_source(data: bytes, name: str) -> Source:
         raise ImportFormatError(name, "the file is empty")
     if head[0] == "[":
         return _read_array(text, name, digest)
+    whole = _try_whole(text)
+    if head[0] != "{" and whole is not None:
+        raise ImportFormatError(name, _unknown_shape(whole))
     if head[0] != "{":
         line = text[: len(text) - len(head)].count("\n") + 1
         raise ImportFormatError(
             name, "not JSON: expected a JSON array, a JSON object or JSON lines", line=line
         )
-    whole = _try_whole(text)
     if isinstance(whole, dict) and isinstance(whole.get("messages"), list):
         return _object_source(whole["messages"], name, digest)
+    if isinstance(whole, dict) and text.strip().count("\n"):
+        # Valid JSON over several lines, so not JSON lines, and not {"messages": [...]}:
+        # the file parses, its shape is what no importer knows.
+        raise ImportFormatError(name, _unknown_shape(whole))
     records = _read_lines(text, name)
     if records and all(_is_conversation(r.data) for r in records):
         if len(records) > 1:
@@ -98,6 +104,16 @@ def read_source(data: bytes, name: str) -> Source:
             )
         return _object_source(records[0].data["messages"], name, digest)
     return Source(name, "jsonl", records, digest)
+
+
+def _unknown_shape(value: object) -> str:
+    keys = sorted(value)[:8] if isinstance(value, dict) else []
+    what = f"a JSON object with keys {', '.join(map(repr, keys))}" if keys else _json_type(value)
+    return (
+        f"not a known transcript shape: the file is valid JSON ({what}), but an import "
+        'reads a JSON array of messages, {"messages": [...]} or JSON lines (one message or '
+        "entry per line)"
+    )
 
 
 def _try_whole(text: str) -> object:

@@ -1,4 +1,4 @@
-"""Charts of a branch, drawn on the server as SVG geometry (numbers only, no text).
+"""Charts of a branch, drawn on the server as SVG geometry, with the numbers as text.
 
 One read of the branch gives three series: transcript tokens (message entries, summed
 as they come), the active observation pool's tokens after each memory record, and the
@@ -7,6 +7,10 @@ of a long branch would take seconds, so the transcript line follows the messages
 characters, scaled to end at the branch's exact token count (``branch_tokens``, which the
 store keeps); the pool, a few hundred observations, is counted exactly. Long series are thinned
 to at most ``MAX_POINTS`` points, so the fragment stays small on any branch length.
+
+Each chart's axes are labelled (entry position on the branch across, tokens or
+observations up), and each series carries a few ``samples`` the template lists as a table,
+so the figures read as text where no SVG or script runs (a screen reader, a text browser).
 """
 
 from __future__ import annotations
@@ -18,12 +22,14 @@ from ..core.records import FOLDED_TYPE, OBSERVATIONS_DROPPED, OBSERVATIONS_RECOR
 from ..entries import SessionEntry, entry_text
 from ..tokens import TokenEstimator, get_estimator
 
-__all__ = ["CHART_HEIGHT", "CHART_WIDTH", "MAX_BARS", "MAX_POINTS", "branch_charts"]
+__all__ = ["CHART_HEIGHT", "CHART_WIDTH", "MAX_BARS", "MAX_POINTS", "SAMPLES", "branch_charts"]
 
 CHART_WIDTH: Final = 640
 CHART_HEIGHT: Final = 160
 MAX_POINTS: Final = 240
 MAX_BARS: Final = 60
+# Rows of each chart's text table: evenly spaced points, the last one always among them.
+SAMPLES: Final = 8
 _PAD: Final = 4
 
 
@@ -119,7 +125,19 @@ def _line(points: list[tuple[int, int]], span: int) -> dict[str, Any]:
         "max": top,
         "last": points[-1][1] if points else 0,
         "count": len(points),
+        "samples": _samples(points),
     }
+
+
+def _samples(points: list[tuple[int, int]]) -> list[dict[str, int]]:
+    """At most ``SAMPLES`` points (1-based entry position, value), the last included."""
+    if not points:
+        return []
+    step = max(1, -(-len(points) // SAMPLES))
+    picked = points[::step][: SAMPLES - 1]
+    if picked[-1] != points[-1]:
+        picked.append(points[-1])
+    return [{"position": p + 1, "value": v} for p, v in picked]
 
 
 def _bars(passes: list[tuple[int, int, int]]) -> dict[str, Any]:

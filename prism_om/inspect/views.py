@@ -276,6 +276,12 @@ class Inspector:
             secrets=self.redactor,
         )
         figures = await memory_thresholds(store, session_id, invalid, leaf_id=leaf)
+        from ..observational_memory.worker_usage import store_worker_usage
+
+        # What memory costs (the workers' tokens) and saves (next request against branch).
+        usage = await store_worker_usage(store, session_id, leaf)
+        carried = sum(b.tokens for b in blocks)
+        branch_tokens = int(figures["transcript"]["branchTokens"])
         visible = {i for b in blocks for i in b.memory_ids}
         observations = self._observations(ledger, invalid, visible)
         return {
@@ -284,6 +290,12 @@ class Inspector:
                 for b in blocks
             ],
             "gauges": _gauges(figures, blocks),
+            "usage": usage,
+            "request": {
+                "nextRequestTokens": carried,
+                "branchTokens": branch_tokens,
+                "percent": round(100 * carried / branch_tokens) if branch_tokens else None,
+            },
             "observations": observations[offset : offset + MEMORY_PAGE],
             "observationsTotal": len(observations),
             "offset": offset,
@@ -444,7 +456,20 @@ def _wire_text(wire: Mapping[str, Any]) -> str:
 
 
 def _gauges(figures: dict[str, Any], blocks: list[Any]) -> list[dict[str, Any]]:
+    from ..cli.thresholds import compaction_gauge_tokens
+
     seen, limits = figures["transcript"], figures["thresholds"]
+    compaction = seen.get("compaction")
+    # After a compaction the request replays only the history since it (thresholds.py).
+    transcript = (
+        ("transcript on this branch", seen["branchTokens"], "context.compactAfterTokens")
+        if compaction is None
+        else (
+            f"history since the compaction ({compaction['entriesAfter']} entries)",
+            compaction_gauge_tokens(figures),
+            "context.compactAfterTokens",
+        )
+    )
     rows = [
         ("unobserved messages", seen["unobservedMessageTokens"], "observation.messageTokens"),
         (
@@ -452,7 +477,7 @@ def _gauges(figures: dict[str, Any], blocks: list[Any]) -> list[dict[str, Any]]:
             seen["unreflectedObservationTokens"],
             "reflection.observationTokens",
         ),
-        ("transcript on this branch", seen["branchTokens"], "context.compactAfterTokens"),
+        transcript,
     ]
     gauges = []
     for label, value, key in rows:
@@ -466,6 +491,9 @@ def _gauges(figures: dict[str, Any], blocks: list[Any]) -> list[dict[str, Any]]:
                 "key": key,
                 "width": round(ratio * 300, 1),
                 "over": value >= limit,
+                "compacted": key == "context.compactAfterTokens"
+                and compaction is not None
+                and value < limit,
             }
         )
     return gauges

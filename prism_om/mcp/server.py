@@ -5,12 +5,16 @@ lifetime. Tools, each answering JSON:
 
 * ``list_sessions``: the store's sessions with their counts;
 * ``memory_status`` / ``memory_view``: ``om:status`` and ``om:view`` of a session (``view``
-  ``visible`` or ``full``), the status with the transcript's tokens and the thresholds;
+  ``visible`` or ``full``, its whole answer within ``max_tokens``), the status with the
+  transcript's tokens and the thresholds;
 * ``recall``: the recall tool itself, unchanged (exact id, or a page of messages by cursor,
   with its caps and fail-closed rules), for the session the call names;
 * ``search_memory``: ranked search of the session's active observations, reflections
   and messages (``SessionStore.search``, ``docs/search.md``), every hit with its sources;
 * with ``allow_write`` only: ``append_message`` and ``observe`` (the offline workers).
+
+The server reports the installed package's version; docs/mcp.md lists every tool's
+arguments (a test holds it to the schemas ``list_tools`` gives).
 
 Every result passes the secrets redaction (the read paths redact as they render;
 ``list_sessions``, ``search_memory`` and the write tools' answers are redacted here), and
@@ -58,9 +62,20 @@ from ..observational_memory.search import search_observational_memory
 from ..stores import SessionStore
 from ..stores.search import SEARCH_LIMIT_HARD_CAP, SEARCH_QUERY_MAX_CHARS
 
-__all__ = ["SEARCH_LIMIT_HARD_CAP", "SEARCH_QUERY_MAX_CHARS", "create_mcp_server"]
+__all__ = [
+    "SEARCH_LIMIT_HARD_CAP",
+    "SEARCH_QUERY_MAX_CHARS",
+    "VIEW_MAX_TOKENS_DEFAULT",
+    "create_mcp_server",
+    "package_version",
+]
 
 SESSIONS_LIMIT_HARD_CAP: Final = 1000
+# memory_view's token budget for its whole answer: by default a few pages of memory, so
+# one call never floods a client's context (a long dialog's full view was 44 KB).
+VIEW_MAX_TOKENS_DEFAULT: Final = 4000
+VIEW_MAX_TOKENS_MIN: Final = 200
+VIEW_MAX_TOKENS_CAP: Final = 200_000
 _MESSAGE_ROLES: Final = ("user", "assistant")
 
 _P = ParamSpec("_P")
@@ -226,6 +241,7 @@ def create_mcp_server(
             "the exact source messages of an id, or pages raw history by cursor."
         ),
         log_level="WARNING",
+        version=package_version(),
     )
     server.redactor = red
     server.parameters = {}
@@ -260,12 +276,26 @@ def create_mcp_server(
 
     @guarded
     async def memory_view(
-        session_id: StrictStr, mode: Literal["visible", "full"] = "visible"
+        session_id: StrictStr,
+        mode: Literal["visible", "full"] = "visible",
+        max_tokens: StrictInt = VIEW_MAX_TOKENS_DEFAULT,
     ) -> dict[str, Any]:
         """The memory of a session (om:view): ``visible`` is what the agent's context shows
-        now, ``full`` every active observation and reflection; ids are 12 hex characters."""
+        now, ``full`` every active observation and reflection; ids are 12 hex characters.
+        The whole answer holds at most ``max_tokens`` tokens (200-200000, default 4000):
+        past it the text keeps its first lines, ``truncated`` is true and ``omittedIds``
+        counts the memory left out."""
         if mode not in ("visible", "full"):
             raise InvalidInputError(f"mode must be 'visible' or 'full', got {mode!r}")
+        if (
+            isinstance(max_tokens, bool)
+            or not isinstance(max_tokens, int)
+            or not VIEW_MAX_TOKENS_MIN <= max_tokens <= VIEW_MAX_TOKENS_CAP
+        ):
+            raise InvalidInputError(
+                f"max_tokens must be an integer from {VIEW_MAX_TOKENS_MIN} to "
+                f"{VIEW_MAX_TOKENS_CAP}, got {max_tokens!r}"
+            )
         sid = await memory.session(session_id)
         command = create_memory_view_command(
             store=store,
@@ -274,7 +304,7 @@ def create_mcp_server(
             secrets=red,
         )
         result = await command.run("full" if mode == "full" else "", session_id=sid)
-        return {**result.data, "text": result.text}
+        return within_budget({**result.data, "text": result.text}, max_tokens)
 
     recall_tool = create_recall_memory_tool(
         store=store, secrets=red, invalidated_ids=memory.invalidated
@@ -338,6 +368,69 @@ def create_mcp_server(
         for tool in _write_tools(memory, guarded):
             server.add_strict_tool(tool, _WRITE)
     return server
+
+
+def package_version() -> str:
+    """The installed prism-om's version, which the server reports to its clients."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("prism-om")
+    except PackageNotFoundError:  # a source tree never installed
+        return "0+unknown"
+
+
+_ID_LISTS: Final = (
+    "reflectionIds",
+    "observationIds",
+    "sharedReflectionIds",
+    "sharedObservationIds",
+)
+
+
+def within_budget(answer: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+    """``memory_view``'s answer cut to ``max_tokens`` tokens of JSON, as a client gets it.
+
+    The text keeps its first lines (reflections first, as rendered), and each id list
+    keeps the ids still in the text, so every id listed can be recalled from what was
+    read; ``omittedIds`` counts the rest. The most lines that fit are found by bisection.
+    """
+    import json
+
+    from ..tokens import get_estimator
+
+    estimator = get_estimator()
+
+    def tokens(value: dict[str, Any]) -> int:
+        return estimator.count(json.dumps(value, ensure_ascii=False))
+
+    whole = {**answer, "truncated": False, "maxTokens": max_tokens}
+    if tokens(whole) <= max_tokens:
+        return whole
+    lines = str(answer.get("text", "")).split("\n")
+
+    def cut(kept: int) -> dict[str, Any]:
+        text = "\n".join(lines[:kept])
+        out: dict[str, Any] = {**answer, "text": text, "truncated": True, "maxTokens": max_tokens}
+        omitted = 0
+        for key in _ID_LISTS:
+            ids = [i for i in answer.get(key) or () if isinstance(i, str)]
+            out[key] = [i for i in ids if i in text]
+            omitted += len(ids) - len(out[key])
+        out["omittedIds"] = omitted
+        # Revoked ids are listed whole only when they fit: they say where memory was.
+        if tokens(out) > max_tokens:
+            out["revokedIds"] = [i for i in answer.get("revokedIds") or () if i in text]
+        return out
+
+    low, high = 0, len(lines)
+    while low < high:  # the most lines whose answer fits
+        middle = (low + high + 1) // 2
+        if tokens(cut(middle)) <= max_tokens:
+            low = middle
+        else:
+            high = middle - 1
+    return cut(low)
 
 
 def _writable_session(session_id: object) -> str:

@@ -13,7 +13,8 @@ store (indexed path: ``ledger()`` and ``recent_messages()`` only), and fail clos
      "reflections": {"recorded": 2, "visible": 2},
      "tokens": {"observationPool": 120, "renderedMemory": 180},
      "runtime": {"inFlight": false, "lastError": null},     # null without a runtime
-     "revoked": {"observationIds": [], "reflectionIds": []}}
+     "revoked": {"observationIds": [], "reflectionIds": []},
+     "visibleIds": {"reflectionIds": [...], "observationIds": [...]}}  # recall these
 
 ``om:view`` data: ``{"mode": "visible"|"full", "reflectionIds": [...],
 "observationIds": [...], "sharedReflectionIds": [...], "sharedObservationIds": [...],
@@ -90,6 +91,8 @@ _EMPTY_TEXT: Final = "No observational memory yet."
 _LAST_ERROR_MAX_BYTES: Final = 1024
 # Revoked ids listed in text output; the data carries them all.
 _REVOKED_LINES: Final = 50
+# Visible memory ids on the status line; om:view lists them all.
+_VISIBLE_IDS: Final = 20
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,10 @@ class _MemoryView:
     block: ContextBlock | None
     invalidated: frozenset[str] = frozenset()
     scope_map: WorkScopeMap | None = None
+    request_tokens: int = 0
+    """Every context block's tokens: what the next request carries for the branch."""
+    branch: Any = None
+    """What the view was read from: the store, or the branch's entries."""
 
     @property
     def revoked_ids(self) -> list[str]:
@@ -186,7 +193,7 @@ class _MemoryCommand:
                 scope_map=scope_map,
             )
         block = next((b for b in blocks if b.name == MEMORY_BLOCK_NAME), None)
-        return _MemoryView(ledger, block, invalid, scope_map)
+        return _MemoryView(ledger, block, invalid, scope_map, sum(b.tokens for b in blocks), branch)
 
 
 class MemoryStatusCommand(_MemoryCommand):
@@ -205,6 +212,7 @@ class MemoryStatusCommand(_MemoryCommand):
         view = await self._read(session_id)
         est = self._estimator or get_estimator()
         ledger = view.ledger
+        usage, request = await _costs(view, session_id, est)
         active_obs, active_refl = active_memory(ledger, view.invalidated)
         withheld_obs, withheld_refl = withheld_memory_ids(ledger, view.invalidated)
         data: dict[str, Any] = {
@@ -232,6 +240,15 @@ class MemoryStatusCommand(_MemoryCommand):
                 "observationIds": list(withheld_obs),
                 "reflectionIds": list(withheld_refl),
             },
+            # The ids a user passes to recall: what the context shows, as om:view lists it.
+            "visibleIds": {
+                "reflectionIds": view.visible_reflection_ids,
+                "observationIds": view.visible_observation_ids,
+            },
+            # What memory costs (tokens each worker spent) and saves (the next request
+            # against the whole branch): observational_memory/worker_usage.py.
+            "usage": usage,
+            "request": request,
         }
         return CommandResult(_status_text(data), data)
 
@@ -248,6 +265,29 @@ class MemoryStatusCommand(_MemoryCommand):
         return {"inFlight": in_flight, "lastError": last_error}
 
 
+async def _costs(
+    view: _MemoryView, session_id: str, estimator: TokenEstimator
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The workers' recorded usage, and the next request's tokens against the branch's."""
+    from .worker_usage import fold_worker_usage, store_worker_usage
+
+    branch = view.branch
+    if is_store(branch):
+        usage = await store_worker_usage(branch, session_id)
+        branch_tokens = await branch.branch_tokens(session_id)
+    else:
+        entries = list(branch or ())
+        usage = fold_worker_usage(entries)
+        branch_tokens = sum(estimator.count_entry(e) for e in entries if e.kind == "message")
+    carried = view.request_tokens
+    ratio = round(carried / branch_tokens, 3) if branch_tokens else None
+    return usage, {
+        "nextRequestTokens": carried,
+        "branchTokens": branch_tokens,
+        "ratio": ratio,
+    }
+
+
 def _status_text(data: dict[str, Any]) -> str:
     obs, refl, tokens = data["observations"], data["reflections"], data["tokens"]
     lines = [
@@ -259,6 +299,20 @@ def _status_text(data: dict[str, Any]) -> str:
         f"tokens: observation pool {tokens['observationPool']}, "
         f"rendered memory {tokens['renderedMemory']}",
     ]
+    shown = [*data["visibleIds"]["reflectionIds"], *data["visibleIds"]["observationIds"]]
+    if shown:
+        listed = ", ".join(shown[:_VISIBLE_IDS])
+        more = f" … and {len(shown) - _VISIBLE_IDS} more" if len(shown) > _VISIBLE_IDS else ""
+        lines.append(f"visible ids (recall ID): {listed}{more}")
+    request = data["request"]
+    ratio = "" if request["ratio"] is None else f" = {request['ratio']:.0%}"
+    lines.append(
+        f"next request: {request['nextRequestTokens']:,} tokens of context blocks, against "
+        f"the whole branch's {request['branchTokens']:,}{ratio}"
+    )
+    from .worker_usage import usage_lines
+
+    lines += usage_lines(data["usage"])
     runtime = data["runtime"]
     if runtime is not None:
         lines.append(

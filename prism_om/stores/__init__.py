@@ -65,7 +65,7 @@ async def open_store(url: str, *, read_only: bool = False, create: bool = True) 
     if not create:
         options["create"] = False
     if scheme == "jsonl":
-        from .jsonl import JsonlStore
+        from .jsonl.store import JsonlStore
 
         return await JsonlStore.open(path, **options)
     if scheme == "postgresql":

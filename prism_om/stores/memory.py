@@ -9,8 +9,6 @@ from typing import TypeVar
 
 from ..entries import SessionEntry, validate_session_id
 from ._shield import finish_then_cancel
-from ._tree import TreeIndex
-from ._tree_reads import TreeIndexReads
 from .arguments import check_entry_id, check_expected_memory_head, check_leaf_id
 from .base import (
     ANY_MEMORY_HEAD,
@@ -21,6 +19,8 @@ from .base import (
     check_memory_head,
     session_not_found,
 )
+from .segment_index.index import TreeIndex
+from .segment_index.reads import TreeIndexReads
 
 __all__ = ["MemoryStore"]
 

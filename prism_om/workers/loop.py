@@ -34,7 +34,9 @@ from ..core.limits import MemoryWorkerLimits
 from ..core.redaction import Redactor
 from ..entries import sanitize_surrogates_value
 from ..errors import InvalidInputError, WorkerRunError
+from ..observational_memory.worker_usage import current_meter
 from ..providers.base import (
+    DoneEvent,
     Provider,
     ProviderMessage,
     ProviderRequest,
@@ -223,6 +225,9 @@ async def run_worker(
     """
     checks = _Limits(limits, redactor or Redactor(), on_sanitized)
     settings = request or RequestSettings()
+    meter = current_meter()
+    if meter is not None:
+        meter.run()
     registry = {tool.name: tool for tool in tools}
     definitions = tuple(tool.definition for tool in tools)
     system = checks.redactor.text(system)
@@ -293,9 +298,14 @@ async def _read_turn(
 ) -> list[ToolCallEvent]:
     limits = checks.limits
     calls: list[ToolCallEvent] = []
+    reported: Mapping[str, Any] | None = None
+    meter = current_meter()
     try:
         async with event_stream(provider, request) as events:
             async for event in events:
+                if isinstance(event, DoneEvent):
+                    reported = event.usage
+                    continue
                 if not isinstance(event, ToolCallEvent):
                     continue
                 event = _storable_call(event, checks)
@@ -326,10 +336,38 @@ async def _read_turn(
                     )
                 calls.append(event)
     except WorkerRunError:
+        if meter is not None:  # the turn was paid for even though its calls are refused
+            meter.turn(reported, _estimate(request, calls))
         raise
     except Exception as exc:
+        if meter is not None:  # the request was sent: its input is counted, by estimate
+            meter.turn(None, (_estimate(request, calls)[0], 0))
         raise checks.fail("provider_error", f"worker provider failed: {exc}") from exc
+    if meter is not None:
+        meter.turn(reported, _estimate(request, calls))
     return calls
+
+
+def _estimate(request: ProviderRequest, calls: Sequence[ToolCallEvent]) -> tuple[int, int]:
+    """Our own count of a turn's (input, output) tokens, for a provider that gives none:
+    the request counted as ``host.context.estimate_request_tokens`` counts it (a layer
+    above this one), line by line so the repeated prompt is encoded once."""
+    from ..tokens import MESSAGE_OVERHEAD_TOKENS, get_estimator
+
+    est = get_estimator()
+    sent = est.count_lines(request.system)
+    for message in request.messages:
+        sent += est.count_lines(message.content) + MESSAGE_OVERHEAD_TOKENS
+        for call in message.tool_calls:
+            sent += est.count_lines(call.name) + est.count_lines(call.arguments)
+    if request.tools:
+        definitions = [
+            {"name": t.name, "description": t.description, "parameters": dict(t.parameters)}
+            for t in request.tools
+        ]
+        sent += est.count_lines(json.dumps(definitions, ensure_ascii=False, sort_keys=True))
+    out = sum(est.count(c.name) + est.count(c.arguments) for c in calls)
+    return sent, out
 
 
 def _storable_call(event: ToolCallEvent, checks: _Limits) -> ToolCallEvent:

@@ -87,11 +87,11 @@ from ..core.ledger import ObservationalMemoryLedger
 from ..core.limits import MemoryWorkerLimits, resolve_memory_worker_limits
 from ..core.memory_budget import drop_to_rendered_target, rendered_memory_tokens
 from ..core.projection import active_memory, invalidated_observation_ids
-from ..core.records import OBSERVATIONS_DROPPED, Observation
+from ..core.records import MEMORY_RECORD_TYPES, OBSERVATIONS_DROPPED, Observation
 from ..core.redaction import Redactor
 from ..core.relevance import observation_pool_tokens
 from ..core.scope_map import SCOPE_BOUND
-from ..core.sources import is_eligible_observation_source_entry
+from ..core.sources import is_eligible_observation_source_entry, memory_tool_exchange_ids
 from ..core.withheld import InvalidationSource, check_invalidation_source, resolve_invalidation
 from ..debug import (
     APPEND_MISMATCH,
@@ -127,6 +127,7 @@ from ..observational_memory.settings import (
     resolve_observational_memory_settings,
 )
 from ..observational_memory.withholding import withholding_ledger
+from ..observational_memory.worker_usage import UsageMeter, metering
 from ..providers.base import (
     CredentialResolver,
     Provider,
@@ -289,6 +290,10 @@ class ObservationalMemoryRuntime:
     ) -> None:
         self.session = session
         self._invalidation = invalidated_ids
+        # Tokens the workers spent, written with the next memory record
+        # (observational_memory.worker_usage).
+        self._meter = UsageMeter()
+        self._worker: WorkerName = "observer"
         self.settings = settings
         self.limits = limits
         self._append_entry = append_entry
@@ -395,13 +400,20 @@ class ObservationalMemoryRuntime:
         forced = force or force_observer or full_rebuild
         if snapshot is not None and not forced and self._idle(snapshot, invalid, progress):
             return self._finish(progress, _NOT_RUN, _NOT_RUN, _NOT_RUN, _NOT_RUN)
-        observed = await self._observe(force or force_observer, progress, invalid)
-        # One read of the scope map for the steps that skip under host scopes.
-        scoped = (await self.session.store.scope_map(self.session.id)).has_host_scopes
-        reflected = await self._reflect(force, full_rebuild, progress, invalid, scoped)
-        consolidated = await self._consolidate(progress, invalid, scoped)
-        await self._bind([*observed.memory_ids], [*reflected.memory_ids], progress)
-        dropped = await self._drop(progress, invalid)
+        # Every worker turn is metered and its usage written with the record
+        # (observational_memory.worker_usage).
+        with metering(self._meter):
+            self._worker = "observer"
+            observed = await self._observe(force or force_observer, progress, invalid)
+            # One read of the scope map for the steps that skip under host scopes.
+            scoped = (await self.session.store.scope_map(self.session.id)).has_host_scopes
+            self._worker = "reflector"
+            reflected = await self._reflect(force, full_rebuild, progress, invalid, scoped)
+            self._worker = "consolidator"
+            consolidated = await self._consolidate(progress, invalid, scoped)
+            await self._bind([*observed.memory_ids], [*reflected.memory_ids], progress)
+            self._worker = "dropper"
+            dropped = await self._drop(progress, invalid)
         return self._finish(progress, observed, reflected, consolidated, dropped)
 
     def _idle(self, snapshot: BranchSnapshot, invalid: frozenset[str], progress: _Progress) -> bool:
@@ -492,6 +504,9 @@ class ObservationalMemoryRuntime:
 
     def _record(self, progress: _Progress, outcome: WorkerOutcome) -> WorkerOutcome:
         progress.outcomes.append(outcome)
+        if outcome.status == "failed":
+            # No record carries a failed run: its tokens ride on the next one written.
+            self._meter.failed(outcome.worker)
         if outcome.truncated_ids:
             # A cut is never silent: the host hears which inputs the worker saw only in part.
             self._emit(
@@ -546,6 +561,10 @@ class ObservationalMemoryRuntime:
         # New ids must avoid every id of the branch: the live ones here, the dropped and
         # superseded ones by an indexed check of what the run minted (_claimed).
         taken = _memory_ids(live)
+        # The memory tools' own exchanges are covered, never shown (core.sources), judged
+        # over the whole run so a chunk boundary between a call and its answer changes
+        # nothing.
+        hidden = invalid | memory_tool_exchange_ids(entries)
         ids: list[str] = []
         entry_ids: list[str] = []
         truncated: list[str] = []
@@ -560,7 +579,7 @@ class ObservationalMemoryRuntime:
                     ready.call,
                     entries,
                     taken_ids=taken,
-                    withheld=invalid,
+                    withheld=hidden,
                     max_message_tokens=limit,
                     estimator=self._estimator(),
                     shown=shown,
@@ -1022,6 +1041,10 @@ class ObservationalMemoryRuntime:
         when another record landed since, and then nothing was stored.
         """
         store, sid = self.session.store, self.session.id
+        if data.get("type") in MEMORY_RECORD_TYPES:
+            usage = self._meter.take(self._worker)
+            if usage:
+                data = {**data, "metadata": {**(data.get("metadata") or {}), "usage": usage}}
         if self._session_append:
             return await self._append_at_leaf(data, progress, head)
         previous = await store.leaf(sid)

@@ -23,7 +23,11 @@ from typing import Final
 
 from ..core.records import Observation
 from ..core.redaction import Redactor, redacted_entry_text
-from ..core.sources import is_eligible_observation_source_entry
+from ..core.sources import (
+    MEMORY_TOOL_NAMES,
+    is_eligible_observation_source_entry,
+    memory_tool_exchange_ids,
+)
 from ..entries import SessionEntry
 from ..tokens import TokenEstimator, get_estimator
 
@@ -86,6 +90,29 @@ def serialize_entry(
     return header + _indent(f"{kept}\n{marker}" if kept else marker)
 
 
+def _without_memory_calls(entry: SessionEntry, memory_calls: set[str]) -> SessionEntry | None:
+    """The message as the observer sees it: without calls to the memory tools (their ids
+    join ``memory_calls``), None when nothing else is left or it answers such a call."""
+    message = entry.message
+    if message is None:
+        return entry
+    if message.role == "tool":
+        answers_memory = message.tool_call_id in memory_calls or (
+            message.name is not None and message.name in MEMORY_TOOL_NAMES
+        )
+        return None if answers_memory else entry
+    calls = message.tool_calls or []
+    ours = [c for c in calls if c.name in MEMORY_TOOL_NAMES]
+    if not ours:
+        return entry
+    memory_calls.update(c.id for c in ours)
+    others = [c for c in calls if c.name not in MEMORY_TOOL_NAMES]
+    if not others and not message.text().strip():
+        return None
+    trimmed = message.model_copy(update={"tool_calls": others or None})
+    return entry.model_copy(update={"message": trimmed})
+
+
 def _indent(text: str) -> str:
     lines = text.split("\n") if text else [""]
     return "".join(f"{_INDENT}{line}\n" for line in lines)
@@ -126,7 +153,9 @@ def select_observer_batch(
     with a marker, and one above ``max_tokens`` alone is shown whole, so every batch with a
     message makes progress: coverage never sticks on one. A message whose id is in
     ``withheld`` (revoked) is scanned like bookkeeping: covered, so coverage moves past it,
-    and never shown.
+    and never shown. So are the memory tools' own exchanges (``MEMORY_TOOL_NAMES``: a
+    recall call and its answer restate memory): an assistant message is shown without its
+    calls to them (and not at all when it holds nothing else), their results never.
     """
     scanned: list[SessionEntry] = []
     sources: list[SessionEntry] = []
@@ -137,8 +166,14 @@ def select_observer_batch(
     calls: dict[str, tuple[int, int]] = {}
     used = tokens = 0
     est = estimator or get_estimator() if max_tokens is not None else None
+    memory_calls: set[str] = set()
+    hidden = withheld | memory_tool_exchange_ids(entries)
     for entry in entries:
-        if entry.id in withheld or not is_eligible_observation_source_entry(entry):
+        if entry.id in hidden or not is_eligible_observation_source_entry(entry):
+            scanned.append(entry)
+            continue
+        shown_entry = _without_memory_calls(entry, memory_calls)
+        if shown_entry is None:
             scanned.append(entry)
             continue
         call_id = entry.message.tool_call_id if entry.message is not None else None
@@ -152,13 +187,13 @@ def select_observer_batch(
             if sources and tokens > max_tokens and (caller is None or caller[0] > 0):
                 _cut_before(caller, scanned, sources, blocks)
                 break
-        block = serialize_entry(entry, redactor)
+        block = serialize_entry(shown_entry, redactor)
         size = utf8_len(block)
         if used + size > budget:
             if sources:
                 _cut_before(caller, scanned, sources, blocks)
                 break
-            block = serialize_entry(entry, redactor, max_bytes=budget)
+            block = serialize_entry(shown_entry, redactor, max_bytes=budget)
             size = utf8_len(block)
             truncated.append(entry.id)
             scanned.append(entry)

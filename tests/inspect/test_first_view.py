@@ -17,7 +17,8 @@ import pytest
 from prism_om.entries import SessionEntry, entry_from_wire, message_entry
 from prism_om.inspect import create_inspect_app
 from prism_om.session import Session
-from prism_om.stores import jsonl, open_store
+from prism_om.stores import open_store
+from prism_om.stores.jsonl import store as jsonl
 from prism_om.tokens import TokenEstimator
 
 SID = "long"

@@ -14,7 +14,7 @@ import pytest
 from prism_om.core.validation import validate_memory_record_on_branch
 from prism_om.entries import SessionEntry, custom_entry
 from prism_om.errors import MemoryRecordError
-from prism_om.stores._tree import TreeIndex
+from prism_om.stores.segment_index.index import TreeIndex
 from prism_om.testing.generate import make_message
 
 TS = "2024-05-01T10:00:00Z"

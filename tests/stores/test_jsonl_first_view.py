@@ -18,9 +18,10 @@ import pytest
 
 from prism_om.core.ledger import fold_ledger
 from prism_om.entries import SessionEntry, entry_from_wire, message_entry
-from prism_om.stores import SessionStore, jsonl
-from prism_om.stores._jsonl_index import index_name
+from prism_om.stores import SessionStore
 from prism_om.stores.jsonl import JsonlStore
+from prism_om.stores.jsonl import store as jsonl
+from prism_om.stores.jsonl.index_sidecar import index_name
 from prism_om.testing.memory_conformance import load_builder
 from prism_om.testing.om_factories import random_builder
 from prism_om.tokens import TokenEstimator, get_estimator

@@ -13,9 +13,9 @@ import pytest
 
 from prism_om.entries import SessionEntry, entry_from_wire, message_entry
 from prism_om.errors import DuplicateEntryError, SessionMismatchError, UnknownParentError
-from prism_om.stores import jsonl
-from prism_om.stores._jsonl_ids import IDS_NAME
 from prism_om.stores.jsonl import JsonlStore
+from prism_om.stores.jsonl import store as jsonl
+from prism_om.stores.jsonl.id_index import IDS_NAME
 
 SESSIONS = [f"s{i}" for i in range(12)]
 LENGTH = 15

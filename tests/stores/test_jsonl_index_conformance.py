@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from prism_om.stores import jsonl
+from prism_om.stores.jsonl import store as jsonl
 from prism_om.testing.conformance import StoreConformance, StoreOpener
 from tests.conftest import opener_for
 

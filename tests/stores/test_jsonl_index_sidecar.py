@@ -21,9 +21,9 @@ import pytest
 
 from prism_om.entries import SessionEntry, entry_from_wire, message_entry
 from prism_om.errors import CorruptStoreError
-from prism_om.stores import jsonl
-from prism_om.stores._jsonl_index import index_body, index_name
 from prism_om.stores.jsonl import JsonlStore
+from prism_om.stores.jsonl import store as jsonl
+from prism_om.stores.jsonl.index_sidecar import index_body, index_name
 from prism_om.testing.memory_conformance import load_builder
 from prism_om.testing.om_factories import random_builder
 
@@ -252,7 +252,7 @@ async def test_a_failed_index_write_loses_nothing_and_its_debris_goes(
 _KILLED_WRITER = """
 import asyncio, os, signal, sys
 from prism_om.entries import message_entry
-from prism_om.stores import jsonl
+from prism_om.stores.jsonl import store as jsonl
 from prism_om.stores.jsonl import JsonlStore
 
 jsonl._index_due = lambda lines, indexed: lines > indexed
@@ -293,7 +293,7 @@ async def test_a_writer_killed_while_writing_the_index_loses_nothing(
 _TWO_WRITERS = """
 import asyncio, sys
 from prism_om.entries import message_entry
-from prism_om.stores import jsonl
+from prism_om.stores.jsonl import store as jsonl
 from prism_om.stores.jsonl import JsonlStore
 
 jsonl._index_due = lambda lines, indexed: lines > indexed

@@ -25,9 +25,9 @@ from prism_om.errors import (
     StoreBusyError,
     StoreNotFoundError,
 )
-from prism_om.stores import jsonl as jsonl_module
 from prism_om.stores.base import SessionSummary
 from prism_om.stores.jsonl import JsonlStore
+from prism_om.stores.jsonl import store as jsonl_module
 
 FIXTURE_V1 = Path(__file__).resolve().parents[1] / "data" / "jsonl_store_v1"
 
@@ -361,7 +361,7 @@ async def test_an_unprivileged_user_reads_a_store_it_cannot_write(
 KILLED_IMPORT = """
 import asyncio, os, signal, sys
 from prism_om.entries import message_entry
-from prism_om.stores import jsonl
+from prism_om.stores.jsonl import store as jsonl
 
 real_write_all = jsonl._write_all
 

@@ -14,8 +14,8 @@ import pytest
 from prism_om.core.timestamps import utc_timestamp
 from prism_om.entries import custom_entry, message_entry
 from prism_om.errors import CorruptStoreError
-from prism_om.stores import _tree
 from prism_om.stores.jsonl import JsonlStore
+from prism_om.stores.segment_index import index as _tree
 from prism_om.testing.memory_conformance import load_builder
 from prism_om.testing.om_factories import random_builder
 

@@ -27,7 +27,8 @@ from prism_om.observational_memory import (
     recall_observational_memory,
     recall_observational_memory_branch_page,
 )
-from prism_om.stores import SessionStore, jsonl, open_store
+from prism_om.stores import SessionStore, open_store
+from prism_om.stores.jsonl import store as jsonl
 
 SIZES = (1_000, 10_000)
 _OURS = str(Path(jsonl.__file__).parents[1])

@@ -29,9 +29,9 @@ from prism_om.errors import (
     StoreBusyError,
     StoreError,
 )
-from prism_om.stores import jsonl as jsonl_module
 from prism_om.stores import open_store
 from prism_om.stores.jsonl import JsonlStore
+from prism_om.stores.jsonl import store as jsonl_module
 from prism_om.testing.conformance import snapshot
 
 WORKER = Path(__file__).resolve().parents[1] / "support" / "crash_worker_jsonl.py"

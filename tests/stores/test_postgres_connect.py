@@ -258,3 +258,33 @@ async def test_the_open_connects_once_and_its_connection_serves_the_reads(
     finally:
         await store.close()
     assert store._reader._lane is None  # the open's connection closed with the store
+
+
+async def test_a_refused_port_fails_within_five_seconds_by_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The default open gives up on a refused port after 3 s of its own clock, not 30, so
+    a command fails within 5 s, its start-up included."""
+    from prism_om.stores.postgres import connect
+
+    now = [1000.0]
+    attempts: list[int] = []
+
+    async def refused(cls: Any, *args: Any, connect_timeout: int, **kwargs: Any) -> Any:
+        attempts.append(connect_timeout)
+        raise psycopg.OperationalError(
+            'connection failed: connection to server at "127.0.0.1", port 1 failed: '
+            "Connection refused"
+        )
+
+    async def pause(seconds: float) -> None:  # the retry pause, on the fake clock
+        now[0] += seconds
+
+    monkeypatch.setattr(psycopg.AsyncConnection, "connect", classmethod(refused))
+    monkeypatch.setattr(connect, "_clock", lambda: now[0])
+    monkeypatch.setattr(connect, "_pause", pause)
+    with pytest.raises(StoreUnreachableError, match="within 3 s"):
+        await PostgresStore.open("postgresql://nobody@127.0.0.1:1/db")
+    assert now[0] - 1000.0 <= 3.0
+    assert len(attempts) > 1  # retried: a restarting server gets its few seconds
+    assert max(attempts) <= 3  # no single attempt outlasts the wait either

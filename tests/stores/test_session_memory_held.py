@@ -15,9 +15,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from prism_om.session import Session
-from prism_om.stores._lazy_entries import BODY_CACHE_BYTES
 from prism_om.stores.jsonl import JsonlStore
 from prism_om.stores.memory import MemoryStore
+from prism_om.stores.segment_index.lazy_entries import BODY_CACHE_BYTES
 from prism_om.tokens import get_estimator
 
 MESSAGES = 1000

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from typing import Any
 
 from prism_om.entries import message_entry
-from prism_om.stores import jsonl
 from prism_om.stores.jsonl import JsonlStore
+from prism_om.stores.jsonl import store as jsonl
 
 _CHANGES = ("write", "pwrite", "replace", "rename", "unlink", "fsync", "ftruncate")
 

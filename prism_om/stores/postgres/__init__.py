@@ -31,7 +31,7 @@ What differs from SQLite:
   (``connection.translate_pg_error``). The open makes its first connection itself
   (``connect``): what waiting cannot fix (an unknown database or role, authentication)
   raises ``StoreUnreachableError`` at once, a refusal a restart explains is retried for
-  ``timeout_s``. Waiting for a connection, and for a lock on the server
+  ``connect_timeout_s`` (3 s by default). Waiting for a connection, and for a lock on the server
   (``lock_timeout``), is bounded by ``timeout_s`` (30 s) and then raises
   ``StoreBusyError`` (``StoreUnreachableError`` when a direct attempt finds the server
   refusing connections: ``connect.pool_timeout_error``); so is a bounded read the server

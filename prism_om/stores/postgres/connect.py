@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from typing import Any, cast
 
@@ -37,6 +38,7 @@ from ...core.redaction import hide_url_passwords, redact_text, url_passwords
 from ...errors import StoreBusyError, StoreError, StoreUnreachableError
 
 __all__ = [
+    "DEFAULT_CONNECT_TIMEOUT_S",
     "PROBE_TIMEOUT_S",
     "TRANSIENT_CONNECT_FAILURES",
     "first_connection",
@@ -66,6 +68,14 @@ _FIRST_PAUSE_S = 0.05
 # The direct attempt after a pool wait ran out: libpq's connect_timeout, whole seconds.
 PROBE_TIMEOUT_S = 2
 _LONGEST_PAUSE_S = 1.0
+# How long an open waits for a server that refuses or does not answer yet, by default:
+# long enough for a quick restart, short enough that a wrong port or a server that is not
+# running fails a whole command within 5 s, its start-up included (the 30 s pool wait
+# made it 31.6 s).
+DEFAULT_CONNECT_TIMEOUT_S = 3.0
+# The clock and pause of the open's retries (a test replaces them to count attempts).
+_clock = time.monotonic
+_pause = asyncio.sleep
 
 
 def is_transient_connect_failure(exc: BaseException) -> bool:
@@ -88,20 +98,21 @@ async def first_connection(
 ) -> psycopg.AsyncConnection[Any]:
     """A connection to the server, retried while the failure is transient, for at most
     ``timeout_s``; ``StoreUnreachableError`` naming ``url`` and the reason otherwise."""
-    deadline = time.monotonic() + timeout_s
+    deadline = _clock() + timeout_s
     pause = _FIRST_PAUSE_S
     warned = False
     while True:
-        left = deadline - time.monotonic()
+        left = deadline - _clock()
         try:
-            # libpq's connect_timeout is whole seconds (2 at least), per attempt.
-            attempt = max(2, int(left) + 1)
+            # libpq's connect_timeout is whole seconds (2 at least), per attempt: never
+            # more than the wait has left, so the whole open ends near timeout_s.
+            attempt = max(2, math.ceil(left))
             return await psycopg.AsyncConnection.connect(
                 conninfo, connect_timeout=attempt, **kwargs
             )
         except psycopg.Error as exc:
             transient = is_transient_connect_failure(exc)
-            left = deadline - time.monotonic()
+            left = deadline - _clock()
             if not transient:
                 raise StoreUnreachableError(
                     f"open on {url}: cannot connect to the server ({reason(exc, conninfo)})",
@@ -123,7 +134,7 @@ async def first_connection(
                     reason(exc, conninfo),
                 )
                 warned = True
-            await asyncio.sleep(min(pause, left))
+            await _pause(min(pause, left))
             pause = min(pause * 2, _LONGEST_PAUSE_S)
 
 

@@ -70,7 +70,7 @@ from ..sqlite.sql import (
     SESSION_ENTRY_COUNT_SQL,
     LeafPosition,
 )
-from .connect import first_connection, pool_timeout_error
+from .connect import DEFAULT_CONNECT_TIMEOUT_S, first_connection, pool_timeout_error
 from .connection import (
     PgConnection,
     PoolReader,
@@ -228,6 +228,7 @@ class PostgresStore(PostgresReads):
         pool_size: int = 4,
         timeout_s: float = 30.0,
         token_estimator: TokenEstimator | None = None,
+        connect_timeout_s: float | None = None,
     ) -> PostgresStore:
         """Connect, then create (or check) the schema in the URL's ``schema`` option.
 
@@ -237,6 +238,9 @@ class PostgresStore(PostgresReads):
         a few ids) the server has not answered ``timeout_s`` + 1 s after it was sent is
         cancelled and raises ``StoreBusyError`` as well: at once when the server answers
         the cancel, within 5 s more when it does not (psycopg then closes the connection).
+        ``connect_timeout_s`` (default: 3 s, or ``timeout_s`` when shorter) bounds the open's
+        own wait for a server that refuses connections or is starting up, so a wrong port
+        fails within it rather than after ``timeout_s``.
         ``create=False`` and ``read_only=True`` refuse a database without the prism_om tables
         (``StoreNotFoundError``) and never create them; read-only connections are also
         read-only on the server (``default_transaction_read_only``).
@@ -251,8 +255,13 @@ class PostgresStore(PostgresReads):
             options += " -c default_transaction_read_only=on"
         kwargs: dict[str, Any] = {"autocommit": True, "options": options}
         # The first connection is the open's own (connect.py): a server that cannot be
-        # reached says why at once, or after timeout_s when waiting could have helped.
-        first = await first_connection(conninfo, shown, timeout_s, **kwargs)
+        # reached says why at once, or after the connect wait when waiting could have helped.
+        wait = (
+            min(timeout_s, DEFAULT_CONNECT_TIMEOUT_S)
+            if connect_timeout_s is None
+            else connect_timeout_s
+        )
+        first = await first_connection(conninfo, shown, wait, **kwargs)
         try:
             await configure_connection(first)
             await _prepare_schema(PgConnection(first), schema, shown, read_only, create)

@@ -14,8 +14,8 @@ File layout, all inside one directory::
                              line ``-<id>`` records a ``delete_session`` of that id
     .<session_id>.index      cache: the ids, parents, kinds and message token counts of
                              the file's first lines and a digest of their bytes (see
-                             ``_jsonl_index``)
-    .ids                     cache: each session file's ids (see ``_jsonl_ids``)
+                             ``index_sidecar``)
+    .ids                     cache: each session file's ids (see ``id_index``)
     .lock                    the ``flock`` target; holds a change counter, and the session
                              a writer is changing while it does (see "Debris")
 
@@ -148,9 +148,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import ParamSpec, TypeVar
 
-from .._gc import collector_paused
-from ..entries import SessionEntry, entry_from_wire, validate_session_id
-from ..errors import (
+from ..._gc import collector_paused
+from ...entries import SessionEntry, entry_from_wire, validate_session_id
+from ...errors import (
     CorruptStoreError,
     InvalidEntryError,
     InvalidInputError,
@@ -162,21 +162,10 @@ from ..errors import (
     StoreNotFoundError,
     StoreRuleError,
 )
-from ..tokens import get_estimator
-from ._jsonl_ids import IDS_NAME, FileKey, ForeignIds, ids_body, read_ids
-from ._jsonl_index import (
-    apply_index,
-    index_body,
-    index_name,
-    kind_of,
-    read_index,
-)
-from ._lazy_entries import LazyEntries, Span
-from ._shield import finish_then_cancel
-from ._tree import TreeIndex, comparable_time
-from ._tree_reads import TreeIndexReads
-from .arguments import check_entry_id, check_expected_memory_head, check_id_list, check_leaf_id
-from .base import (
+from ...tokens import get_estimator
+from .._shield import finish_then_cancel
+from ..arguments import check_entry_id, check_expected_memory_head, check_id_list, check_leaf_id
+from ..base import (
     ANY_MEMORY_HEAD,
     AnyMemoryHead,
     SessionSummary,
@@ -184,6 +173,17 @@ from .base import (
     check_batch_shape,
     check_memory_head,
     session_not_found,
+)
+from ..segment_index.index import TreeIndex, comparable_time
+from ..segment_index.lazy_entries import LazyEntries, Span
+from ..segment_index.reads import TreeIndexReads
+from .id_index import IDS_NAME, FileKey, ForeignIds, ids_body, read_ids
+from .index_sidecar import (
+    apply_index,
+    index_body,
+    index_name,
+    kind_of,
+    read_index,
 )
 
 __all__ = ["JsonlStore", "SessionCheck"]
@@ -206,7 +206,7 @@ _PENDING_AT = 32
 
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 _APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-# A session file gets an index sidecar (see ``_jsonl_index``) once this many of its lines
+# A session file gets an index sidecar (see ``index_sidecar``) once this many of its lines
 # are not in one, and then again whenever the unindexed lines reach an eighth of the
 # indexed ones: rewriting it costs amortised O(1) per appended line.
 INDEX_MIN_LINES = 1000
@@ -480,7 +480,7 @@ class JsonlStore(TreeIndexReads):
         self._manifest_offset = 0
         # (change counter, directory mtime) as of the last refresh; None forces a scan.
         self._seen: tuple[int, int] | None = None
-        # Ids of the sessions not loaded, from ``.ids`` (see ``_jsonl_ids``), checked
+        # Ids of the sessions not loaded, from ``.ids`` (see ``id_index``), checked
         # against their files as of the change key ``_ids_seen``.
         self._foreign = ForeignIds()
         self._ids_seen: object = None

@@ -25,25 +25,25 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..core.ledger import LedgerBuilder, ObservationalMemoryLedger
-from ..core.ledger_views import restrict_ledger
-from ..core.records import (
+from ...core.ledger import LedgerBuilder, ObservationalMemoryLedger
+from ...core.ledger_views import restrict_ledger
+from ...core.records import (
     FOLDED_TYPE,
     OBSERVATIONS_DROPPED,
     OBSERVATIONS_RECORDED,
     REFLECTIONS_RECORDED,
     is_memory_record,
 )
-from ..core.sources import is_eligible_observation_source_entry
-from ..core.timestamps import utc_timestamp
-from ..core.validation import (
+from ...core.sources import is_eligible_observation_source_entry
+from ...core.timestamps import utc_timestamp
+from ...core.validation import (
     BranchFacts,
     MemoryRecordNeeds,
     memory_record_needs,
     validate_memory_record,
 )
-from ..entries import SessionEntry
-from ..errors import (
+from ...entries import SessionEntry
+from ...errors import (
     DuplicateEntryError,
     EntryNotFoundError,
     InvalidInputError,
@@ -52,8 +52,8 @@ from ..errors import (
     SessionMismatchError,
     UnknownParentError,
 )
-from ._lazy_entries import LazyEntries, pop_entry
-from .base import SessionSummary
+from ..base import SessionSummary
+from .lazy_entries import LazyEntries, pop_entry
 
 __all__ = ["PathMembership", "TreeIndex"]
 

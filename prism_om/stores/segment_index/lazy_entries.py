@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import repeat
 from typing import Any, cast
 
-from ..entries import SessionEntry
+from ...entries import SessionEntry
 
 __all__ = ["BODY_CACHE_BYTES", "BODY_CACHE_ENTRIES", "LazyEntries", "Span", "pop_entry"]
 

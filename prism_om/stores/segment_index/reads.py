@@ -13,14 +13,15 @@ import builtins
 from collections.abc import Callable, Iterable
 from typing import Literal, TypeVar
 
-from ..core.ledger import LedgerBuilder, ObservationalMemoryLedger
-from ..core.scope_map import WorkScopeMap, fold_work_scope_map
-from ..entries import SessionEntry
-from ..errors import EntryNotFoundError
-from ..tokens import get_estimator
-from ._tree import TreeIndex
-from .arguments import check_count, check_entry_id, check_id_list, check_leaf_id
-from .base import StoreBase, check_page_args, remember_ledger
+from ...core.ledger import LedgerBuilder, ObservationalMemoryLedger
+from ...core.scope_map import WorkScopeMap, fold_work_scope_map
+from ...entries import SessionEntry
+from ...errors import EntryNotFoundError
+from ...tokens import get_estimator
+from ..arguments import check_count, check_entry_id, check_id_list, check_leaf_id
+from ..base import StoreBase, check_page_args, remember_ledger
+from .index import TreeIndex
+from .lazy_entries import LazyEntries
 
 __all__ = ["TreeIndexReads"]
 
@@ -155,6 +156,26 @@ class TreeIndexReads(StoreBase):
                 url=self.url,
             )
         return found
+
+    async def last_compaction(
+        self, session_id: str, leaf_id: str | None = None
+    ) -> SessionEntry | None:
+        """The path's latest compaction, walking its ids back: a message the index holds
+        only as a place in a file is skipped unread (compactions stay parsed)."""
+        check_leaf_id(leaf_id)
+
+        def latest(index: TreeIndex, sid: str) -> SessionEntry | None:
+            entries = index.entries
+            lazy = entries if isinstance(entries, LazyEntries) else None
+            for entry_id in reversed(index.path_ids(sid, leaf_id)):
+                if lazy is not None and lazy.is_located(entry_id):
+                    continue  # a message
+                entry = entries[entry_id]
+                if entry.kind == "compaction":
+                    return entry
+            return None
+
+        return await self._tree_query(session_id, latest)
 
     async def entry_count(self, session_id: str, leaf_id: str | None = None) -> int:
         check_leaf_id(leaf_id)

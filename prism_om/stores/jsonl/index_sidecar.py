@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import cast
 
-from ..core.sources import is_eligible_observation_source_entry
-from ..entries import SessionEntry
-from ._lazy_entries import LazyEntries
-from ._tree import TreeIndex
+from ...core.sources import is_eligible_observation_source_entry
+from ...entries import SessionEntry
+from ..segment_index.index import TreeIndex
+from ..segment_index.lazy_entries import LazyEntries
 
 __all__ = [
     "INDEX_VERSION",
