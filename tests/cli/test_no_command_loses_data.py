@@ -124,6 +124,7 @@ def _cases(db: str, tmp: Path, kind: str, source: str) -> dict[str, list[Case]]:
         "view": [(["view", *at, "--session", "precious", "--full"], 0)],
         "recall": [(["recall", memory_id, *at, "--session", "precious"], 0)],
         "page": [(["page", *at, "--session", "precious", "--cursor", cursor], 0)],
+        "search": [(["search", "Rust", *at, "--session", "precious", "--json"], 0)],
         "sessions": [(["sessions", *at], 0)],
         "check": [
             # On a server check reads (rows, fold tables); --repair says what to run.
