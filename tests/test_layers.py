@@ -8,7 +8,7 @@ from pathlib import Path
 import prism_om
 
 ROOT = Path(prism_om.__file__).parent
-# Bottom to top; a module may import its own layer and the ones below (README "Layers").
+# Bottom to top; a module may import its own layer and the ones below (docs/adapters.md, "Layers").
 LAYERS = [
     {"entries", "ids", "errors", "tokens", "_gc", "_extras"},
     {"core"},

@@ -1,4 +1,4 @@
-"""The README's first two commands stay true."""
+"""The README's first two commands stay true, and the README stays a ten-minute read."""
 
 from __future__ import annotations
 
@@ -25,3 +25,10 @@ def test_readme_starts_with_two_commands() -> None:
 def test_ci_runs_the_readme_test_command() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert _commands()[1] in ci.splitlines()
+
+
+def test_the_readme_is_short_and_points_to_the_manual() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 200
+    assert "(docs/index.md)" in text and "(docs/cli.md)" in text
+    assert text.count("```python") == 1 and text.count("```console") == 1

@@ -1,4 +1,4 @@
-"""The README's desktop-client block starts the server: parsed as a client parses it, with
+"""The desktop-client block of ``docs/cli.md`` starts the server: parsed as a client parses it, with
 only the store path swapped for a test store and ``prism-om`` found on this environment."""
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def _config() -> dict[str, object]:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## MCP server", 1)[1].split("\n## ", 1)[0]
+    page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    section = page.split("\n## prism-om mcp\n", 1)[1].split("\n## ", 1)[0]
     (block,) = re.findall(r"```json\n(.*?)```", section, flags=re.S)
     server: dict[str, object] = json.loads(block)["mcpServers"]["prism-om"]
     return server
@@ -35,7 +35,7 @@ def _command(name: str) -> str:
     return found
 
 
-async def test_the_readme_client_configuration_starts_the_server(tmp_path: Path) -> None:
+async def test_the_documented_client_configuration_starts_the_server(tmp_path: Path) -> None:
     config = _config()
     assert config["command"] == "prism-om"
     args = list(config["args"])  # type: ignore[call-overload]
