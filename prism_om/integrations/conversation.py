@@ -47,6 +47,7 @@ __all__ = [
     "Record",
     "StoredConversation",
     "StoredRecord",
+    "check_store_and_memory",
     "find_call",
     "json_value",
     "memory_parts",
@@ -100,6 +101,29 @@ class MemoryView:
     framework's mapping leaves those results out."""
 
 
+def check_store_and_memory(
+    store: SessionStore | str, memory: ObservationalMemory | None
+) -> tuple[str | None, SessionStore | None]:
+    """An integration's ``store`` and ``memory`` arguments checked at construction (a bad
+    URL fails here, not on first use): ``(url, None)`` for a URL to open later, ``(None,
+    store)`` for a store given."""
+    if isinstance(store, str):
+        parse_store_url(store)
+        url: str | None = store
+        given: SessionStore | None = None
+    elif isinstance(store, SessionStore):
+        url, given = None, store
+    else:
+        raise InvalidInputError(
+            f"store must be a store URL or a SessionStore, got {type(store).__name__}"
+        )
+    if memory is not None and not isinstance(memory, ObservationalMemory):
+        raise InvalidInputError(
+            "memory must come from prism_om.attach.create_observational_memory()"
+        )
+    return url, given
+
+
 def json_value(value: object, where: str) -> Any:
     """``value`` as JSON gives it back, or ``InvalidInputError`` naming ``where``."""
     try:
@@ -133,20 +157,7 @@ class StoredConversation:
         providers: Mapping[str, Provider] | None = None,
     ) -> None:
         self.session_id = validate_session_id(session_id)
-        if isinstance(store, str):
-            parse_store_url(store)  # a bad URL fails here, not on first use
-            self._url: str | None = store
-            self._store: SessionStore | None = None
-        elif isinstance(store, SessionStore):
-            self._url, self._store = None, store
-        else:
-            raise InvalidInputError(
-                f"store must be a store URL or a SessionStore, got {type(store).__name__}"
-            )
-        if memory is not None and not isinstance(memory, ObservationalMemory):
-            raise InvalidInputError(
-                "memory must come from prism_om.attach.create_observational_memory()"
-            )
+        self._url, self._store = check_store_and_memory(store, memory)
         self.memory = memory
         self.record_type = record_type
         self.root_type = root_type

@@ -20,10 +20,10 @@ from ...observational_memory.recall_tool import RecallMemoryTool
 from ...observational_memory.search import SearchMemoryTool, create_search_memory_tool
 from ...providers.base import CredentialResolver, Provider
 from ...session import Session
-from ...stores import SessionStore, open_store, parse_store_url
+from ...stores import SessionStore, open_store
 from ...workers.model import Model
 from ...workers.runtime import FlushResult, ObservationalMemoryRuntime
-from ..conversation import find_call, memory_parts
+from ..conversation import check_store_and_memory, find_call, memory_parts
 from .items import ITEM_TYPE, ROOT_TYPE, entries_for_item, item_of, normalize_items, withheld_item
 
 if TYPE_CHECKING:
@@ -90,20 +90,7 @@ class PrismSession:
         providers: Mapping[str, Provider] | None = None,
     ) -> None:
         self.session_id = validate_session_id(session_id)
-        if isinstance(store, str):
-            parse_store_url(store)  # a bad URL fails here, not on first use
-            self._url: str | None = store
-            self._store: SessionStore | None = None
-        elif isinstance(store, SessionStore):
-            self._url, self._store = None, store
-        else:
-            raise InvalidInputError(
-                f"store must be a store URL or a SessionStore, got {type(store).__name__}"
-            )
-        if memory is not None and not isinstance(memory, ObservationalMemory):
-            raise InvalidInputError(
-                "memory must come from prism_om.attach.create_observational_memory()"
-            )
+        self._url, self._store = check_store_and_memory(store, memory)
         if session_settings is None:
             session_settings = SessionSettings()
         elif isinstance(session_settings, Mapping):
