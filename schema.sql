@@ -190,7 +190,7 @@ CREATE TABLE IF NOT EXISTS session_summary (
     last_activity TEXT
 );
 
--- The live pool of each segment's tail (stores/sqlite/live_pool.py), so that a turn's
+-- The live pool of each segment's tail (stores/sql/live_pool.py), so that a turn's
 -- live ledger reads the active memory only: kind 0/1 a live observation/reflection
 -- (item: its memory id; entry_seq, ordinal: its fold row), kind 2/3 the latest marker of
 -- a record type / the latest with a coverage cursor (item: the type). Filled in the
@@ -204,7 +204,7 @@ CREATE TABLE IF NOT EXISTS om_live (
     PRIMARY KEY (segment_id, kind, item)
 );
 
--- The search index (stores/sqlite/search_index.py): one row per distinct term key
+-- The search index (stores/sql/search_index.py): one row per distinct term key
 -- (core/search_text.py: a 31-bit hash of a normalised term, never the term) of each
 -- eligible message (kind 0), observation (1) or reflection (2), at the (segment_id,
 -- depth) of the entry holding it; ordinal is the item's place in its record, as in the

@@ -114,7 +114,8 @@ def session_entries(size: int, corpus: Corpus) -> list[SessionEntry]:
 @contextlib.contextmanager
 def index_writes_off() -> Iterator[None]:
     """The append path without its index rows (the one thing the baseline lacks)."""
-    from prism_om.stores.sqlite import folds, store
+    from prism_om.stores.sql import memory_folds as folds
+    from prism_om.stores.sqlite import store
 
     async def nothing(conn: Any, rows: Any) -> None:
         return None

@@ -62,7 +62,7 @@ INTERNAL = {
     # The test kit's cluster helper: no PostgreSQL here (the tests turn it into a skip).
     "prism_om.testing.postgres_cluster.PostgresUnavailableError",
     # SQLite's point read signalling "redo this with a hop": caught inside the store.
-    "prism_om.stores.sqlite.point.NotAPoint",
+    "prism_om.stores.sqlite.loop_reads.NotAPoint",
     # A lockless JSONL reader's "the files moved under me, read again": caught inside.
     "prism_om.stores.jsonl.store._FilesMoved",
 }

@@ -17,6 +17,7 @@ LAYERS = [
     {"workers"},
     {"attach", "host", "extension", "funnel", "importers", "testing", "eval"},
     {"integrations"},
+    {"reports"},
     {"cli", "mcp", "inspect"},
     {"__init__"},
 ]

@@ -13,19 +13,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
 
 from ..core.limits import MAX_SAFE_INTEGER
+from ..reports.http_security import HTTP_HOST, http_security
 from .common import count_argument, open_cli_store
 from .listen import bind_listener
 from .redaction import cli_redactor
 
-if TYPE_CHECKING:
-    from mcp.server.transport_security import TransportSecuritySettings
-
-__all__ = ["HTTP_HOST", "add_mcp_arguments", "cmd_mcp", "http_security"]
-
-HTTP_HOST = "127.0.0.1"
+__all__ = ["add_mcp_arguments", "cmd_mcp"]
 
 
 def add_mcp_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,20 +42,6 @@ def add_mcp_arguments(parser: argparse.ArgumentParser) -> None:
         default=8,
         metavar="N",
         help="context.recent_messages the agent uses (default: 8)",
-    )
-
-
-def http_security(port: int, host: str = HTTP_HOST) -> TransportSecuritySettings:
-    """The SDK's DNS-rebinding check, allowing only this server's own address
-    (``host``, default 127.0.0.1, or ``localhost``, on ``port``)."""
-    from mcp.server.transport_security import TransportSecuritySettings
-
-    named = f"[{host}]" if ":" in host else host  # an IPv6 address takes brackets
-    hosts = list(dict.fromkeys([f"{named}:{port}", f"localhost:{port}"]))
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=hosts,
-        allowed_origins=[f"http://{host}" for host in hosts],
     )
 
 

@@ -16,6 +16,7 @@ from ..entries import SessionEntry
 from ..errors import WorkerError
 from ..observational_memory import create_observational_memory_compaction_strategy
 from ..providers.base import Provider
+from ..reports.flush_report import flush_json
 from ..session import Session
 from ..tokens import get_estimator
 from ..workers import FlushResult, OfflineMemoryProvider
@@ -92,31 +93,6 @@ def _spinner(
             status.update(f"{data.get('worker', 'worker')}: {event.rsplit('.', 1)[-1]}")
 
     return status, sink
-
-
-def flush_json(result: FlushResult) -> dict[str, Any]:
-    return {
-        "status": result.status,
-        "reason": result.reason,
-        "warnings": list(result.warnings),
-        "error": result.error,
-        "observationIds": list(result.observation_ids),
-        "reflectionIds": list(result.reflection_ids),
-        "droppedObservationIds": list(result.dropped_observation_ids),
-        "entryIds": list(result.entry_ids),
-        "outcomes": [
-            {
-                "worker": o.worker,
-                "status": o.status,
-                "reason": o.reason,
-                "runs": o.runs,
-                "memoryIds": list(o.memory_ids),
-                "error": o.error,
-                "skippedIds": list(o.skipped_ids),
-            }
-            for o in result.outcomes
-        ],
-    }
 
 
 async def print_flush(

@@ -1,17 +1,15 @@
-"""Read-only subcommands: ``sessions``, ``status``, ``view``, ``recall`` and ``page``."""
+"""Read-only subcommands: ``sessions``, ``status``, ``view``, ``recall`` and ``page_statement``."""
 
 from __future__ import annotations
 
 import argparse
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from rich.text import Text
 
 from ..core.ledger import RecordedObservation, RecordedReflection
 from ..core.redaction import Redactor
-from ..core.timestamps import utc_timestamp
 from ..entries import SessionEntry, entry_text
 from ..errors import CorruptStoreError
 from ..observational_memory import (
@@ -23,11 +21,12 @@ from ..observational_memory import (
 from ..observational_memory.page import BranchPage
 from ..observational_memory.recall import MemoryRecall
 from ..observational_memory.search import search_observational_memory
-from ..stores import SessionStore, SessionSummary
+from ..reports.entry_text import wire_text
+from ..reports.session_list import damaged_sessions, session_rows
+from ..reports.thresholds import memory_thresholds, threshold_lines
 from .common import CliUsageError, open_cli_store, require_session, store_url
 from .output import clip, console, heading, one_line, print_json, table
 from .redaction import cli_redactor
-from .thresholds import memory_thresholds, threshold_lines
 from .tombstones import cli_invalidated_ids
 
 __all__ = [
@@ -42,7 +41,6 @@ __all__ = [
     "print_page",
     "print_recall",
     "print_reflections",
-    "session_rows",
 ]
 
 _PRIORITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
@@ -164,7 +162,7 @@ def print_recall(found: MemoryRecall) -> None:
                 str(source.get("id", "")),
                 str(source.get("timestamp", ""))[:19],
                 str(message.get("role") or source.get("kind", "")),
-                clip(_wire_text(source), 400),
+                clip(wire_text(source), 400),
             )
         )
     out.print(
@@ -172,35 +170,6 @@ def print_recall(found: MemoryRecall) -> None:
     )
     for missing in found.missing_source_entry_ids:
         out.print(Text(f"  missing source entry {missing}", style="red"))
-
-
-def _wire_text(wire: Mapping[str, Any], *, arguments: bool = False) -> str:
-    """A wire entry's text; its tool calls as ``name(…)``, or with their ``arguments``."""
-    message = wire.get("message")
-    if isinstance(message, Mapping):
-        content = message.get("content")
-        if isinstance(content, str):
-            text = content
-        elif isinstance(content, list):
-            text = "\n".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
-        else:
-            text = ""
-        calls = message.get("toolCalls") or []
-        names = [
-            f"{c.get('name')}({_call_arguments(c) if arguments else '…'})"
-            for c in calls
-            if isinstance(c, Mapping)
-        ]
-        return " ".join([text, *names]).strip()
-    return str(wire.get("summary") or wire.get("data") or "")
-
-
-def _call_arguments(call: Mapping[str, Any]) -> str:
-    """A tool call's arguments as the model wrote them (a JSON string, or an object)."""
-    value = call.get("arguments")
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def print_page(page: BranchPage) -> None:
@@ -212,7 +181,7 @@ def print_page(page: BranchPage) -> None:
             text = one_line(str(item.get("text", ""))) + ("…" if item.get("truncated") else "")
         else:
             # The whole message, as --json has it: a tool call's arguments included.
-            text = _wire_text({"message": item.get("message")}, arguments=True)
+            text = wire_text({"message": item.get("message")}, arguments=True)
         rows.append((item["id"], str(item["timestamp"])[:19], item["role"], text))
     console().print(
         table([("entry", {"no_wrap": True}), ("time", {"no_wrap": True}), "role", "text"], rows)
@@ -224,34 +193,10 @@ def print_page(page: BranchPage) -> None:
 # -- subcommands ----------------------------------------------------------------------
 
 
-async def session_rows(store: SessionStore) -> list[dict[str, Any]]:
-    """One row per session, from the store's kept summaries (``session_summaries``).
-
-    Last activity is compared as a time and shown in UTC, whatever format the timestamps
-    were in.
-    """
-    summaries: Sequence[SessionSummary] = await store.session_summaries()
-    return [
-        {
-            "session": s.session_id,
-            "entries": s.entries,
-            "messages": s.messages,
-            "leaves": s.leaves,
-            "leaf": await store.leaf(s.session_id),
-            "lastActivity": utc_timestamp(s.last_activity),
-        }
-        for s in summaries
-    ]
-
-
-async def _damaged(store: SessionStore) -> dict[str, Exception]:
-    return dict(await store.damaged_sessions())
-
-
 async def cmd_sessions(args: argparse.Namespace) -> None:
     async with open_cli_store(args.db) as store:
         rows = cli_redactor(args).value(await session_rows(store))
-        damaged = await _damaged(store)
+        damaged = await damaged_sessions(store)
         url = store.url
     if args.json:
         print_json(rows)

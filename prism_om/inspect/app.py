@@ -3,7 +3,7 @@
 The guard, outermost, answers before any route runs: a method other than ``GET`` or
 ``HEAD`` (answered as ``GET`` without the body) is 405;
 a ``Host`` or ``Origin`` other than this server's own address is refused with the MCP
-server's own check (``prism_om.cli.mcp.http_security`` and the SDK's transport-security
+server's own check (``prism_om.reports.http_security`` and the SDK's transport-security
 validation), so a page that rebinds its domain name to 127.0.0.1 cannot read the memory
 through the user's browser. Then every text response (pages, fragments, errors) passes the
 secrets redaction once more as a whole, in each form the page could show a secret in:
@@ -211,7 +211,7 @@ class _Guard:
     ) -> None:
         from mcp.server.transport_security import TransportSecurityMiddleware
 
-        from ..cli.mcp import http_security
+        from ..reports.http_security import http_security
 
         self.app = app
         self.redactor = redactor

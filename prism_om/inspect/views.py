@@ -8,7 +8,6 @@ while the page is served counts at once.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -21,6 +20,9 @@ from ..core.scope_map import WorkScopeMap
 from ..core.withheld import withheld_memory_ids
 from ..entries import SessionEntry
 from ..errors import CorruptStoreError, SessionNotFoundError
+from ..reports.entry_text import wire_text
+from ..reports.session_list import session_rows
+from ..reports.thresholds import compaction_gauge_tokens, memory_thresholds
 from ..stores import SessionStore
 from ..tokens import get_estimator
 from .params import TIMELINE_LIMIT_DEFAULT, InspectParamError, shown
@@ -75,7 +77,6 @@ class Inspector:
     # -- sessions -----------------------------------------------------------------------
 
     async def sessions(self, needle: str | None, offset: int) -> dict[str, Any]:
-        from ..cli.reading import session_rows
 
         rows = await session_rows(self.store)
         if needle:
@@ -261,7 +262,6 @@ class Inspector:
     # -- memory --------------------------------------------------------------------------
 
     async def memory(self, session_id: str, leaf: str, offset: int) -> dict[str, Any]:
-        from ..cli.thresholds import memory_thresholds
         from ..observational_memory import build_observational_memory_context_blocks
 
         store = self.store
@@ -380,7 +380,7 @@ class Inspector:
                     "id": str(wire.get("id", "")),
                     "time": str(wire.get("timestamp", ""))[:19].replace("T", " "),
                     "role": str(message.get("role") or wire.get("kind", "")),
-                    "text": clip(_wire_text(wire), 8000),
+                    "text": clip(wire_text(wire), 8000),  # already redacted by the recall,
                 }
             )
         return {
@@ -448,16 +448,7 @@ def _css(entry: SessionEntry) -> str:
     return "record" if marker.startswith("om.") else "custom"
 
 
-def _wire_text(wire: Mapping[str, Any]) -> str:
-    """The text of a recalled source (already redacted by the recall)."""
-    from ..cli.reading import _wire_text as text_of
-
-    return text_of(wire)
-
-
 def _gauges(figures: dict[str, Any], blocks: list[Any]) -> list[dict[str, Any]]:
-    from ..cli.thresholds import compaction_gauge_tokens
-
     seen, limits = figures["transcript"], figures["thresholds"]
     compaction = seen.get("compaction")
     # After a compaction the request replays only the history since it (thresholds.py).

@@ -250,7 +250,7 @@ def create_mcp_server(
     async def list_sessions(limit: StrictInt = 200) -> dict[str, Any]:
         """The store's sessions (oldest first) with entry and message counts, leaves and
         last activity; at most ``limit`` (1-1000) of them."""
-        from ..cli.reading import session_rows
+        from ..reports.session_list import session_rows
 
         limit = _checked_count("limit", limit, SESSIONS_LIMIT_HARD_CAP)
         rows = await session_rows(store)
@@ -260,7 +260,7 @@ def create_mcp_server(
     async def memory_status(session_id: StrictStr) -> dict[str, Any]:
         """Observational-memory counts of a session (om:status), its transcript's tokens
         and the thresholds at which the observer and reflector run."""
-        from ..cli.thresholds import memory_thresholds
+        from ..reports.thresholds import memory_thresholds
 
         sid = await memory.session(session_id)
         invalid = await memory.invalidated()
@@ -480,7 +480,7 @@ def _write_tools(
     async def observe(session_id: StrictStr, force: StrictBool = False) -> dict[str, Any]:
         """Run the observer and reflector once on the session with the offline
         (extractive) workers; ``force`` ignores the token thresholds."""
-        from ..cli.memory import flush_json
+        from ..reports.flush_report import flush_json
         from ..workers import OfflineMemoryProvider
         from ..workers.one_model import one_model_runtime
 

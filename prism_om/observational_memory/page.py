@@ -201,7 +201,7 @@ def build_branch_page(
 
 
 def _redacted_page(page: BranchPage, red: Redactor) -> BranchPage:
-    """``page`` with its ids and times redacted too: an entry id is the host's text, and
+    """``page_statement`` with its ids and times redacted too: an entry id is the host's text, and
     a cursor given back would confirm a secret in it (the texts are redacted already)."""
     if not red:
         return page

@@ -30,10 +30,10 @@ SCHEMA_VERSION = 5
 # The first version with the om_supersessions fold table: a store of an older version
 # opened read-only (so not migrated) holds no supersession, and reads skip the table.
 SUPERSESSIONS_SINCE_VERSION = 3
-# The first version with the om_live pool (stores/sqlite/live_pool.py): an older store
+# The first version with the om_live pool (stores/sql/live_pool.py): an older store
 # opened read-only reads the live ledger from the fold tables instead.
 LIVE_POOL_SINCE_VERSION = 4
-# The first version with the search_terms index (stores/sqlite/search_index.py): an older
+# The first version with the search_terms index (stores/sql/search_index.py): an older
 # store opened read-only is searched by a scan of the branch instead.
 SEARCH_INDEX_SINCE_VERSION = 5
 # PRAGMA application_id of a prism_om file: "PrOm", so foreign SQLite files are refused.

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from support.cli import failed, ok, run_cli
 
-from prism_om.cli.reading import session_rows
 from prism_om.entries import message_entry
+from prism_om.reports.session_list import session_rows
 from prism_om.stores.memory import MemoryStore
 from prism_om.stores.sqlite import SqliteStore
 

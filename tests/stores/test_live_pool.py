@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from prism_om.core.ledger import fold_ledger
 from prism_om.core.ledger_views import live_ledger
 from prism_om.stores import SessionStore
+from prism_om.stores.sql.live_pool import backfill_live_pool
 from prism_om.stores.sqlite import SqliteStore
-from prism_om.stores.sqlite.live_pool import backfill_live_pool
 from prism_om.testing.memory_conformance import load_builder
 from prism_om.testing.om_factories import SUPERSESSION_OPERATIONS, BranchBuilder, random_builder
 from tests.stores.test_turn_cost import run_turns

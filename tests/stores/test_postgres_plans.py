@@ -20,7 +20,7 @@ from psycopg.types.numeric import Int8Dumper
 from prism_om.stores import open_store
 from prism_om.stores.postgres import split_postgres_url
 from prism_om.stores.postgres.connection import _bind
-from prism_om.stores.sqlite import sql as q
+from prism_om.stores.sql import statements as q
 
 WATCHED = {
     "entries",

@@ -35,8 +35,8 @@ from prism_om.stores.postgres.dialect import (
     postgres_schema,
     postgres_sql,
 )
-from prism_om.stores.sqlite import folds
-from prism_om.stores.sqlite import sql as sqlite_sql
+from prism_om.stores.sql import memory_folds as folds
+from prism_om.stores.sql import statements as sqlite_sql
 from prism_om.testing.generate import make_message
 
 DATA = Path(__file__).parents[1] / "data"

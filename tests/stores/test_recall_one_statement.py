@@ -19,7 +19,7 @@ from prism_om.core.records import Observation
 from prism_om.entries import SessionEntry
 from prism_om.observational_memory import recall_observational_memory
 from prism_om.stores.base import SessionStore
-from prism_om.stores.sqlite.recall_point import recall_statement
+from prism_om.stores.sql.recall_rows import recall_statement
 from prism_om.testing.memory_conformance import load_builder
 
 from ..observational_memory.test_recall import SECRET, Story

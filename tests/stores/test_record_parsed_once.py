@@ -18,8 +18,8 @@ from prism_om.core import parse as parse_module
 from prism_om.core import validation as validation_module
 from prism_om.core.records import OBSERVATIONS_RECORDED
 from prism_om.entries import custom_entry
-from prism_om.stores.sqlite import folds as folds_module
-from prism_om.stores.sqlite import placement as placement_module
+from prism_om.stores.sql import memory_folds as folds_module
+from prism_om.stores.sql import placement as placement_module
 from prism_om.testing.conformance import StoreOpener
 
 MEMORY_ID = "0000000000ab"

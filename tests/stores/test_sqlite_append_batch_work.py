@@ -41,8 +41,8 @@ from prism_om.stores import _summary
 from prism_om.stores import base as base_module
 from prism_om.stores._rows import payload_json
 from prism_om.stores._summary import latest_timestamp
+from prism_om.stores.sql.statements import ENTRY_ROWS_PER_INSERT, insert_entry_statements
 from prism_om.stores.sqlite import SqliteStore
-from prism_om.stores.sqlite.sql import ENTRY_ROWS_PER_INSERT, insert_entry_statements
 from prism_om.tokens import DEFAULT_ENCODING, get_estimator
 
 

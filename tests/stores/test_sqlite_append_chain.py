@@ -22,16 +22,16 @@ from hypothesis import strategies as st
 from bench.data import build_dataset, continuation
 from prism_om.entries import SessionEntry, message_entry
 from prism_om.errors import RootExistsError, SessionMismatchError, UnknownParentError
-from prism_om.stores.sqlite import SqliteStore
-from prism_om.stores.sqlite import placement as placement_module
-from prism_om.stores.sqlite import store as store_module
-from prism_om.stores.sqlite.direct import DirectConnection
-from prism_om.stores.sqlite.placement import is_message_chain
-from prism_om.stores.sqlite.sql import (
+from prism_om.stores.sql import placement as placement_module
+from prism_om.stores.sql.placement import is_message_chain
+from prism_om.stores.sql.statements import (
     CHAIN_ROW_VALUES,
     ENTRY_ROWS_PER_INSERT,
     insert_chain_statements,
 )
+from prism_om.stores.sqlite import SqliteStore
+from prism_om.stores.sqlite import store as store_module
+from prism_om.stores.sqlite.worker_thread import DirectConnection
 from prism_om.tokens import HEURISTIC_ENCODING, get_estimator
 
 TS = "2026-06-01T00:00:{:02d}.000Z"

@@ -18,8 +18,8 @@ from prism_om.core.timestamps import utc_timestamp
 from prism_om.entries import message_entry
 from prism_om.stores import _summary
 from prism_om.stores._summary import latest_timestamp
+from prism_om.stores.sql import placement as placement_module
 from prism_om.stores.sqlite import SqliteStore
-from prism_om.stores.sqlite import placement as placement_module
 
 TS = "2026-06-01T00:00:00.000Z"
 

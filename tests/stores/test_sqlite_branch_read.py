@@ -20,7 +20,7 @@ from support.postgres import with_fresh_schema
 from prism_om.entries import SessionEntry, compaction_entry, custom_entry, message_entry
 from prism_om.errors import CorruptStoreError
 from prism_om.stores import SessionStore, open_store
-from prism_om.stores.sqlite.sql import BRANCH_ENTRIES_SQL
+from prism_om.stores.sql.statements import BRANCH_ENTRIES_SQL
 from prism_om.testing.memory_conformance import load_builder
 from prism_om.testing.om_factories import BranchBuilder, branch_builders
 

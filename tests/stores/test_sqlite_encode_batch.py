@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from bench.data import build_dataset, continuation
 from prism_om.entries import Message, SessionEntry, message_entry
 from prism_om.stores._rows import payload_json
-from prism_om.stores.sqlite import placement as placement_module
-from prism_om.stores.sqlite.placement import encode_batch
+from prism_om.stores.sql import placement as placement_module
+from prism_om.stores.sql.placement import encode_batch
 from prism_om.tokens import HEURISTIC_ENCODING, TokenEstimator, get_estimator
 from tests.stores.test_sqlite_append_batch_work import message_wires
 

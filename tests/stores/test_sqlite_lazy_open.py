@@ -25,7 +25,7 @@ from prism_om.entries import custom_entry, message_entry
 from prism_om.errors import StoreError
 from prism_om.stores.memory import MemoryStore
 from prism_om.stores.sqlite import SqliteStore
-from prism_om.stores.sqlite import point as point_module
+from prism_om.stores.sqlite import loop_reads as point_module
 
 TS = "2026-01-01T00:00:00.000Z"
 

@@ -124,7 +124,7 @@ async def test_an_append_is_one_hop_and_a_failed_one_leaves_nothing(store: Any) 
 async def test_drive_refuses_a_coroutine_that_would_wait() -> None:
     import asyncio
 
-    from prism_om.stores.sqlite.direct import drive
+    from prism_om.stores.sqlite.worker_thread import drive
 
     async def answers() -> int:
         return 7

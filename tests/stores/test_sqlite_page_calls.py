@@ -33,9 +33,9 @@ from prism_om.observational_memory.page import (
 )
 from prism_om.stores._schema import load_schema
 from prism_om.stores.memory import MemoryStore
+from prism_om.stores.sql.statements import ELIGIBLE_ROLES, PAGE_FORWARD_SQL, RECENT_MESSAGES_SQL
 from prism_om.stores.sqlite import SqliteStore
-from prism_om.stores.sqlite.page import PIECE_ROWS_SQL
-from prism_om.stores.sqlite.sql import ELIGIBLE_ROLES, PAGE_FORWARD_SQL, RECENT_MESSAGES_SQL
+from prism_om.stores.sqlite.page_statement import PIECE_ROWS_SQL
 from prism_om.testing.generate import make_message
 
 from .test_sqlite_one_hop import hops

@@ -1,4 +1,4 @@
-"""SQLite pages in one statement (``stores/sqlite/page.py``): the same pages as the
+"""SQLite pages in one statement (``stores/sqlite/page_statement.py``): the same pages as the
 reference store, one statement for a page inside the cursor's piece, index searches only.
 """
 
@@ -14,8 +14,8 @@ from prism_om.entries import SessionEntry
 from prism_om.errors import EntryNotFoundError, InvalidInputError, SessionMismatchError
 from prism_om.stores.memory import MemoryStore
 from prism_om.stores.sqlite import SqliteStore
-from prism_om.stores.sqlite.direct import on_thread
-from prism_om.stores.sqlite.page import PAGE_SQL
+from prism_om.stores.sqlite.page_statement import PAGE_SQL
+from prism_om.stores.sqlite.worker_thread import on_thread
 from prism_om.testing.generate import make_message
 
 

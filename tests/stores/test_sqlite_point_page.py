@@ -18,8 +18,8 @@ from prism_om.errors import EntryNotFoundError, InvalidInputError, SessionMismat
 from prism_om.observational_memory import recall_observational_memory_branch_page
 from prism_om.stores.memory import MemoryStore
 from prism_om.stores.sqlite import SqliteStore
-from prism_om.stores.sqlite.point import POINT_MAX_PARAMS
-from prism_om.stores.sqlite.point_page import POINT_MAX_PIECES
+from prism_om.stores.sqlite.loop_page import POINT_MAX_PIECES
+from prism_om.stores.sqlite.loop_reads import POINT_MAX_PARAMS
 from prism_om.testing.generate import make_message
 
 from .test_sqlite_one_hop import counted_hops, hops

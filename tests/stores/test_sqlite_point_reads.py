@@ -17,7 +17,7 @@ from prism_om.core.records import REFLECTIONS_RECORDED
 from prism_om.errors import StoreClosedError
 from prism_om.observational_memory import recall_observational_memory
 from prism_om.stores.sqlite import SqliteStore
-from prism_om.stores.sqlite.point import POINT_MAX_PARAMS
+from prism_om.stores.sqlite.loop_reads import POINT_MAX_PARAMS
 from prism_om.testing.memory_conformance import load_builder
 from prism_om.testing.om_factories import BranchBuilder
 

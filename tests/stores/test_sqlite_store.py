@@ -291,7 +291,7 @@ def plan(path: Path, sql: str, params: object) -> list[str]:
 
 
 async def test_branch_queries_search_indexes_only(tmp_path: Path) -> None:
-    from prism_om.stores.sqlite import sql as adapter
+    from prism_om.stores.sql import statements as adapter
 
     path = tmp_path / "plan.db"
     async with await SqliteStore.open(path) as store:

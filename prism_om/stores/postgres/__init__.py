@@ -6,7 +6,7 @@ with ``open_store("postgresql://user@host:port/db?schema=name")`` (``postgres://
 ``public``), and is created on first use.
 
 One source, two engines: the tables are ``schema.sql`` and the queries are those of
-``stores/sqlite``, both transpiled by sqlglot (``dialect``), with the few differences
+``stores/sql``, both transpiled by sqlglot (``dialect``), with the few differences
 listed there. Reads, placement, fold rows and every rule check are the SQLite adapter's
 own code, run over a psycopg connection that speaks its SQL (``connection``).
 

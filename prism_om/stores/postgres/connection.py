@@ -27,7 +27,7 @@ from ...errors import (
     StoreError,
     StoreUnreachableError,
 )
-from ..sqlite.sql import (
+from ..sql.statements import (
     BRANCH_PIECES_SQL,
     LEAF_BY_ID_SQL,
     LEAF_BY_SESSION_SQL,

@@ -1,6 +1,6 @@
 """The SQLite adapter's SQL, transpiled to PostgreSQL by sqlglot: one source, two engines.
 
-``schema.sql`` and the queries of ``stores/sqlite/sql.py`` (and the few inline ones of the
+``schema.sql`` and the queries of ``stores/sql/statements.py`` (and the few inline ones of the
 SQLite modules) are the single source. Each is parsed as SQLite and written as PostgreSQL
 with ``unsupported_level=RAISE``, once per distinct text (cached), so a construct sqlglot
 cannot carry over fails loudly instead of running with other semantics. The rewrites

@@ -34,10 +34,10 @@ from ...entries import SessionEntry
 from ...errors import CorruptStoreError
 from ..arguments import check_entry_id, check_id_list, check_leaf_id, check_page_args
 from ..base import SOURCES_READ_AHEAD
-from ..sqlite.folds import ledger_from_rows
-from ..sqlite.placement import check_leaf_session, check_page_head
+from ..sql.memory_folds import ledger_from_rows
+from ..sql.placement import check_leaf_session, check_page_head
+from ..sql.recall_rows import recall_ledger
 from ..sqlite.reads import SqliteReads
-from ..sqlite.recall_point import recall_ledger
 from ..sqlite.translate import fold_rows_parse
 from .connection import PoolReader
 

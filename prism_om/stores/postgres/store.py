@@ -41,9 +41,9 @@ from ..base import (
     check_memory_head,
     session_not_found,
 )
-from ..sqlite.folds import backfill_supersessions, write_memory_folds
-from ..sqlite.live_pool import backfill_live_pool
-from ..sqlite.placement import (
+from ..sql.live_pool import backfill_live_pool
+from ..sql.memory_folds import backfill_supersessions, write_memory_folds
+from ..sql.placement import (
     PlacedEntry,
     Placer,
     check_leaf_session,
@@ -55,8 +55,8 @@ from ..sqlite.placement import (
     memory_head_of,
     outside_parent_ids,
 )
-from ..sqlite.search_index import backfill_search_index, message_search_rows, write_search_rows
-from ..sqlite.sql import (
+from ..sql.search_index import backfill_search_index, message_search_rows, write_search_rows
+from ..sql.statements import (
     ADD_TO_SUMMARY_SQL,
     DELETE_SESSION_SQL,
     ERASED_TABLES,

@@ -1,26 +1,19 @@
 """The SQLite adapter: session trees in one file, branch paths as indexed range queries.
 
-Modules, one job each:
+Modules, one job each (what SQLite shares with PostgreSQL, the SQL text, placement, fold
+rows, the live pool, the search index and recall's rows, is in ``stores.sql``):
 
 - ``store``: ``SqliteStore``, opening a file and the write transactions over it.
 - ``connect``: opening a file (pragmas, schema checks, ``MIGRATIONS``, the damage note).
 - ``translate``: ``sqlite3`` errors turned into ``StoreError``s, written once.
-- ``sql``: the SQL text, and the bindings of a branch read.
-- ``placement``: placing a batch in the tree and checking it, inside the append.
-- ``folds``: the memory fold rows written at append and read back as a ledger.
-- ``live_pool``: what each segment's tail keeps active (schema 4), kept at append.
 - ``reads``: every read (``SqliteReads``), from the indexes and fold tables.
-- ``direct``: a whole read or write transaction run on a connection's own thread, one
-  thread hop per public call.
-- ``hop_reads``: ``SqliteReads`` with each public read in one such hop.
-- ``point``: bounded reads on the event loop's own read-only connection (no hop), kept
-  per ``PRAGMA data_version``.
-- ``point_page``: the first rows of a page on that connection.
-- ``page``: a page of messages in one statement (the twin of PostgreSQL's).
-- ``recall_point``: a recall's memory rows and the entries they cite, in one statement.
-
-(Issue 29 asks these mechanism names to become job names and the SQL shared with
-PostgreSQL to move to an engine-neutral package: not done yet, see docs/design.md.)
+- ``worker_thread``: a whole read or write transaction run on a connection's own worker
+  thread, one thread hop per public call.
+- ``thread_reads``: ``SqliteReads`` with each public read run that way.
+- ``loop_reads``: bounded reads on the event loop's own read-only connection (no hop),
+  kept per ``PRAGMA data_version``.
+- ``loop_page``: the first rows of a page on that connection.
+- ``page_statement``: a page of messages in one statement (the twin of PostgreSQL's).
 
 Durability: the file runs in WAL mode. ``synchronous="NORMAL"`` (the default) keeps every
 committed append through an application crash (a killed process); ``"FULL"`` also keeps
@@ -45,10 +38,10 @@ the shared validation of ``core.validation``, reading only the entries a
 record names and the memory records on its branch.
 
 Opening a file that is already current (WAL, this schema version: the usual reopen) costs
-three pragmas on the event loop's own read-only connection (``point``) and starts no
+three pragmas on the event loop's own read-only connection (``loop_reads``) and starts no
 thread: the reader and the writer (aiosqlite, a thread each) open on the first read or
 write that needs them, and ``close`` stops whichever did. ``leaf`` and ``recent_messages``
-of a few run on that connection too, bounded (``hop_reads``). Any other file (new, older,
+of a few run on that connection too, bounded (``thread_reads``). Any other file (new, older,
 newer, foreign, or busy at that moment) takes the full open on the threads, which checks,
 migrates or refuses it as before; the writer checks the file again when it starts.
 

@@ -23,11 +23,11 @@ from ...errors import (
 )
 from .._rows import rewrite_bodies_as_payloads
 from .._schema import APPLICATION_ID, SCHEMA_VERSION, Schema
-from .folds import backfill_supersessions
-from .live_pool import backfill_live_pool
-from .point import NotAPoint, PointConnection
-from .search_index import backfill_search_index
-from .sql import SUMMARIES_FROM_ENTRIES_SQL, fetch_first_row
+from ..sql.live_pool import backfill_live_pool
+from ..sql.memory_folds import backfill_supersessions
+from ..sql.search_index import backfill_search_index
+from ..sql.statements import SUMMARIES_FROM_ENTRIES_SQL, fetch_first_row
+from .loop_reads import NotAPoint, PointConnection
 from .translate import close_quietly, primary_code, retrying, rollback_quietly, translate_error
 
 SYNCHRONOUS_MODES = frozenset({"NORMAL", "FULL", "EXTRA"})

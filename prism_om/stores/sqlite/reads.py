@@ -60,14 +60,17 @@ from ..search import (
     scan_message_candidates,
 )
 from ..snapshot import read_branch_snapshot
-from .connect import DAMAGED_SUFFIX
-from .folds import ledger_from_rows
-from .live_pool import POOL_SQL
-from .page import PAGE_SQL, PIECE_ROWS_SQL, pieces_beyond
-from .placement import check_leaf_session, check_page_head, id_chunks, memory_head_of, sorted_pieces
-from .point_page import PageStart
-from .search_index import key_params, search_memory_sql, search_messages_sql
-from .sql import (
+from ..sql.live_pool import POOL_SQL
+from ..sql.memory_folds import ledger_from_rows
+from ..sql.placement import (
+    check_leaf_session,
+    check_page_head,
+    id_chunks,
+    memory_head_of,
+    sorted_pieces,
+)
+from ..sql.search_index import key_params, search_memory_sql, search_messages_sql
+from ..sql.statements import (
     BODIES_BY_ID_SQL,
     BRANCH_DEPTH_COLUMN,
     BRANCH_ENTRIES_SQL,
@@ -97,6 +100,9 @@ from .sql import (
     LeafPosition,
     Params,
 )
+from .connect import DAMAGED_SUFFIX
+from .loop_page import PageStart
+from .page_statement import PAGE_SQL, PIECE_ROWS_SQL, pieces_beyond
 from .translate import first_line, fold_rows_parse, retrying
 
 _T = TypeVar("_T")
@@ -527,7 +533,7 @@ class SqliteReads(StoreLifecycle):
     ) -> tuple[builtins.list[SessionEntry], bool]:
         """Up to ``limit`` eligible messages after/before ``cursor``: indexed, O(page).
 
-        One statement (``page.PAGE_SQL``) reads the leaf, the cursor, the branch pieces
+        One statement (``page_statement.PAGE_SQL``) reads the leaf, the cursor, the branch pieces
         and the rows of the cursor's piece; a page that crosses a fork reads the rest
         piece by piece.
         """
@@ -630,7 +636,7 @@ class SqliteReads(StoreLifecycle):
         parts: bool,
     ) -> PageStart:
         """The page's head, the branch's pieces and the rows of the cursor's own piece
-        (whole, or ``parts`` rows), in one statement (``page.PAGE_SQL``)."""
+        (whole, or ``parts`` rows), in one statement (``page_statement.PAGE_SQL``)."""
         params = {"session_id": session_id, "leaf_id": leaf_id, "cursor": cursor, "want": want}
         key = ("forward" if forward else "backward", "session" if leaf_id is None else "given")
         rows = await self._fetch(PAGE_SQL[key], params)

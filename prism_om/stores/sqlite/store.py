@@ -38,22 +38,8 @@ from ..base import (
     check_memory_head,
     session_not_found,
 )
-from .connect import (
-    DAMAGED_SUFFIX,
-    check_open_args,
-    current_on_loop,
-    later_reader,
-    later_writer,
-    open_read_only,
-    open_reader,
-    open_writer,
-    prepare_file,
-    read_damage_note,
-)
-from .direct import DirectConnection, ThreadSlot, drive, on_thread
-from .folds import write_memory_folds
-from .hop_reads import OneHopReads
-from .placement import (
+from ..sql.memory_folds import write_memory_folds
+from ..sql.placement import (
     PlacedEntry,
     Placer,
     check_leaf_session,
@@ -66,9 +52,8 @@ from .placement import (
     outside_parent_ids,
     state_and_parents,
 )
-from .point import PointConnection
-from .search_index import message_search_rows, write_search_rows
-from .sql import (
+from ..sql.search_index import message_search_rows, write_search_rows
+from ..sql.statements import (
     ADD_TO_SUMMARY_SQL,
     DELETE_SESSION_SQL,
     INSERT_SEGMENT_SQL,
@@ -84,7 +69,22 @@ from .sql import (
     insert_chain_statements,
     insert_entry_statements,
 )
+from .connect import (
+    DAMAGED_SUFFIX,
+    check_open_args,
+    current_on_loop,
+    later_reader,
+    later_writer,
+    open_read_only,
+    open_reader,
+    open_writer,
+    prepare_file,
+    read_damage_note,
+)
+from .loop_reads import PointConnection
+from .thread_reads import OneHopReads
 from .translate import close_quietly, retrying, rollback_quietly, translate_error
+from .worker_thread import DirectConnection, ThreadSlot, drive, on_thread
 
 T = TypeVar("T")
 # Makes a writer connection not opened yet, and the call that opens it.
@@ -195,7 +195,7 @@ class SqliteStore(OneHopReads):
 
             return writer, start_writer
 
-        # The usual reopen: the loop's own read-only connection (``point``) finds the file
+        # The usual reopen: the loop's own read-only connection (``loop_reads``) finds the file
         # current (which it never creates), and no thread starts until a read or write
         # needs one.
         point = PointConnection(location)
@@ -484,7 +484,7 @@ class SqliteStore(OneHopReads):
 
             def run(raw: sqlite3.Connection) -> T:
                 # The whole transaction in one hop: its statements run at once on the
-                # writer's thread (direct.py), in the code PostgreSQL shares.
+                # writer's thread (worker_thread.py), in the code PostgreSQL shares.
                 return drive(transaction(cast(aiosqlite.Connection, DirectConnection(raw))))
 
             return await retrying(self.url, action, lambda: on_thread(writer, run))

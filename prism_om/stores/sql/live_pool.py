@@ -26,10 +26,10 @@ import builtins
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .sql import _not_named_on_branch, branch_rows_sql
+from .statements import _not_named_on_branch, branch_rows_sql
 
 if TYPE_CHECKING:
-    from .folds import FoldRows
+    from .memory_folds import FoldRows
     from .placement import PlacedEntry
 
 OBSERVATION, REFLECTION, LAST_MARKER, LAST_COVERAGE = 0, 1, 2, 3

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 
 from ...core.sources import ELIGIBLE_SOURCE_ROLES
 from .._rows import PART_COLUMNS, entry_columns
-from .sql import ENTRY_COLUMNS, PAGE_FORWARD_SQL, RECENT_MESSAGES_SQL
+from ..sql.statements import ENTRY_COLUMNS, PAGE_FORWARD_SQL, RECENT_MESSAGES_SQL
 
 __all__ = [
     "CURSOR_SQL",
@@ -104,7 +104,7 @@ PAGE_SQL: dict[tuple[str, str], str] = {
     for leaf in _LEAF
 }
 
-# The loop's page (``point_page``) keeps each branch's pieces, and reads them with this
+# The loop's page (``loop_page``) keeps each branch's pieces, and reads them with this
 # only when it has none: the leaf's row ``(0, leaf_id, owner, NULL)``, then one row
 # ``(1, segment_id, lo, hi)`` per piece, at most ``:max_pieces`` (the recursion stops
 # there, so a branch of many forks costs no more than that before the hop takes over).

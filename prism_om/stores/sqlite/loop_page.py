@@ -1,6 +1,6 @@
-"""The first rows of a page, read on the loop's own connection (``point``): no hop.
+"""The first rows of a page, read on the loop's own connection (``loop_reads``): no hop.
 
-``page.PAGE_SQL`` reads the branch's pieces on every page, and their number grows with
+``page_statement.PAGE_SQL`` reads the branch's pieces on every page, and their number grows with
 the forks of the branch: that read is not bounded, so it runs on the reader's thread
 (one hop). Here the pieces of each branch paged (by session and leaf) are kept on the
 loop's connection, inside ``PointConnection.snapshot``: they hold exactly while no other
@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.sources import ELIGIBLE_SOURCE_ROLES
-from .page import CURSOR_SQL, PIECES_SQL
-from .placement import sorted_pieces
-from .point import NotAPoint, PointConnection
-from .sql import ELIGIBLE_ROLES
+from ..sql.placement import sorted_pieces
+from ..sql.statements import ELIGIBLE_ROLES
+from .loop_reads import NotAPoint, PointConnection
+from .page_statement import CURSOR_SQL, PIECES_SQL
 
 __all__ = ["POINT_MAX_PIECES", "PageHead", "PageStart", "point_page_start"]
 
@@ -74,9 +74,10 @@ def point_page_start(
     forward: bool,
     rows_sql: str,
 ) -> PageStart:
-    """``page.PAGE_SQL``'s answer, from the kept pieces; call inside ``point.snapshot()``.
-    ``rows_sql``: the statement of the rows (one of ``page.PIECE_ROWS_SQL`` or
-    ``page.ENTRY_PART_ROWS_SQL`` for the direction), whose columns they have."""
+    """``page_statement.PAGE_SQL``'s answer, from the kept pieces; call inside
+    ``PointConnection.snapshot()``.
+    ``rows_sql``: the statement of the rows (one of ``page_statement.PIECE_ROWS_SQL`` or
+    ``page_statement.ENTRY_PART_ROWS_SQL`` for the direction), whose columns they have."""
     branch = _branch(point, session_id, leaf_id)
     head: PageHead = (branch.leaf_id, branch.owner, None, None, None)
     found = point.fetch(CURSOR_SQL, (cursor,)) if branch.pieces else []

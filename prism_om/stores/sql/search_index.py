@@ -21,10 +21,10 @@ from ...core.search_text import index_keys, message_search_text
 from ...core.sources import ELIGIBLE_SOURCE_ROLES
 from ...entries import SessionEntry
 from .._rows import entry_columns, stored_entry
-from .sql import BRANCH_PATH_CTE
+from .statements import BRANCH_PATH_CTE
 
 if TYPE_CHECKING:
-    from .folds import FoldRows
+    from .memory_folds import FoldRows
 
 __all__ = [
     "INSERT_SEARCH_SQL",
@@ -140,7 +140,7 @@ async def write_search_rows(conn: Any, rows: Sequence[tuple[int, ...]]) -> None:
 
 async def backfill_search_index(conn: Any) -> None:
     """Fill ``search_terms`` from the stored entries and fold rows (the migration to the
-    schema version that added it). ``conn`` as for ``folds.backfill_supersessions``.
+    schema version that added it). ``conn`` as for ``memory_folds.backfill_supersessions``.
 
     The index is rebuilt whole: rows an earlier run left (a step run again on a store
     whose version stamp lags its tables) are deleted first, not duplicated."""

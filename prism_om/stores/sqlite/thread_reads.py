@@ -1,7 +1,7 @@
 """``SqliteReads`` with every public read run in one hop to the reader's thread.
 
 The read code is ``SqliteReads``' own (PostgreSQL runs it as written); here each public
-read is driven to its end on the reader connection's worker thread (``direct``), so its
+read is driven to its end on the reader connection's worker thread (``worker_thread``), so its
 statements and its parsing cost one hop in all, and the parsing of a long branch runs
 off the event loop.
 """
@@ -21,15 +21,15 @@ from ...entries import SessionEntry
 from ...errors import CorruptStoreError
 from ..arguments import check_count, check_entry_id, check_id_list, check_leaf_id, check_page_args
 from ..base import MessagePart, SessionSummary
-from .direct import ThreadSlot, drive, fetch_direct, on_thread
-from .page import ENTRY_PART_ROWS_SQL, PIECE_ROWS_SQL, pieces_beyond
-from .placement import check_page_head
-from .point import POINT_MAX_PARAMS, NotAPoint, PointConnection
-from .point_page import point_page_start
+from ..sql.placement import check_page_head
+from ..sql.recall_rows import recall_ledger, recall_statement, split_recall_rows
+from ..sql.statements import ELIGIBLE_ROLES, Params
+from .loop_page import point_page_start
+from .loop_reads import POINT_MAX_PARAMS, NotAPoint, PointConnection
+from .page_statement import ENTRY_PART_ROWS_SQL, PIECE_ROWS_SQL, pieces_beyond
 from .reads import SqliteReads
-from .recall_point import recall_ledger, recall_statement, split_recall_rows
-from .sql import ELIGIBLE_ROLES, Params
 from .translate import fold_rows_parse
+from .worker_thread import ThreadSlot, drive, fetch_direct, on_thread
 
 T = TypeVar("T")
 
@@ -42,7 +42,7 @@ class OneHopReads(SqliteReads):
 
     # The raw reader connection while a read runs on its thread (set only there).
     _direct: ThreadSlot
-    # The loop's own read-only connection for bounded point reads (``point``).
+    # The loop's own read-only connection for bounded point reads (``loop_reads``).
     _point: PointConnection
     # Statements the point read running now may still run (None: no such limit).
     _point_budget: int | None = None
@@ -78,7 +78,7 @@ class OneHopReads(SqliteReads):
 
         Too many keys take the hop at once; a read that turns out wider, or meets a busy
         file, or runs more than ``statements`` statements (when given), is redone with one
-        hop (see ``point``).
+        hop (see ``loop_reads``).
         """
         self._check_open()
         narrow = keys <= POINT_MAX_PARAMS and self._direct.conn is None
@@ -116,7 +116,7 @@ class OneHopReads(SqliteReads):
         self, session_id: str, memory_id: str
     ) -> tuple[ObservationalMemoryLedger, dict[str, SessionEntry]]:
         """The id's rows and the entries its observations cite, from one statement on the
-        loop's own connection (``recall_point``); when no point read can serve it now (a
+        loop's own connection (``recall_rows``); when no point read can serve it now (a
         read-only store, another thread, a busy or failing file), the two reads in one
         hop."""
         session_id = self._session(session_id)
@@ -247,7 +247,7 @@ class OneHopReads(SqliteReads):
         direction: Literal["forward", "backward"] = "forward",
         leaf_id: str | None = None,
     ) -> tuple[builtins.list[SessionEntry], bool]:
-        """On the loop's own connection when the page is narrow (``point_page``): no hop;
+        """On the loop's own connection when the page is narrow (``loop_page``): no hop;
         a wide page, a branch of many forks or a busy file take the hop."""
         check_entry_id(cursor, "cursor")
         check_page_args(limit, direction)
@@ -311,7 +311,7 @@ class OneHopReads(SqliteReads):
         rows_sql: str,
     ) -> builtins.list[Any] | None:
         """``_page_rows`` of checked arguments, read in one snapshot of the loop's own
-        connection (``point_page``) by ``rows_sql`` (see ``point_page_start``), or None: a
+        connection (``loop_page``) by ``rows_sql`` (see ``point_page_start``), or None: a
         wide page, a branch of many forks, a busy file or no point connection here take
         the hop."""
         if limit >= POINT_MAX_PARAMS or not self._point_ready():

@@ -44,9 +44,9 @@ from .._rows import entry_columns, stored_entry
 from .live_pool import follow_appends
 from .placement import PlacedEntry
 from .search_index import memory_search_rows, write_search_rows
-from .sql import COMPACTION_MARKER
+from .statements import COMPACTION_MARKER
 
-# Fold rows as the ledger queries of ``sql.ledger_queries`` select them (sqlite3 rows are
+# Fold rows as the ledger queries of ``statements.ledger_queries`` select them (sqlite3 rows are
 # untyped tuples; these name what each column holds).
 # (depth, ordinal, memory_id, entry_id, recorded_at, body)
 MemoryRow = tuple[int, int, str, str, str, str | bytes]

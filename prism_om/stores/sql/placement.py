@@ -32,7 +32,7 @@ from ...errors import (
 )
 from ...tokens import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 from .._rows import message_serializer, payload_json
-from .sql import (
+from .statements import (
     BRANCH_PIECES_SQL,
     ENTRIES_BY_ID_SQL,
     ENTRIES_BY_SEQ_SQL,
@@ -150,7 +150,7 @@ class Placer:
         self, batch: Sequence[SessionEntry], encoded: Sequence[tuple[str, int]]
     ) -> ChainRows:
         """The rows of a checked message chain (``is_message_chain``), for
-        ``sql.insert_chain_statements``.
+        ``statements.insert_chain_statements``.
 
         Each entry after the first is the first child of the one before, so it continues
         that entry's segment one deeper: its seq, depth, segment and parent follow from

@@ -4,7 +4,7 @@
 through the store's read coroutines. Here the id's fold rows (observations,
 reflections, drops, supersessions) and the entries its observations cite (at most
 ``SOURCES_READ_AHEAD``, through ``om_observation_sources``) come from
-one statement on the loop's read-only connection (``point``): one snapshot of the file,
+one statement on the loop's read-only connection (``loop_reads``): one snapshot of the file,
 so a second writer can never pair the rows of one state with the sources of another.
 
 Nothing is kept between calls: every recall reads the file as it stands.
@@ -18,7 +18,7 @@ from typing import Any
 from ...core.ledger import ObservationalMemoryLedger, RecordedObservation
 from ...core.records import Observation
 from ..base import SOURCES_READ_AHEAD
-from .folds import ledger_from_rows
+from .memory_folds import ledger_from_rows
 
 __all__ = [
     "SOURCES_READ_AHEAD",

@@ -1,0 +1,14 @@
+"""The SQL both engines run: SQLite as written, PostgreSQL through the transpiler.
+
+``stores.sqlite`` and ``stores.postgres`` keep what is theirs (opening, connecting,
+migrations, error translation, where a read runs); what they share is here, one module
+per job:
+
+- ``statements``: the SQL text of the reads and writes, and the bindings of a branch read.
+- ``placement``: placing a batch in the tree and checking it, inside the append.
+- ``memory_folds``: the memory fold rows written at append and read back as a ledger.
+- ``live_pool``: what each segment's tail keeps active (schema 4), kept at append.
+- ``search_index``: the ``search_terms`` rows of the search index, written and read.
+- ``recall_rows``: a recall's memory rows and the entries they cite, in one statement,
+  and the ledger built from them.
+"""
