@@ -1,4 +1,4 @@
-"""``python -m bench.append``: ``append_many(100)`` on SQLite beside ``SQLiteSession.add_items(100)``.
+"""``python -m bench.append``: ``append_many(100)`` on SQLite beside ``add_items(100)``.
 
 The workload of an import or a fast-forward: batches of 100 realistic messages
 (``prism_om.testing.dialog``: user messages of 60 to 120 words with dates, names and

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from bench.append import BATCH, batches, main
@@ -12,7 +14,7 @@ def test_the_batches_are_one_chain_of_realistic_messages() -> None:
     assert [len(b) for b in data] == [BATCH] * 4
     flat = [e for b in data for e in b]
     assert flat[0].parent_id is None
-    assert all(e.parent_id == prev.id for prev, e in zip(flat, flat[1:], strict=False))
+    assert all(e.parent_id == prev.id for prev, e in itertools.pairwise(flat))
     users = [e.message.text() for e in flat if e.message and e.message.role == "user"]
     assert all(60 <= len(t.split()) <= 140 for t in users)
 

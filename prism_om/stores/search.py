@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..core.ledger import ObservationalMemoryLedger, RecordedObservation, RecordedReflection
+from ..core.ledger_views import live_ledger
 from ..core.projection import invalidated_observation_ids, withheld_reflection_ids
 from ..core.redaction import Redactor, redacted_message_text, redactor
 from ..core.search_rank import KIND_ORDER, rank, snippet
@@ -252,11 +253,18 @@ async def run_search(
             text = redacted_message_text(message, red)
             docs.append((item, "message", entry_id, timestamp, text))
     if q.kinds & {"observation", "reflection"}:
-        if q.include_inactive or q.invalidated:
-            ledger = await store.ledger(session_id, leaf_id)
-        else:
-            ledger = await store.live_ledger(session_id, leaf_id)
         wanted = await memory(leaf_id, keys)
+        if q.include_inactive or q.invalidated:
+            # Withholding judges the whole ledger (what a reflection rests on).
+            ledger = await store.ledger(session_id, leaf_id)
+        elif wanted is None:
+            ledger = await store.live_ledger(session_id, leaf_id)
+        else:
+            # Only the items the index found: their rows by id, with their drops and
+            # supersessions, give the same active items as the live view, at the cost
+            # of the matches rather than of the whole active memory.
+            subset = await store.memory_subset(session_id, sorted(wanted), leaf_id)
+            ledger = live_ledger(subset)
         docs.extend(_memory_docs(ledger, q, wanted, keys))
     ranked = rank(docs, q.terms, q.limit)
     hits = [
