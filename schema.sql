@@ -208,9 +208,11 @@ CREATE TABLE IF NOT EXISTS om_live (
 -- (core/search_text.py: a 31-bit hash of a normalised term, never the term) of each
 -- eligible message (kind 0), observation (1) or reflection (2), at the (segment_id,
 -- depth) of the entry holding it; ordinal is the item's place in its record, as in the
--- fold tables. A search reads it by (term, branch piece); the adapter fills it in the
--- append transaction and erases it with the session. The key is the whole row, so
--- SQLite keeps it as its own index (WITHOUT ROWID). Added in schema version 5.
+-- fold tables. A search reads it by (term, branch piece). An observation's or a
+-- reflection's rows are written in the append transaction of its record; a message's by
+-- the first search that reaches it (search_indexed), so an append pays nothing for them.
+-- Erased with the session. The key is the whole row, so SQLite keeps it as its own index
+-- (WITHOUT ROWID). Added in schema version 5.
 CREATE TABLE IF NOT EXISTS search_terms (
     term INTEGER NOT NULL,
     segment_id INTEGER NOT NULL REFERENCES segments (segment_id),
@@ -219,3 +221,12 @@ CREATE TABLE IF NOT EXISTS search_terms (
     ordinal INTEGER NOT NULL,
     PRIMARY KEY (term, segment_id, depth, kind, ordinal)
 ) WITHOUT ROWID;
+
+-- How far the search index holds each segment's messages: every eligible message of
+-- segment_id at a depth <= depth has its search_terms rows. The first search whose branch
+-- reaches past it indexes the rest of the segment (stores/sql/search_index.py), under the
+-- writer's lock; erased with the session. Added in schema version 6.
+CREATE TABLE IF NOT EXISTS search_indexed (
+    segment_id INTEGER PRIMARY KEY REFERENCES segments (segment_id),
+    depth INTEGER NOT NULL
+);

@@ -21,7 +21,7 @@ async def test_the_baseline_differs_only_by_the_index(tmp_path: Path) -> None:
     ]
     await load(tmp_path / "indexed.db", entries, extra)
     with index_writes_off():
-        await load(tmp_path / "base.db", entries, extra)
+        await load(tmp_path / "base.db", entries, extra, index=False)
 
     def rows(name: str, table: str) -> int:
         conn = sqlite3.connect(tmp_path / name)

@@ -18,6 +18,7 @@ each score is the same float wherever it is computed.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
@@ -49,22 +50,20 @@ class RankedDoc(Generic[_T]):
 def rank(
     docs: Iterable[tuple[_T, str, str, str, str]],
     query_terms: Collection[str],
+    limit: int | None = None,
 ) -> list[RankedDoc[_T]]:
-    """The docs holding a query term, best first.
+    """The docs holding a query term, best first (the first ``limit`` of them).
 
     ``docs`` are ``(item, kind, id, timestamp, redacted text)``; the result keeps each
     hit's item and text. See the module docstring for the formula and the tie-break.
     """
     wanted = frozenset(query_terms)
-    scored: list[tuple[_T, str, str, str, str, Counter[str], int]] = []
+    scored: list[tuple[_T, str, str, str, str, dict[str, int], int]] = []
     for item, kind, doc_id, timestamp, text in docs:
-        terms = text_terms(text)
-        counts: Counter[str] = Counter()
-        for term in terms:
-            if term in wanted:
-                counts[term] += 1
-        if counts:
-            scored.append((item, kind, doc_id, timestamp, text, counts, len(terms)))
+        counts, length = _term_counts(text)
+        held = {t: counts[t] for t in wanted if t in counts}
+        if held:
+            scored.append((item, kind, doc_id, timestamp, text, held, length))
     if not scored:
         return []
     n = len(scored)
@@ -73,20 +72,41 @@ def rank(
     for s in scored:
         df.update(s[5].keys())
     idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in df}
-    ranked: list[tuple[float, int, str, str, RankedDoc[_T]]] = []
-    for item, kind, doc_id, timestamp, text, counts, length in scored:
+    keyed: list[tuple[float, int, int]] = []
+    for at, (_item, kind, _id, _ts, _text, counts, length) in enumerate(scored):
         norm = K1 * (1 - B + B * length / avgdl) if avgdl else K1
         score = 0.0
         for term in sorted(counts):  # one summation order everywhere
             tf = counts[term]
             score += idf[term] * tf * (K1 + 1) / (tf + norm)
+        keyed.append((-score, KIND_ORDER[kind], at))
+    # Only the first ``limit`` by (score, kind), and every doc tied with the last of them,
+    # can be hits: the rest never needs its timestamp read.
+    keyed.sort()
+    if limit is not None and len(keyed) > limit:
+        edge = keyed[limit - 1][:2]
+        cut = limit
+        while cut < len(keyed) and keyed[cut][:2] == edge:
+            cut += 1
+        keyed = keyed[:cut]
+    ranked: list[tuple[float, int, str, str, RankedDoc[_T]]] = []
+    for neg, kind_order, at in keyed:
+        item, _kind, doc_id, timestamp, text, _counts, _length = scored[at]
         when = utc_timestamp(timestamp) or ""
-        ranked.append((-score, KIND_ORDER[kind], when, doc_id, RankedDoc(item, score, text)))
+        ranked.append((neg, kind_order, when, doc_id, RankedDoc(item, -neg, text)))
     # Stable sorts, last key first: id, then newest first, then score and kind.
     ranked.sort(key=lambda r: r[3])
     ranked.sort(key=lambda r: r[2], reverse=True)
     ranked.sort(key=lambda r: (r[0], r[1]))
-    return [r[4] for r in ranked]
+    return [r[4] for r in ranked][:limit]
+
+
+@functools.lru_cache(maxsize=8192)
+def _term_counts(text: str) -> tuple[dict[str, int], int]:
+    # A message's or a memory item's (redacted) text is searched again and again in one
+    # session; its terms are the same every time. (Callers only read the counts.)
+    terms = text_terms(text)
+    return dict(Counter(terms)), len(terms)
 
 
 def snippet(text: str, query_terms: Collection[str], width: int = SNIPPET_CHARS) -> str:

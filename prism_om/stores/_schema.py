@@ -18,6 +18,7 @@ __all__ = [
     "APPLICATION_ID",
     "LIVE_POOL_SINCE_VERSION",
     "SCHEMA_VERSION",
+    "SEARCH_INDEXED_SINCE_VERSION",
     "SEARCH_INDEX_SINCE_VERSION",
     "SUPERSESSIONS_SINCE_VERSION",
     "Schema",
@@ -26,7 +27,7 @@ __all__ = [
 
 # The version of schema.sql, kept in PRAGMA user_version; bump it with every change there,
 # and add the step from the version before to MIGRATIONS (stores/sqlite/connect.py).
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # The first version with the om_supersessions fold table: a store of an older version
 # opened read-only (so not migrated) holds no supersession, and reads skip the table.
 SUPERSESSIONS_SINCE_VERSION = 3
@@ -36,6 +37,9 @@ LIVE_POOL_SINCE_VERSION = 4
 # The first version with the search_terms index (stores/sql/search_index.py): an older
 # store opened read-only is searched by a scan of the branch instead.
 SEARCH_INDEX_SINCE_VERSION = 5
+# The first version whose messages are indexed by the first search that reaches them
+# (search_indexed), not in the append: a version-5 store holds every message's rows.
+SEARCH_INDEXED_SINCE_VERSION = 6
 # PRAGMA application_id of a prism_om file: "PrOm", so foreign SQLite files are refused.
 APPLICATION_ID = 0x50724F6D
 

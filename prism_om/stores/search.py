@@ -258,7 +258,7 @@ async def run_search(
             ledger = await store.live_ledger(session_id, leaf_id)
         wanted = await memory(leaf_id, keys)
         docs.extend(_memory_docs(ledger, q, wanted, keys))
-    ranked = rank(docs, q.terms)[: q.limit]
+    ranked = rank(docs, q.terms, q.limit)
     hits = [
         SearchHit(kind, id_, r.score, snippet(r.text, q.terms), ts, sources, status, obs)
         for r in ranked

@@ -55,7 +55,11 @@ from ..sql.placement import (
     memory_head_of,
     outside_parent_ids,
 )
-from ..sql.search_index import backfill_search_index, message_search_rows, write_search_rows
+from ..sql.search_index import (
+    backfill_search_index,
+    backfill_search_marks,
+    index_pending_messages,
+)
 from ..sql.statements import (
     ADD_TO_SUMMARY_SQL,
     DELETE_SESSION_SQL,
@@ -102,7 +106,7 @@ ANALYZED_ROWS_SQL = (
 )
 _ANALYZED_TABLES = (
     "entries, segments, om_observations, om_observation_sources, om_reflections, "
-    "om_drops, om_markers, om_scope_records, om_supersessions, search_terms"
+    "om_drops, om_markers, om_scope_records, om_supersessions, search_terms, search_indexed"
 )
 DEFAULT_SCHEMA = "public"
 # PostgreSQL-only statements (user_version, advisory locks and sequences have no SQLite
@@ -163,10 +167,19 @@ async def _v5_search_index(conn: PgConnection) -> None:
     await backfill_search_index(conn)
 
 
+async def _v6_search_marks(conn: PgConnection) -> None:
+    """Version 5 to 6: create search_indexed and mark every segment indexed to its last
+    entry (version 5 indexed each message in its append)."""
+    for statement in postgres_schema():
+        await conn.raw.execute(cast(Any, statement))
+    await backfill_search_marks(conn)
+
+
 MIGRATIONS: dict[int, Callable[[PgConnection], Awaitable[None]]] = {
     2: _add_supersessions,
     3: _v4,
     4: _v5_search_index,
+    5: _v6_search_marks,
 }
 
 
@@ -463,6 +476,16 @@ class PostgresStore(PostgresReads):
                 await drop_dead_connections(self._pool)
             raise translate_pg_error(self.url, action, exc) from exc
 
+    async def _index_for_search(self, session_id: str, segment_ids: Sequence[int]) -> None:
+        """Index the messages of ``segment_ids`` the search index lacks (``SqliteReads``),
+        under the session's lock, so concurrent searches and appends queue on it."""
+
+        async def work(conn: PgConnection) -> None:
+            await _lock_session(conn, session_id)
+            await index_pending_messages(conn, segment_ids)
+
+        await self._write("index messages for search", work, ())
+
     async def _append_in(
         self,
         conn: PgConnection,
@@ -546,9 +569,8 @@ class PostgresStore(PostgresReads):
                 for entry, row in zip(batch, rows, strict=True)
             ]
         await write_memory_folds(cast(Any, conn), placed, records)
-        await write_search_rows(
-            conn, message_search_rows((p.entry, p.segment_id, p.depth) for p in placed)
-        )
+        # A message's search rows are written by the first search that reaches it
+        # (stores/sql/search_index.py), not here.
         self._append_fault_point(batch)
 
     def _open_writer(self) -> Any:

@@ -3,10 +3,19 @@
 One row per distinct term key of each indexed item (``core.search_text.index_keys``): an
 eligible message (kind 0), an observation (kind 1) or a reflection (kind 2) of a memory
 record, at the ``(segment_id, depth)`` of the entry that holds it (``ordinal`` is the
-item's place in its record, as in the fold tables). The rows are written in the append
-transaction with the entry, erased with its session, and read as an index range search
-per branch piece and query key, so a search costs the matches on the branch, not the
-session. SQLite and PostgreSQL run the same statements (transpiled).
+item's place in its record, as in the fold tables). Read as an index range search per
+branch piece and query key, so a search costs the matches on the branch, not the session.
+SQLite and PostgreSQL run the same statements (transpiled).
+
+When rows are written: a memory item's in the append transaction of its record (a few
+items a turn). A message's are not written by the append, which is the hot path of every
+turn (they were 60-70% of an ``append_many`` of realistic messages): the first search
+whose branch reaches a message the index does not hold yet indexes the rest of each such
+segment in one write transaction (``index_pending_messages``), and ``search_indexed``
+records how far each segment is indexed. Entries are append-only and a segment grows at
+its tail only, so "indexed up to depth d" stays true until the session is deleted, and
+the deletion erases the mark with the rows. A store that cannot write (read-only) finds
+the messages past the mark by a scan of the branch instead.
 """
 
 from __future__ import annotations
@@ -28,7 +37,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INSERT_SEARCH_SQL",
+    "PENDING_SEGMENTS_SQL",
     "backfill_search_index",
+    "backfill_search_marks",
+    "index_pending_messages",
     "memory_search_rows",
     "message_search_rows",
     "search_memory_sql",
@@ -40,6 +52,21 @@ KIND_MESSAGE, KIND_OBSERVATION, KIND_REFLECTION = 0, 1, 2
 
 INSERT_SEARCH_SQL = (
     "INSERT INTO search_terms (term, segment_id, depth, kind, ordinal) VALUES (?, ?, ?, ?, ?)"
+)
+# The same rows, where an earlier run may have written some (a migration step run again).
+_INSERT_NEW_SEARCH_SQL = INSERT_SEARCH_SQL.replace("INSERT INTO", "INSERT OR IGNORE INTO")
+# The branch's pieces whose messages the index does not all hold yet. Bind a
+# ``LeafPosition``'s params.
+PENDING_SEGMENTS_SQL = (
+    f"{BRANCH_PATH_CTE}\n"
+    "SELECT bp.segment_id FROM branch_path bp\n"
+    "LEFT JOIN search_indexed si ON si.segment_id = bp.segment_id\n"
+    "WHERE si.depth IS NULL OR si.depth < bp.hi"
+)
+_ROLES = tuple(sorted(ELIGIBLE_SOURCE_ROLES))
+_MESSAGES_AFTER_SQL = (
+    f"SELECT depth, {entry_columns()} FROM entries WHERE segment_id = ? AND depth > ?"
+    f" AND kind = 'message' AND role IN ({', '.join('?' * len(_ROLES))}) ORDER BY depth"
 )
 
 
@@ -136,6 +163,56 @@ async def write_search_rows(conn: Any, rows: Sequence[tuple[int, ...]]) -> None:
     """Insert index rows on the writer connection, inside the append transaction."""
     if rows:
         await conn.executemany(INSERT_SEARCH_SQL, rows)
+
+
+async def index_pending_messages(conn: Any, segment_ids: Iterable[int]) -> int:
+    """Index the eligible messages of ``segment_ids`` past their ``search_indexed`` mark,
+    and move each mark to its segment's last entry; the number of messages indexed.
+
+    Run inside one write transaction that holds the writer's lock (SQLite's ``BEGIN
+    IMMEDIATE``, PostgreSQL's session lock): the marks are read again there, so two
+    searches that both found a segment pending index it once.
+    """
+    indexed = 0
+    for segment_id in sorted(set(segment_ids)):
+        held = await conn.execute_fetchall(
+            "SELECT depth FROM search_indexed WHERE segment_id = ?", (segment_id,)
+        )
+        after = held[0][0] if held else -1
+        top = await conn.execute_fetchall(
+            "SELECT max(depth) FROM entries WHERE segment_id = ?", (segment_id,)
+        )
+        last = top[0][0] if top else None
+        if last is None or last <= after:
+            continue
+        rows: builtins.list[tuple[int, ...]] = []
+        for depth, *row in await conn.execute_fetchall(
+            _MESSAGES_AFTER_SQL, (segment_id, after, *_ROLES)
+        ):
+            entry, _ = stored_entry(row)
+            rows.extend(message_search_rows([(entry, segment_id, depth)]))
+            indexed += 1
+        if rows:
+            await conn.executemany(_INSERT_NEW_SEARCH_SQL, rows)
+        if held:
+            await conn.execute(
+                "UPDATE search_indexed SET depth = ? WHERE segment_id = ?", (last, segment_id)
+            )
+        else:
+            await conn.execute(
+                "INSERT INTO search_indexed (segment_id, depth) VALUES (?, ?)", (segment_id, last)
+            )
+    return indexed
+
+
+async def backfill_search_marks(conn: Any) -> None:
+    """Mark every segment indexed to its last entry (the migration to the version that
+    added ``search_indexed``: the version before indexed every message in its append)."""
+    await conn.execute("DELETE FROM search_indexed")
+    await conn.execute(
+        "INSERT INTO search_indexed (segment_id, depth)"
+        " SELECT segment_id, max(depth) FROM entries GROUP BY segment_id"
+    )
 
 
 async def backfill_search_index(conn: Any) -> None:

@@ -400,6 +400,8 @@ DELETE_SESSION_SQL = (
     # The search index is a second copy of the text's terms: it goes with the session.
     "DELETE FROM search_terms WHERE segment_id IN (SELECT segment_id FROM segments"
     " WHERE session_id = ?)",
+    "DELETE FROM search_indexed WHERE segment_id IN (SELECT segment_id FROM segments"
+    " WHERE session_id = ?)",
     # Segment ids are reused after the newest session goes: its pools must go too.
     "DELETE FROM om_live WHERE segment_id IN (SELECT segment_id FROM segments"
     " WHERE session_id = ?)",

@@ -25,7 +25,7 @@ from .._rows import rewrite_bodies_as_payloads
 from .._schema import APPLICATION_ID, SCHEMA_VERSION, Schema
 from ..sql.live_pool import backfill_live_pool
 from ..sql.memory_folds import backfill_supersessions
-from ..sql.search_index import backfill_search_index
+from ..sql.search_index import backfill_search_index, backfill_search_marks
 from ..sql.statements import SUMMARIES_FROM_ENTRIES_SQL, fetch_first_row
 from .loop_reads import NotAPoint, PointConnection
 from .translate import close_quietly, primary_code, retrying, rollback_quietly, translate_error
@@ -449,6 +449,12 @@ async def _v5_search_index(conn: aiosqlite.Connection) -> None:
     await backfill_search_index(conn)
 
 
+async def _v6_search_marks(conn: aiosqlite.Connection) -> None:
+    """Version 5 to 6: every segment marked indexed to its last entry (search_indexed):
+    version 5 indexed each message in its append."""
+    await backfill_search_marks(conn)
+
+
 # Migration steps, keyed by the version they start from. Each runs inside the one
 # transaction of _migrate, after every CREATE ... IF NOT EXISTS of schema.sql has made the
 # new tables and indexes; it fills them from the entries.
@@ -457,6 +463,7 @@ MIGRATIONS: dict[int, Callable[[aiosqlite.Connection], Awaitable[None]]] = {
     2: _backfill_supersessions,
     3: _v4,
     4: _v5_search_index,
+    5: _v6_search_marks,
 }
 
 

@@ -34,6 +34,7 @@ from .._rows import (
 from .._schema import (
     LIVE_POOL_SINCE_VERSION,
     SEARCH_INDEX_SINCE_VERSION,
+    SEARCH_INDEXED_SINCE_VERSION,
     SUPERSESSIONS_SINCE_VERSION,
 )
 from ..arguments import (
@@ -69,7 +70,12 @@ from ..sql.placement import (
     memory_head_of,
     sorted_pieces,
 )
-from ..sql.search_index import key_params, search_memory_sql, search_messages_sql
+from ..sql.search_index import (
+    PENDING_SEGMENTS_SQL,
+    key_params,
+    search_memory_sql,
+    search_messages_sql,
+)
 from ..sql.statements import (
     BODIES_BY_ID_SQL,
     BRANCH_DEPTH_COLUMN,
@@ -359,7 +365,7 @@ class SqliteReads(StoreLifecycle):
             position = await self._leaf_position(session_id, leaf)
             if position is None:
                 return []
-            if not indexed:
+            if not indexed or not await self._search_index_ready(session_id, position):
                 branch = await self._branch_range(position, 0, position.depth)
                 return scan_message_candidates(branch, keys)
             params = {**position.params(), **key_params(keys), "cap": SEARCH_CANDIDATES_PER_TERM}
@@ -383,6 +389,25 @@ class SqliteReads(StoreLifecycle):
             messages,
             memory,
         )
+
+    async def _search_index_ready(self, session_id: str, position: LeafPosition) -> bool:
+        """Whether the index holds every message of the branch, after indexing those it
+        lacked (``search_index.py``: the append leaves messages to the first search).
+        False on a store that cannot write them: its search scans the branch instead."""
+        if self._schema_version < SEARCH_INDEXED_SINCE_VERSION:
+            return True  # version 5 indexed each message in its append
+        pending = [row[0] for row in await self._fetch(PENDING_SEGMENTS_SQL, position.params())]
+        if not pending:
+            return True
+        if self._read_only:
+            return False
+        await self._index_for_search(session_id, pending)
+        return True
+
+    async def _index_for_search(self, session_id: str, segment_ids: Sequence[int]) -> None:
+        """Write the index rows of ``segment_ids``' pending messages (each store's own
+        write transaction)."""
+        raise NotImplementedError
 
     async def scope_map(self, session_id: str, leaf_id: str | None = None) -> WorkScopeMap:
         """The branch's scope map, folded from its om.scope.* records only."""

@@ -52,7 +52,7 @@ from ..sql.placement import (
     outside_parent_ids,
     state_and_parents,
 )
-from ..sql.search_index import message_search_rows, write_search_rows
+from ..sql.search_index import index_pending_messages
 from ..sql.statements import (
     ADD_TO_SUMMARY_SQL,
     DELETE_SESSION_SQL,
@@ -491,6 +491,15 @@ class SqliteStore(OneHopReads):
 
     # -- the append transaction -------------------------------------------------------
 
+    async def _index_for_search(self, session_id: str, segment_ids: Sequence[int]) -> None:
+        """Index the messages of ``segment_ids`` the search index lacks (``SqliteReads``),
+        in one ``BEGIN IMMEDIATE`` transaction: appends and other searches queue on it."""
+
+        async def work(conn: aiosqlite.Connection) -> None:
+            await index_pending_messages(conn, segment_ids)
+
+        await self._write("index messages for search", work)
+
     async def _append_in(
         self,
         conn: aiosqlite.Connection,
@@ -575,17 +584,8 @@ class SqliteStore(OneHopReads):
                 ]
         if placed:
             await write_memory_folds(conn, placed, records, batch)
-        if chain:
-            first = batch[0].id
-            segment_id, depth = placer.segment_of[first], placer.depth[first]
-            where = ((e, segment_id, depth + n) for n, e in enumerate(batch))
-        else:
-            where = (
-                (e, row[ROW_SEGMENT], row[ROW_DEPTH])
-                for e, row in zip(batch, rows, strict=True)
-                if e.kind == "message"
-            )
-        await write_search_rows(conn, message_search_rows(where))
+        # A message's search rows are written by the first search that reaches it
+        # (stores/sql/search_index.py), not here.
         # Last inside the transaction: a fault that raises rolls every row back.
         self._append_fault_point(batch)
 
