@@ -6,6 +6,11 @@ conversations as LoCoMo publishes it, several files, or a directory) into a stor
 throwaway in-memory one unless ``db`` names another), observes each as an attached agent
 would (message by message, at the configured thresholds; ``force=True`` flushes every step
 with ``force`` instead), and returns the summary that ``prism-om eval --json`` prints.
+
+Modules: ``formats`` (reading LoCoMo and LongMemEval files), ``run`` (one conversation
+imported, observed and measured), ``matching`` (the answer's key words), ``search_recall``
+(recall@1/5/10 of the evidence turns by search, per kind), ``judge`` (a model answering
+and judging), ``report`` (the summary, its tables and plot).
 """
 
 from __future__ import annotations

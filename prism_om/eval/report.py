@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 
 from .run import ConversationResult, QuestionResult
+from .search_recall import LOCOMO_PAPER, search_recall_figures, search_recall_table
 
 if TYPE_CHECKING:
     from ..observational_memory.settings import ObservationalMemorySettings
@@ -38,6 +39,7 @@ def _figures(questions: Sequence[QuestionResult]) -> dict[str, Any]:
         "keywordsInTranscript": _rate(q.in_transcript for q in scored),
         "evidenceInRequest": _rate(q.evidence_in_request_covered for q in scored),
         "evidenceCoverage": _rate(q.evidence_covered for q in scored),
+        "searchRecall": search_recall_figures(q.search for q in scored),
     }
     judged = [q for q in scored if q.memory is not None and q.transcript is not None]
     if judged:
@@ -177,6 +179,8 @@ def summarize(
         "categories": {name: _figures(qs) for name, qs in _by_category(questions).items()},
         "conversations": conversations,
     }
+    if format == "locomo":
+        summary["searchRecallPaper"] = LOCOMO_PAPER
     summary["observedAs"] = observe_line(summary)
     return summary
 
@@ -188,7 +192,8 @@ def _cell(rate: dict[str, Any] | None) -> str:
 
 
 def summary_table(summary: dict[str, Any]) -> list[Table]:
-    """A table per category, one per conversation (tokens, drops), one of the spread."""
+    """A table per category, one of search recall per category, one per conversation
+    (tokens, drops), one of the spread."""
     judged = "memoryAccuracy" in summary["overall"]
     by_category = Table(title=f"{summary['file']} ({summary['format']}, {summary['provider']})")
     columns = [
@@ -299,7 +304,7 @@ def summary_table(summary: dict[str, Any]) -> list[Table]:
         spread.add_row(
             key, *(_spread_cell(values[k], ratio) for k in ("min", "median", "max", "stdev"))
         )
-    return [by_category, per, spread]
+    return [by_category, search_recall_table(summary), per, spread]
 
 
 def _spread_cell(value: float | None, ratio: bool) -> str:

@@ -20,10 +20,12 @@ the next request (what the agent's next turn would send: the memory block and th
 window of ``core.request_window``, built by the attached context provider), in the rendered
 memory alone, and in the raw transcript (each session headed by its date as the data writes
 it); evidence cited by an active observation, and evidence in the request (every evidence
-turn cited by an observation the request renders, or shown raw in its window). Per
-conversation: the rendered memory's, the request's and the transcript's tokens, and each
-speaker's share of the dropped observations against their share of all observations (an
-observation citing several speakers counts for each in equal parts).
+turn cited by an observation the request renders, or shown raw in its window); and search
+recall (``search_recall``): the evidence turns the top 1, 5 and 10 hits of a search for the
+question cite, over every kind, messages only and memory only. Per conversation: the
+rendered memory's, the request's and the transcript's tokens, and each speaker's share of
+the dropped observations against their share of all observations (an observation citing
+several speakers counts for each in equal parts).
 
 With ``judge`` (a model): each scored question is answered three times, with the next
 request's memory and window, with the rendered memory alone and with the full transcript
@@ -62,6 +64,7 @@ from ..workers.runtime import FlushResult
 from .formats import EvalConversation, EvalQuestion, EvalTurn
 from .judge import Judgement, ModelJudge
 from .matching import answer_in_text, key_words, missing_key_words, text_words
+from .search_recall import SearchRecall, question_search_recall, unit_tokens
 
 __all__ = [
     "DEFAULT_POOL_RATIO",
@@ -110,6 +113,8 @@ class QuestionResult:
     memory: Judgement | None = None
     transcript: Judgement | None = None
     request: Judgement | None = None
+    search: dict[str, SearchRecall] = field(default_factory=dict)
+    """Search recall of the evidence turns per kind set (``search_recall``)."""
 
     @property
     def evidence_covered(self) -> bool | None:
@@ -136,6 +141,7 @@ class QuestionResult:
             "inTranscript": self.in_transcript,
             "missingWords": self.missing_words,
             "missingInRequest": self.missing_in_request,
+            "search": {name: s.to_json() for name, s in self.search.items()},
         }
         if self.memory is not None:
             data["withMemory"] = self.memory.to_json()
@@ -411,8 +417,14 @@ async def evaluate_conversation(
     transcript = transcript_text(conversation)
     words = _Words(text_words(request_text), text_words(memory), text_words(transcript))
     questions: list[QuestionResult] = []
+    tokens_of = unit_tokens(entries, observations, reflections, est)
     for question in conversation.questions:
         result = _offline_question(question, entry_of, cited, in_request, shown_raw, words)
+        if question.scored and result.evidence:
+            evidence = [entry_of[k] for k in question.evidence if k in entry_of]
+            result.search = await question_search_recall(
+                store, session_id, question.question, evidence, tokens_of
+            )
         if judge is not None and question.scored:
             result.request = await judge.assess(question, request_text)
             result.memory = await judge.assess(question, memory or "(no memory)")

@@ -24,7 +24,7 @@ COMMANDS = [
     for line in body.splitlines()
     if line.startswith("prism-om ")
 ]
-FIELDS = re.findall(r"^\| `([A-Za-z.\[\]]+)` \|", PAGE.split("## The JSON", 1)[1], flags=re.M)
+FIELDS = re.findall(r"^\| `([A-Za-z0-9.\[\]]+)` \|", PAGE.split("## The JSON", 1)[1], flags=re.M)
 
 
 def test_the_page_has_commands_python_and_fields() -> None:
