@@ -64,7 +64,7 @@ INTERNAL = {
     # SQLite's point read signalling "redo this with a hop": caught inside the store.
     "prism_om.stores.sqlite.loop_reads.NotAPoint",
     # A lockless JSONL reader's "the files moved under me, read again": caught inside.
-    "prism_om.stores.jsonl.store._FilesMoved",
+    "prism_om.stores.jsonl.files._FilesMoved",
 }
 
 

@@ -18,6 +18,7 @@ from prism_om.entries import SessionEntry, entry_from_wire, message_entry
 from prism_om.inspect import create_inspect_app
 from prism_om.session import Session
 from prism_om.stores import open_store
+from prism_om.stores.jsonl import loading as jsonl_loading
 from prism_om.stores.jsonl import store as jsonl
 from prism_om.tokens import TokenEstimator
 
@@ -47,7 +48,7 @@ def work(monkeypatch: pytest.MonkeyPatch) -> Work:
         counts.tokenised += 1
         return count_entry(self, entry)
 
-    monkeypatch.setattr(jsonl, "entry_from_wire", parse)
+    monkeypatch.setattr(jsonl_loading, "entry_from_wire", parse)
     monkeypatch.setattr(TokenEstimator, "count_entry", tokenise)
     return counts
 

@@ -20,6 +20,7 @@ from prism_om.core.ledger import fold_ledger
 from prism_om.entries import SessionEntry, entry_from_wire, message_entry
 from prism_om.stores import SessionStore
 from prism_om.stores.jsonl import JsonlStore
+from prism_om.stores.jsonl import loading as jsonl_loading
 from prism_om.stores.jsonl import store as jsonl
 from prism_om.stores.jsonl.index_sidecar import index_name
 from prism_om.testing.memory_conformance import load_builder
@@ -44,7 +45,7 @@ class Counter:
 @pytest.fixture
 def parses(monkeypatch: pytest.MonkeyPatch) -> Counter:
     counter = Counter(entry_from_wire)
-    monkeypatch.setattr(jsonl, "entry_from_wire", counter)
+    monkeypatch.setattr(jsonl_loading, "entry_from_wire", counter)
     return counter
 
 

@@ -14,6 +14,7 @@ import pytest
 from prism_om.entries import SessionEntry, entry_from_wire, message_entry
 from prism_om.errors import DuplicateEntryError, SessionMismatchError, UnknownParentError
 from prism_om.stores.jsonl import JsonlStore
+from prism_om.stores.jsonl import loading as jsonl_loading
 from prism_om.stores.jsonl import store as jsonl
 from prism_om.stores.jsonl.id_index import IDS_NAME
 
@@ -38,7 +39,7 @@ class Work:
                 self.files.append(name)
             return read_file(store, name, offset, length)
 
-        monkeypatch.setattr(jsonl, "entry_from_wire", parse)
+        monkeypatch.setattr(jsonl_loading, "entry_from_wire", parse)
         monkeypatch.setattr(JsonlStore, "_read_file", read)
 
     def reset(self) -> None:

@@ -22,6 +22,7 @@ import pytest
 from prism_om.entries import SessionEntry, entry_from_wire, message_entry
 from prism_om.errors import CorruptStoreError
 from prism_om.stores.jsonl import JsonlStore
+from prism_om.stores.jsonl import loading as jsonl_loading
 from prism_om.stores.jsonl import store as jsonl
 from prism_om.stores.jsonl.index_sidecar import index_body, index_name
 from prism_om.testing.memory_conformance import load_builder
@@ -44,7 +45,7 @@ class Parses:
 @pytest.fixture
 def parses(monkeypatch: pytest.MonkeyPatch) -> Parses:
     counter = Parses()
-    monkeypatch.setattr(jsonl, "entry_from_wire", counter)
+    monkeypatch.setattr(jsonl_loading, "entry_from_wire", counter)
     return counter
 
 

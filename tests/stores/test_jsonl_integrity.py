@@ -27,7 +27,7 @@ from prism_om.errors import (
 )
 from prism_om.stores.base import SessionSummary
 from prism_om.stores.jsonl import JsonlStore
-from prism_om.stores.jsonl import store as jsonl_module
+from prism_om.stores.jsonl import loading as jsonl_loading
 
 FIXTURE_V1 = Path(__file__).resolve().parents[1] / "data" / "jsonl_store_v1"
 
@@ -166,14 +166,14 @@ async def test_reads_load_only_the_named_session(
     parsed: list[str] = []
     # Every stored line is parsed by entry_from_wire: the sessions of the parsed entries
     # are the sessions read (20 entries each, so a session read twice shows 40).
-    original = jsonl_module.entry_from_wire
+    original = jsonl_loading.entry_from_wire
 
     def spy(line: object, **kwargs: Any) -> SessionEntry:
         entry = original(line, **kwargs)
         parsed.append(entry.session_id)
         return entry
 
-    monkeypatch.setattr(jsonl_module, "entry_from_wire", spy)
+    monkeypatch.setattr(jsonl_loading, "entry_from_wire", spy)
     async with await JsonlStore.open(tmp_path, fsync=False) as store:
         assert parsed == []  # opening reads no session
         assert len(await store.entries("s2")) == 20

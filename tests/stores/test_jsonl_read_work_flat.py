@@ -28,6 +28,7 @@ from prism_om.observational_memory import (
     recall_observational_memory_branch_page,
 )
 from prism_om.stores import SessionStore, open_store
+from prism_om.stores.jsonl import loading as jsonl_loading
 from prism_om.stores.jsonl import store as jsonl
 
 SIZES = (1_000, 10_000)
@@ -68,7 +69,7 @@ class Work:
 @pytest.fixture
 def work(monkeypatch: pytest.MonkeyPatch) -> Iterator[Work]:
     counter = Work()
-    monkeypatch.setattr(jsonl, "entry_from_wire", counter.parse)
+    monkeypatch.setattr(jsonl_loading, "entry_from_wire", counter.parse)
     # Threads started from here on (the loop's executor, where the store reads) count too.
     threading.setprofile(counter.hook)
     sys.setprofile(counter.hook)

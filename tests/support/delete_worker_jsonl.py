@@ -25,7 +25,7 @@ from typing import Any
 
 from prism_om.entries import message_entry
 from prism_om.stores.jsonl import JsonlStore
-from prism_om.stores.jsonl import store as jsonl
+from prism_om.stores.jsonl import deletion as jsonl_deletion
 
 _CHANGES = ("write", "pwrite", "replace", "rename", "unlink", "fsync", "ftruncate")
 
@@ -61,7 +61,7 @@ def _die_at(step: int, *, pause: bool = False) -> tuple[Callable[[], None], Call
 
 
 async def kill(directory: str, session: str, step: int) -> None:
-    jsonl._ZERO_CHUNK = 4096
+    jsonl_deletion._ZERO_CHUNK = 4096  # the delete zeroes in small steps
     arm, count = _die_at(step)
     store = await JsonlStore.open(directory)
     await store.list(session)  # loaded first, so only the delete's own steps are counted
@@ -72,7 +72,7 @@ async def kill(directory: str, session: str, step: int) -> None:
 
 
 async def pause(directory: str, session: str) -> None:
-    jsonl._ZERO_CHUNK = 4096
+    jsonl_deletion._ZERO_CHUNK = 4096  # the delete zeroes in small steps
     arm, _ = _die_at(0, pause=True)
     store = await JsonlStore.open(directory)
     await store.list(session)

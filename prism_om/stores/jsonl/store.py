@@ -138,29 +138,23 @@ import builtins
 import contextlib
 import errno
 import fcntl
-import json
+import functools
 import os
-import shutil
 import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import ParamSpec, TypeVar
 
-from ..._gc import collector_paused
-from ...entries import SessionEntry, entry_from_wire, validate_session_id
+from ...entries import SessionEntry, validate_session_id
 from ...errors import (
     CorruptStoreError,
-    InvalidEntryError,
-    InvalidInputError,
     InvalidSessionIdError,
     ReadOnlyStoreError,
     StoreBusyError,
     StoreClosedError,
     StoreError,
     StoreNotFoundError,
-    StoreRuleError,
 )
 from ...tokens import get_estimator
 from .._shield import finish_then_cancel
@@ -172,267 +166,51 @@ from ..base import (
     chain_at_leaf,
     check_batch_shape,
     check_memory_head,
-    session_not_found,
 )
-from ..segment_index.index import TreeIndex, comparable_time
-from ..segment_index.lazy_entries import LazyEntries, Span
+from ..segment_index.index import TreeIndex
+from ..segment_index.lazy_entries import LazyEntries
 from ..segment_index.reads import TreeIndexReads
+from .deletion import backfill_sidecars, delete_sync, finish_delete, remove_debris, sweep_debris
+from .files import (
+    _APPEND_FLAGS,
+    _LOCK_POLL_FIRST,
+    _LOCK_POLL_MAX,
+    _MOVED_RETRIES,
+    _PENDING_AT,
+    _READ_FLAGS,
+    DATA_SUFFIX,
+    DELETED_MARK,
+    LOCK_NAME,
+    MANIFEST_NAME,
+    SIDECAR_VERSION,
+    SessionCheck,
+    _file_names,
+    _FilesMoved,
+    _FileState,
+    _ids_due,
+    _index_due,
+    _io,
+    _parse_sidecar,
+    _read_all,
+    _session_of,
+    _Sidecar,
+    _sidecar_body,
+    _with_batch,
+    _write_all,
+)
 from .id_index import IDS_NAME, FileKey, ForeignIds, ids_body, read_ids
 from .index_sidecar import (
-    apply_index,
     index_body,
     index_name,
     kind_of,
-    read_index,
 )
+from .loading import lazy, load_chunk, read_lines
+from .repair import check_sync, repair_sync
 
 __all__ = ["JsonlStore", "SessionCheck"]
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
-
-DATA_SUFFIX = ".jsonl"
-SIDECAR_SUFFIX = ".leaf.json"
-LOCK_NAME = ".lock"
-MANIFEST_NAME = ".sessions"
-# A ``.sessions`` line ``-<id>`` records that the session was deleted: other processes
-# drop what they loaded of it, so a file re-created under the same id is read afresh.
-# Not a valid id, so a reader that predates it skips the line.
-DELETED_MARK = "-"
-# The sidecar format this code writes; it reads every version up to it.
-SIDECAR_VERSION = 2
-# Where ``.lock`` holds the session a writer is changing (the counter comes first).
-_PENDING_AT = 32
-
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
-_APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-# A session file gets an index sidecar (see ``index_sidecar``) once this many of its lines
-# are not in one, and then again whenever the unindexed lines reach an eighth of the
-# indexed ones: rewriting it costs amortised O(1) per appended line.
-INDEX_MIN_LINES = 1000
-_LOCK_POLL_FIRST = 0.0005
-# Adjacent message lines read back are read in one ``pread`` up to this many bytes.
-_RUN_BYTES = 1 << 20
-# A delete zeroes its data file this many bytes per write.
-_ZERO_CHUNK = 1 << 20
-# How often a lockless reader looks again at a session whose files changed while it read
-# them (another process deleting or re-creating it) before it gives up with StoreBusyError.
-_MOVED_RETRIES = 50
-
-
-def _ids_due(loaded: int) -> bool:
-    """Whether ``.ids`` should be rewritten after a write had to load ``loaded`` entries
-    of sessions it did not vouch for (a small store loads in no time without it)."""
-    return loaded >= INDEX_MIN_LINES
-
-
-def _index_due(lines: int, indexed: int) -> bool:
-    """Whether a session file of ``lines`` lines, ``indexed`` of them in its index
-    sidecar, should get a new one (see ``INDEX_MIN_LINES``)."""
-    return lines - indexed >= max(INDEX_MIN_LINES, indexed // 8)
-
-
-_LOCK_POLL_MAX = 0.005
-
-
-@dataclass(frozen=True)
-class _Sidecar:
-    committed: int
-    leaf: str | None
-    version: int = 1
-    summary: SessionSummary | None = None
-    # Set in a delete's intent (see "Deleting"): how many entries the delete erases.
-    deleting: int | None = None
-
-
-@dataclass
-class _FileState:
-    """How much of one session file the index holds."""
-
-    loaded: int = 0  # bytes applied to the index: always a committed prefix of the file
-    lines: int = 0  # lines in those bytes, so errors can name a line number
-    open_line: bool = False  # the loaded bytes end in a complete entry without its newline
-    has_sidecar: bool = False  # the sidecar on disk is usable and matches ``loaded``
-    summarised: bool = False  # ...and holds the summary (else a write backfills it)
-    # Per entry line loaded, in file order: its parent and ``kind_of`` letter, what an
-    # index sidecar records; ``indexed`` lines of them are in the one on disk.
-    parents: list[str | None] = field(default_factory=list)
-    kinds: list[str] = field(default_factory=list)
-    indexed: int = 0
-
-
-@dataclass(frozen=True)
-class SessionCheck:
-    """What ``check`` found in one session file (``repair`` fills the last three).
-
-    ``problem`` is None for a healthy session; ``entries`` counts the readable entries
-    (those before the first damage); ``uncommitted_bytes`` is a torn tail a writer will
-    cut. After a repair, ``lost_entries`` is how many entries the cut removed (None when
-    the lost bytes cannot be counted in entries), ``lost_bytes`` how many bytes, and
-    ``moved_aside`` is True for a file that was not a regular file and left the store.
-    """
-
-    session_id: str
-    entries: int
-    problem: str | None
-    uncommitted_bytes: int = 0
-    lost_entries: int | None = 0
-    lost_bytes: int = 0
-    moved_aside: bool = False
-
-
-@contextlib.contextmanager
-def _io(action: str) -> Iterator[None]:
-    """Translate ``OSError`` into ``StoreError`` that says what was being done."""
-    try:
-        yield
-    except OSError as exc:
-        raise StoreError(f"{action}: {exc.strerror or exc}") from exc
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    """Write ``data`` with one ``os.write``, looping only if the kernel writes short."""
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        if written <= 0:
-            raise OSError(f"write returned {written}")
-        view = view[written:]
-
-
-def _read_all(fd: int, offset: int, length: int) -> bytes:
-    parts: list[bytes] = []
-    while length > 0:
-        chunk = os.pread(fd, length, offset)
-        if not chunk:
-            break
-        parts.append(chunk)
-        offset += len(chunk)
-        length -= len(chunk)
-    return b"".join(parts)
-
-
-class _FilesMoved(StoreBusyError):
-    """A lockless reader saw a session's files change while it read them: look again."""
-
-
-def _session_of(name: str) -> str | None:
-    """The session id a data file or sidecar belongs to, or None for any other file.
-
-    A sidecar alone counts: if it records committed bytes, its data file was lost.
-    """
-    for suffix in (DATA_SUFFIX, SIDECAR_SUFFIX):
-        if name.endswith(suffix):
-            try:
-                return validate_session_id(name[: -len(suffix)])
-            except InvalidSessionIdError:
-                return None
-    return None
-
-
-def _file_names(session_id: str) -> tuple[str, str]:
-    """The data and sidecar names of a session; refuses any id that is not a plain name."""
-    validate_session_id(session_id)
-    data = session_id + DATA_SUFFIX
-    if os.path.basename(data) != data or os.sep in data or (os.altsep or os.sep) in data:
-        raise InvalidSessionIdError(f"session id {session_id!r} would leave the store directory")
-    return data, session_id + SIDECAR_SUFFIX
-
-
-def _count(value: object) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        return None
-    return value
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _parse_sidecar(raw: bytes, sid: str) -> _Sidecar | None:
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return None
-    if not isinstance(value, dict):
-        return None
-    committed, leaf = _count(value.get("committedBytes")), value.get("leaf")
-    if committed is None or (leaf is not None and not isinstance(leaf, str)):
-        return None
-    version = _count(value.get("version", 1))
-    if version is None:
-        return None
-    summary = None
-    counts = [_count(value.get(k)) for k in ("entries", "messages", "leaves")]
-    last = value.get("lastActivity")
-    if all(c is not None for c in counts) and (last is None or isinstance(last, str)):
-        entries, messages, leaves = (c or 0 for c in counts)
-        summary = SessionSummary(sid, entries, messages, leaves, last)
-    deleting = None
-    if "deleting" in value:
-        deleting = _count(value["deleting"])
-        if deleting is None:
-            return None
-    return _Sidecar(committed, leaf, version, summary, deleting)
-
-
-def _sidecar_body(committed: int, leaf: str | None, summary: SessionSummary) -> bytes:
-    body = {
-        "leaf": leaf,
-        "committedBytes": committed,
-        "version": SIDECAR_VERSION,
-        "entries": summary.entries,
-        "messages": summary.messages,
-        "leaves": summary.leaves,
-        "lastActivity": summary.last_activity,
-    }
-    return json.dumps(body).encode() + b"\n"
-
-
-def _deleting_body(count: int) -> bytes:
-    """A delete's intent: an empty session (what a reader that predates the ``deleting``
-    key sees too) that names how many entries the delete erases."""
-    body = {
-        "leaf": None,
-        "committedBytes": 0,
-        "version": SIDECAR_VERSION,
-        "entries": 0,
-        "messages": 0,
-        "leaves": 0,
-        "lastActivity": None,
-        "deleting": count,
-    }
-    return json.dumps(body).encode() + b"\n"
-
-
-def _with_batch(
-    before: SessionSummary, index: TreeIndex, batch: Sequence[SessionEntry]
-) -> SessionSummary:
-    """The session's summary once ``batch`` (already checked) is applied."""
-    in_batch = {e.id for e in batch}
-    # A parent stops being a leaf when it gets its first child: new entries are childless
-    # until now, stored ones when the index lists no child.
-    lost = {
-        p
-        for e in batch
-        if (p := e.parent_id) is not None and (p in in_batch or not index.children.get(p))
-    }
-    last = before.last_activity
-    for entry in batch:
-        stamp = comparable_time(entry.timestamp)
-        if stamp is not None and (last is None or stamp > last):
-            last = stamp
-    return SessionSummary(
-        before.session_id,
-        before.entries + len(batch),
-        before.messages + sum(1 for e in batch if e.kind == "message"),
-        before.leaves + len(batch) - len(lost),
-        last,
-    )
 
 
 class JsonlStore(TreeIndexReads):
@@ -465,7 +243,7 @@ class JsonlStore(TreeIndexReads):
         self._lock_timeout = lock_timeout
         self._read_only = read_only
         self._index = TreeIndex(self.url)
-        self._index.entries = LazyEntries(self._read_lines)
+        self._index.entries = LazyEntries(functools.partial(read_lines, self))
         # Loaded sessions only: a session enters on first use (see "Lazy loading").
         self._files: dict[str, _FileState] = {}
         # Sessions that failed to load: (what their files looked like, the error). The
@@ -670,7 +448,7 @@ class JsonlStore(TreeIndexReads):
         """
         sid = self._session_arg(session_id)
         self._ensure_writable()
-        return await finish_then_cancel(self._run(self._delete_sync, sid))
+        return await finish_then_cancel(self._run(delete_sync, self, sid))
 
     async def session_summaries(self) -> builtins.list[SessionSummary]:
         """Each readable session's counts, from sidecars; damaged ones are left out.
@@ -692,7 +470,7 @@ class JsonlStore(TreeIndexReads):
         A session whose delete committed is gone, so not reported, until its erasure is
         finished.
         """
-        return await self._run(self._check_sync)
+        return await self._run(check_sync, self)
 
     async def repair(self, backup_dir: str | os.PathLike[str]) -> builtins.list[SessionCheck]:
         """Cut each damaged session back to its last valid entry, after copying it.
@@ -705,7 +483,7 @@ class JsonlStore(TreeIndexReads):
         ``InvalidInputError`` before anything is written: a backup never replaces another.
         """
         self._ensure_writable()
-        return await self._run(self._repair_sync, os.fspath(backup_dir))
+        return await self._run(repair_sync, self, os.fspath(backup_dir))
 
     # -- plumbing between the event loop and the worker thread ---------------------------
 
@@ -1120,7 +898,7 @@ class JsonlStore(TreeIndexReads):
                 # this file (hand edits), so fall back to counting complete lines.
                 trusted = False
                 chunk = self._read_file(data_name, state.loaded, size - state.loaded)
-            self._load_chunk(sid, state, chunk, trusted=trusted)
+            load_chunk(self, sid, state, chunk, trusted=trusted)
             if self._lock_fd is None:
                 self._check_unmoved(sid, end if trusted else None)
         state.has_sidecar = trusted
@@ -1146,7 +924,7 @@ class JsonlStore(TreeIndexReads):
         erasure (its deleter died: a live one would hold the lock); a reader forgets
         what it loaded of the session and reads it as no session."""
         if self._exclusive:
-            self._finish_delete(sid, count)
+            finish_delete(self, sid, count)
             return
         self._deleting.add(sid)
         self._forget_session(sid)
@@ -1235,356 +1013,7 @@ class JsonlStore(TreeIndexReads):
                     found.append(summary)
             return found
 
-    # -- check and repair ------------------------------------------------------------------
-
-    def _check_sync(self) -> builtins.list[SessionCheck]:
-        with self._locked(exclusive=False):
-            self._refresh()
-            self._load_all()
-            for sid in builtins.list(self._files):
-                self._parse_all(sid)
-            return [self._check_session(sid) for sid in self._checked_ids()]
-
-    def _parse_all(self, sid: str) -> None:
-        """Parse every message line a load placed unparsed; damage is recorded."""
-        tree = self._index.trees.get(sid)
-        entries = self._index.entries
-        if tree is None or not isinstance(entries, LazyEntries):
-            return
-        located = [i for i in tree.order if entries.is_located(i)]
-        try:
-            with collector_paused():
-                for at in range(0, len(located), 4096):
-                    entries.many(located[at : at + 4096], cache=False)  # parsed, dropped
-        except CorruptStoreError as exc:
-            self._index.drop_session(sid)
-            self._files.pop(sid, None)
-            self._damaged[sid] = (self._signature(sid), exc)
-
-    def _checked_ids(self) -> builtins.list[str]:
-        # A session a delete has committed to erasing is no session, damaged or not.
-        on_disk = [sid for sid in self._on_disk() if sid not in self._deleting]
-        return on_disk + sorted(sid for sid in self._damaged if sid not in on_disk)
-
-    def _check_session(self, sid: str) -> SessionCheck:
-        data_name, _ = _file_names(sid)
-        damaged = self._damaged.get(sid)
-        if damaged is not None:
-            entries = 0
-            with contextlib.suppress(StoreError):
-                entries = self._salvage(sid)[1]
-                self._index.drop_session(sid)
-            return SessionCheck(sid, entries, str(damaged[1]))
-        state = self._files.get(sid)
-        size = self._data_size(data_name) or 0
-        loaded = state.loaded if state is not None else 0
-        return SessionCheck(sid, self._summary(sid).entries, None, max(size - loaded, 0))
-
-    def _repair_missing_data(self, sid: str, backup: str, problem: str) -> SessionCheck:
-        """A sidecar whose data file is gone: keep the sidecar in the backup, drop it here."""
-        _, sidecar_name = _file_names(sid)
-        try:
-            old = self._read_sidecar(sid)
-        except StoreError:
-            old = None
-        os.rename(sidecar_name, os.path.join(backup, sidecar_name), src_dir_fd=self._dir_fd)
-        del self._damaged[sid]
-        lost = old.summary.entries if old is not None and old.summary is not None else None
-        lost_bytes = old.committed if old is not None else 0
-        return SessionCheck(sid, 0, problem, lost_entries=lost, lost_bytes=lost_bytes)
-
-    def _salvage(self, sid: str) -> tuple[_FileState, int]:
-        """Load the session's entries up to its first damage into the index.
-
-        Returns the file state (``loaded`` is where the valid entries end) and how many
-        entries that is; the caller drops the session again unless it cuts the file.
-        """
-        data_name, _ = _file_names(sid)
-        self._index.drop_session(sid)
-        size = self._data_size(data_name) or 0
-        data = self._read_file(data_name, 0, size)
-        state = _FileState()
-        pos = 0
-        with collector_paused():
-            while (newline := data.find(b"\n", pos)) >= 0:
-                try:
-                    self._load_line(sid, state, data[pos:newline])
-                except CorruptStoreError:
-                    break
-                pos = state.loaded = newline + 1
-        return state, self._summary(sid).entries
-
-    def _repair_sync(self, backup_dir: str) -> builtins.list[SessionCheck]:
-        backup = os.path.abspath(backup_dir)
-        if os.path.realpath(backup) == os.path.realpath(self._path):
-            raise StoreError(
-                f"the backup directory {backup!r} must not be the store itself", url=self.url
-            )
-        with self._locked(exclusive=True):
-            self._remove_debris()
-            self._refresh()
-            self._load_all()
-            for sid in builtins.list(self._files):
-                self._parse_all(sid)
-            self._refuse_backup_overwrite(backup)
-            results = []
-            for sid in self._checked_ids():
-                damage = self._damaged.get(sid)
-                if damage is None or not isinstance(damage[1], CorruptStoreError):
-                    # Healthy, or not damage a cut can fix (a sidecar of a newer version,
-                    # a file this user may not read): reported, never rewritten.
-                    results.append(self._check_session(sid))
-                    continue
-                results.append(self._repair_session(sid, backup))
-            self._seen = self._change_key()
-            return results
-
-    def _refuse_backup_overwrite(self, backup: str) -> None:
-        """Refuse a backup that would replace anything, before any session is touched.
-
-        A backup is the only copy of what a repair cuts away: an earlier backup (or any
-        file) in its place must survive, so a clash is bad input, not a reason to copy over.
-        """
-        if os.path.lexists(backup) and not os.path.isdir(backup):
-            raise InvalidInputError(
-                f"the backup {backup!r} exists and is not a directory; name a new one",
-                url=self.url,
-            )
-        for sid in self._checked_ids():
-            damage = self._damaged.get(sid)
-            if damage is None or not isinstance(damage[1], CorruptStoreError):
-                continue
-            for name in _file_names(sid):
-                if os.path.lexists(os.path.join(backup, name)):
-                    raise InvalidInputError(
-                        f"the backup directory {backup!r} already holds {name!r}, which "
-                        "repairing this store would overwrite; name a new backup directory",
-                        session_id=sid,
-                        url=self.url,
-                    )
-
-    def _repair_session(self, sid: str, backup: str) -> SessionCheck:
-        data_name, sidecar_name = _file_names(sid)
-        problem = str(self._damaged[sid][1])
-        os.makedirs(backup, exist_ok=True)
-        self._bump_counter()
-        try:
-            info = os.stat(data_name, dir_fd=self._dir_fd, follow_symlinks=False)
-        except FileNotFoundError:
-            return self._repair_missing_data(sid, backup, problem)
-        if not stat.S_ISREG(info.st_mode):
-            # Not ours to cut: move the link or directory out of the store, intact.
-            for name in (data_name, sidecar_name):
-                with contextlib.suppress(FileNotFoundError):
-                    os.rename(name, os.path.join(backup, name), src_dir_fd=self._dir_fd)
-            del self._damaged[sid]
-            return SessionCheck(sid, 0, problem, moved_aside=True, lost_entries=None)
-        for name in (data_name, sidecar_name):
-            if os.path.lexists(self._where(name)):
-                shutil.copy2(self._where(name), os.path.join(backup, name), follow_symlinks=False)
-        if self._fsync:
-            _fsync_dir(backup)
-        try:
-            old = self._read_sidecar(sid)
-        except StoreError:
-            old = None
-        state, kept = self._salvage(sid)
-        tail = self._read_file(data_name, state.loaded)
-        lost_lines = sum(1 for line in tail.split(b"\n") if line.strip(b"\0 \t\r"))
-        recorded = old.summary.entries if old is not None and old.summary is not None else None
-        lost_entries: int | None = lost_lines
-        if old is not None and old.committed > info.st_size:
-            # Whole lines vanished with the missing bytes: only the sidecar can count them.
-            lost_entries = recorded - kept if recorded is not None else None
-        self._truncate(data_name, state.loaded)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(index_name(sid), dir_fd=self._dir_fd)  # described the uncut file
-        if kept:
-            tree = self._index.trees[sid]
-            if old is not None and old.leaf in tree.order:
-                tree.leaf = old.leaf
-            self._write_sidecar(sid, state.loaded, tree.leaf)
-            state.has_sidecar = state.summarised = True
-            self._files[sid] = state
-        else:
-            os.unlink(data_name, dir_fd=self._dir_fd)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(sidecar_name, dir_fd=self._dir_fd)
-            self._files.pop(sid, None)
-        del self._damaged[sid]
-        # Bytes the sidecar committed that are gone count as lost too, not only those cut.
-        lost_bytes = max(info.st_size, old.committed if old is not None else 0) - state.loaded
-        return SessionCheck(sid, kept, problem, lost_entries=lost_entries, lost_bytes=lost_bytes)
-
     # -- parsing -------------------------------------------------------------------------
-
-    def _load_chunk(self, sid: str, state: _FileState, chunk: bytes, *, trusted: bool) -> None:
-        """Apply the complete lines of ``chunk`` (the file from ``state.loaded`` on)."""
-        with collector_paused():
-            if state.loaded == 0 and state.lines == 0:
-                chunk = chunk[self._load_indexed(sid, state, chunk) :]
-            self._load_lines(sid, state, chunk, trusted=trusted)
-
-    def _load_indexed(self, sid: str, state: _FileState, data: bytes) -> int:
-        """Load the prefix of ``data`` a trusted index sidecar describes; its length."""
-        try:
-            raw = self._read_file(index_name(sid), 0)
-        except StoreError:
-            return 0  # a link or an unreadable file: not ours to trust
-        found = read_index(raw, sid, data) if raw else None
-        if found is None:
-            return 0
-
-        def parse(at: int) -> SessionEntry | None:
-            try:
-                return entry_from_wire(found.line(at), where="entry")
-            except InvalidEntryError:
-                return None
-
-        if not apply_index(self._index, sid, found, parse):
-            return 0  # nothing was applied: the lines are read one by one instead
-        state.loaded = found.length
-        state.lines = state.indexed = len(found.ids)
-        state.parents = found.parents
-        state.kinds = list(found.kinds)
-        if found.tokens is not None and found.encoding is not None:
-            # Counts for the bytes the digest vouched for: branch_tokens reads them as its
-            # own (each entry's text never changes).
-            counted = self._token_cache.setdefault(found.encoding, {})
-            for entry_id, kind, count in zip(found.ids, found.kinds, found.tokens, strict=True):
-                if kind != "x":
-                    counted.setdefault(entry_id, count)
-        return found.length
-
-    def _read_lines(self, sid: str, spans: Sequence[Span]) -> builtins.list[SessionEntry]:
-        """The messages whose lines lie at ``spans`` of the session's file (``LazyEntries``):
-        one open, one ``pread`` per run of adjacent lines."""
-        data_name, _ = _file_names(sid)
-        out: builtins.list[SessionEntry] = []
-        with _io(f"reading {self._where(data_name)}"):
-            fd = os.open(data_name, _READ_FLAGS, dir_fd=self._dir_fd)
-            try:
-                at = 0
-                while at < len(spans):
-                    start = end = spans[at][1]
-                    run = at
-                    while run < len(spans) and spans[run][1] == end and end - start < _RUN_BYTES:
-                        end += spans[run][2] + 1
-                        run += 1
-                    if run == at:  # a line longer than a run: read on its own
-                        run, end = at + 1, start + spans[at][2]
-                    block = _read_all(fd, start, end - start)
-                    for entry_id, offset, length in spans[at:run]:
-                        line = block[offset - start : offset - start + length]
-                        out.append(self._parse_kept(entry_id, line))
-                    at = run
-            finally:
-                os.close(fd)
-        return out
-
-    def _parse_kept(self, entry_id: str, line: bytes) -> SessionEntry:
-        """An entry whose line a load placed without keeping it (``LazyEntries``)."""
-        try:
-            entry = entry_from_wire(line, where="entry")
-            if entry.id == entry_id:
-                return entry
-            problem = f"holds entry {entry.id!r} where its index has {entry_id!r}"
-        except InvalidEntryError as exc:
-            problem = str(exc)
-        for sid, tree in self._index.trees.items():
-            if entry_id in tree.order:
-                number = tree.order.index(entry_id) + 1
-                raise self._corrupt_line(sid, number, f"{problem} (run 'prism-om check')")
-        raise CorruptStoreError(f"entry {entry_id!r}: {problem}", url=self.url)
-
-    def _load_lines(self, sid: str, state: _FileState, chunk: bytes, *, trusted: bool) -> None:
-        pos = 0
-        if state.open_line:
-            if not trusted and not chunk.rstrip(b"\0").strip():
-                return  # still only the padding after the unterminated entry
-            if not chunk.startswith(b"\n"):
-                raise self._corrupt_line(sid, state.lines, "text continues after a complete entry")
-            pos, state.loaded, state.open_line = 1, state.loaded + 1, False
-        end = chunk.rfind(b"\n") + 1
-        if end > pos:
-            self._load_complete_lines(sid, state, chunk[pos:end])
-            pos = end
-        if pos < len(chunk) and not trusted:
-            self._load_tail(sid, state, chunk[pos:])
-
-    def _load_tail(self, sid: str, state: _FileState, tail: bytes) -> None:
-        """An unterminated last line: an interrupted append unless it is a whole entry."""
-        body = tail.rstrip(b"\0")  # NUL padding: blocks a crash allocated but never wrote
-        if not body.strip():
-            return
-        try:
-            json.loads(body)
-        except ValueError:  # cut mid-line or mid-character: the next writer truncates it
-            return
-        self._load_line(sid, state, body)
-        state.loaded += len(body)
-        state.open_line = True
-
-    def _load_complete_lines(self, sid: str, state: _FileState, lines: bytes) -> None:
-        """``_load_line`` for each line of ``lines`` (which ends in a newline), in one loop.
-
-        The same checks in the same order, with the index's one-entry ``add``; a line
-        that is not an entry of this session takes ``_load_line``, which raises its error.
-        ``state`` moves past each line applied.
-        """
-        add = self._index.add
-        keep, remember = self._lazy().keep_at, self._lazy().remember
-        for line in lines.split(b"\n")[:-1]:
-            entry = None
-            if line and not line.isspace():
-                with contextlib.suppress(InvalidEntryError):
-                    entry = entry_from_wire(line, where="entry")
-            if entry is not None and entry.session_id == sid:
-                try:
-                    add(entry)
-                except StoreRuleError as exc:
-                    raise self._corrupt_line(sid, state.lines + 1, str(exc)) from exc
-                if entry.kind == "message":
-                    keep(entry.id, sid, state.loaded, len(line))
-                    remember(entry, len(line))
-                state.lines += 1
-                state.parents.append(entry.parent_id)
-                state.kinds.append(kind_of(entry))
-            else:
-                self._load_line(sid, state, line)  # a blank line, or this line's error
-            state.loaded += len(line) + 1
-
-    def _load_line(self, sid: str, state: _FileState, line: bytes) -> None:
-        number = state.lines + 1
-        if line.strip():  # blank lines are tolerated in hand-made files
-            try:
-                entry = entry_from_wire(line, where="entry")
-            except InvalidEntryError as exc:
-                raise self._corrupt_line(sid, number, str(exc)) from exc
-            if entry.session_id != sid:
-                raise self._corrupt_line(
-                    sid, number, f"entry {entry.id!r} belongs to session {entry.session_id!r}"
-                )
-            try:
-                self._index.add(entry)
-            except StoreRuleError as exc:
-                raise self._corrupt_line(sid, number, str(exc)) from exc
-            if entry.kind == "message":
-                self._lazy().keep_at(entry.id, sid, state.loaded, len(line))
-                self._lazy().remember(entry, len(line))
-            state.parents.append(entry.parent_id)
-            state.kinds.append(kind_of(entry))
-        state.lines = number
-
-    def _lazy(self) -> LazyEntries:
-        entries = self._index.entries
-        assert isinstance(entries, LazyEntries)  # set in __init__
-        return entries
-
-    def _corrupt_line(self, sid: str, number: int, problem: str) -> CorruptStoreError:
-        return CorruptStoreError(
-            f"{self._where(sid + DATA_SUFFIX)} line {number}: {problem}", url=self.url
-        )
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -1653,7 +1082,7 @@ class JsonlStore(TreeIndexReads):
         lines: Sequence[bytes],
     ) -> None:
         """Hold the batch's messages by their place in the file, the newest cached."""
-        entries = self._lazy()
+        entries = lazy(self)
         for entry, line in zip(batch, lines, strict=True):
             if entry.kind == "message":
                 entries.keep_at(entry.id, sid, offset, len(line) - 1)
@@ -1764,98 +1193,9 @@ class JsonlStore(TreeIndexReads):
             tree.leaf = entry_id
             self._after_own_change()
 
-    def _delete_sync(self, sid: str) -> int:
-        data_name, _ = _file_names(sid)
-        with self._locked(exclusive=True):
-            self._finished.clear()
-            # Either finishes an interrupted delete of this session (its count is the
-            # answer: the retry did the erasing) or of another one.
-            self._remove_debris()
-            self._refresh()
-            self._load_quietly(sid)  # damage is recorded, not raised: a damaged one goes too
-            finished = self._finished.pop(sid, None)
-            if finished is not None:
-                self._after_own_change()
-                return finished
-            tree = self._index.trees.get(sid)
-            if sid in self._damaged:
-                count = self._count_lines(data_name)
-            elif tree is None or not tree.order:
-                raise session_not_found(sid, self.url)
-            else:
-                count = len(tree.order)
-            self._bump_counter(pending=sid, durable=True)
-            try:
-                with contextlib.suppress(FileNotFoundError):
-                    # It names the session's ids: dropped, rebuilt by a later write.
-                    os.unlink(IDS_NAME, dir_fd=self._dir_fd)
-                self._replace_sidecar(sid, _deleting_body(count))  # the commit
-                self._append_manifest(sid, deleted=True)
-                self._erase_files(sid)
-            finally:
-                self._clear_pending()
-            self._forget_session(sid)
-            self._after_own_change()
-            return count
-
-    def _finish_delete(self, sid: str, count: int) -> None:
-        """Erase what a delete whose intent is on disk left (under the exclusive lock)."""
-        self._bump_counter()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(IDS_NAME, dir_fd=self._dir_fd)
-        self._read_manifest()
-        if sid in self._manifest:  # the deleter died before it wrote its mark
-            self._append_manifest(sid, deleted=True)
-        self._erase_files(sid)
-        self._forget_session(sid)
-        self._deleting.discard(sid)
-        self._finished[sid] = count
-
-    def _count_lines(self, data_name: str) -> int:
-        """Non-blank lines of a damaged session's data file (0 when it is no file)."""
-        try:
-            data = self._read_file(data_name, 0)
-        except StoreError:
-            return 0
-        return sum(1 for line in data.split(b"\n") if line.strip(b"\0 \t\r"))
-
-    def _erase_files(self, sid: str) -> None:
-        """Zero the data file (a regular file only: links are not followed), unlink it
-        and the index sidecar, and the sidecar last, whatever state each is in.
-
-        Every step can be run again: a delete's intent (the sidecar) stays until the end,
-        so whoever finishes an interrupted delete runs the whole of this."""
-        data_name, sidecar_name = _file_names(sid)
-        with _io(f"erasing session {sid!r} from {self._path}"):
-            try:
-                info = os.stat(data_name, dir_fd=self._dir_fd, follow_symlinks=False)
-            except FileNotFoundError:
-                info = None
-            if info is not None:
-                if stat.S_ISREG(info.st_mode):
-                    self._zero(data_name)
-                os.unlink(data_name, dir_fd=self._dir_fd)
-            index = index_name(sid)
-            for name in (f".{sidecar_name}.tmp", index, f"{index}.tmp", sidecar_name):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(name, dir_fd=self._dir_fd)
-            if self._fsync:
-                _fsync_dir(self._path)
-
-    def _zero(self, data_name: str) -> None:
-        fd = os.open(data_name, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self._dir_fd)
-        try:
-            size, chunk = os.fstat(fd).st_size, bytes(_ZERO_CHUNK)
-            for offset in range(0, size, len(chunk)):
-                os.pwrite(fd, chunk[: size - offset], offset)
-            if self._fsync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-
     def _refresh_for_write(self, sid: str) -> None:
         """Clear debris, know every id of the store (they are store-wide), check ``sid``."""
-        self._remove_debris()
+        remove_debris(self)
         self._refresh()
         if not self._all_loaded:
             self._know_all_ids()
@@ -1866,9 +1206,9 @@ class JsonlStore(TreeIndexReads):
             # raises here: it is never written over.
             self._ensure_session(sid, refresh=True)
         if not self._swept:
-            self._sweep_debris()
+            sweep_debris(self)
             self._swept = True
-        self._backfill_sidecars()
+        backfill_sidecars(self)
 
     def _know_all_ids(self) -> None:
         """Make every session's ids known: loaded, vouched for by ``.ids``, or loaded now.
@@ -1953,110 +1293,6 @@ class JsonlStore(TreeIndexReads):
         self._seen = self._change_key()
         if current:
             self._ids_seen = self._seen
-
-    def _sweep_debris(self) -> None:
-        """Once per process: cut every session's bytes beyond its committed length.
-
-        ``_remove_debris`` catches a writer that dies now; this catches what older
-        crashes left (a power cut loses the record in ``.lock``). Under the exclusive
-        lock, bytes past a commit belong to no live writer.
-        """
-        for name in os.listdir(self._dir_fd):
-            ours = (SIDECAR_SUFFIX + ".tmp", ".index.tmp")
-            if (name.startswith(".") and name.endswith(ours)) or name == IDS_NAME + ".tmp":
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(name, dir_fd=self._dir_fd)
-        for sid in builtins.list(self._files):
-            self._load_quietly(sid)  # hand edits bump no counter: read the sidecar again
-            state = self._files.get(sid)
-            data_name, sidecar_name = _file_names(sid)
-            if (
-                state is None
-                or not state.has_sidecar
-                or (self._data_size(data_name) or 0) <= state.loaded
-            ):
-                continue
-            self._bump_counter()
-            if state.loaded == 0 and sid not in self._index.trees:
-                os.unlink(data_name, dir_fd=self._dir_fd)  # data first: see _remove_debris
-                os.unlink(sidecar_name, dir_fd=self._dir_fd)
-                del self._files[sid]
-                continue
-            self._truncate(data_name, state.loaded)
-
-    def _truncate(self, data_name: str, length: int) -> None:
-        fd = os.open(data_name, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self._dir_fd)
-        try:
-            os.ftruncate(fd, length)
-            if self._fsync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-
-    def _backfill_sidecars(self) -> None:
-        """Give version 1 sidecars of loaded sessions their summary (once per process).
-
-        Only sidecars that already describe the whole file are rewritten, and without
-        fsync: losing one to a power cut leaves the old sidecar or none, and both still
-        read correctly.
-        """
-        for sid, state in self._files.items():
-            if state.summarised or not state.has_sidecar or sid not in self._index.trees:
-                continue
-            data_name, _ = _file_names(sid)
-            if self._data_size(data_name) != state.loaded:
-                continue
-            self._write_sidecar(sid, state.loaded, self._index.leaf(sid), sync=False)
-            state.summarised = True
-
-    def _remove_debris(self) -> None:
-        """Undo what a writer that died mid-write left behind (under the exclusive lock).
-
-        The record in ``.lock`` names the session; its owner is gone, since a live one
-        would still hold the lock this writer holds, so nobody is writing its files.
-        """
-        sid = self._pending_session()
-        if sid is None:
-            return
-        self._bump_counter()
-        data_name, sidecar_name = _file_names(sid)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(f".{sidecar_name}.tmp", dir_fd=self._dir_fd)
-        try:
-            sidecar = self._read_sidecar(sid)
-        except StoreError:
-            sidecar = None
-        if sidecar is not None and sidecar.deleting is not None:
-            # A delete_session killed after its commit: finish the erasure.
-            self._finish_delete(sid, sidecar.deleting)
-            self._clear_pending()
-            return
-        try:
-            size = self._data_size(data_name)
-        except StoreError:
-            sidecar, size = None, None  # damaged: left for 'check' to report
-        if size is not None and sidecar is not None and sidecar.committed < size:
-            if sidecar.committed == 0 and sid not in self._index.trees:
-                # A session whose first batch never committed: no session at all. The data
-                # goes first, so a lockless reader never sees it without its sidecar.
-                os.unlink(data_name, dir_fd=self._dir_fd)
-                os.unlink(sidecar_name, dir_fd=self._dir_fd)
-                self._files.pop(sid, None)
-            else:
-                self._truncate(data_name, sidecar.committed)
-        elif size == 0 and sidecar is None:
-            os.unlink(data_name, dir_fd=self._dir_fd)  # created, then killed before a byte
-            self._files.pop(sid, None)
-        elif size and sidecar is not None and sidecar.committed and self._zeroed(data_name):
-            # An older prism-om's delete_session, killed once it had begun zeroing (maybe
-            # part way): finish it, zeroing all of it.
-            self._erase_files(sid)
-            self._forget_session(sid)
-        elif size is None and sidecar is not None:
-            # An older prism-om's delete_session, killed between its two unlinks.
-            os.unlink(sidecar_name, dir_fd=self._dir_fd)
-            self._forget_session(sid)
-        self._clear_pending()
 
     def _open_for_append(self, sid: str, data_name: str) -> int:
         known = sid in self._files
