@@ -736,6 +736,7 @@ def test_schema_transpiles_to_postgres(caplog: pytest.LogCaptureFixture) -> None
         "session_summary",
         "om_live",
         "search_terms",
+        "search_indexed",
     )
     for table in tables:
         assert any(s.startswith(f"CREATE TABLE IF NOT EXISTS {table} (") for s in translated), table
