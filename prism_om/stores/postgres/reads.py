@@ -182,26 +182,22 @@ _HEADER = {
     " FROM leaf l\n"
     "UNION ALL\n",
 }
-# Kind 5: a supersession of one of the ids (entry_id: the superseding reflection), read
-# only from a store whose schema has om_supersessions (docs/design.md, "Supersession of
-# reflections").
+# Kind 5: a supersession of one of the ids (entry_id: the superseding reflection;
+# docs/design.md, "Supersession of reflections").
 _SUPERSESSIONS = """UNION ALL
 SELECT 5, s.depth, s.ordinal, s.memory_id, s.superseded_by, NULL, NULL, NULL, NULL
 FROM om_supersessions s CROSS JOIN branch_path bp
 WHERE s.memory_id {match} AND s.segment_id BETWEEN bp.segment_id AND bp.segment_id
   AND s.depth BETWEEN bp.lo AND bp.hi
 """
-# Keyed by ("one" | "many" ids, "session" | "given" leaf, with supersession rows or not).
-MEMORY_SUBSET_SQL: dict[tuple[str, str, bool], str] = {
-    (ids, leaf, with_supersessions): _BRANCH.format(leaf=_LEAF[leaf])
+# Keyed by ("one" | "many" ids, "session" | "given" leaf).
+MEMORY_SUBSET_SQL: dict[tuple[str, str], str] = {
+    (ids, leaf): _BRANCH.format(leaf=_LEAF[leaf])
     + _SUBSET.format(
-        match=match,
-        header=_HEADER[leaf],
-        supersessions=_SUPERSESSIONS.format(match=match) if with_supersessions else "",
+        match=match, header=_HEADER[leaf], supersessions=_SUPERSESSIONS.format(match=match)
     )
     for ids, match in _MATCH.items()
     for leaf in _LEAF
-    for with_supersessions in (True, False)
 }
 _ENTRY_COLUMNS = "id, session_id, parent_id, kind, timestamp, body"
 BODIES_BY_IDS_SQL = f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE id = ANY(%s)"
@@ -258,11 +254,7 @@ class PostgresReads(SqliteReads):
         if not wanted:
             return ObservationalMemoryLedger()
         params = {"session_id": session_id, "leaf_id": leaf_id, "id": wanted[0], "ids": wanted}
-        key = (
-            "one" if len(wanted) == 1 else "many",
-            "session" if leaf_id is None else "given",
-            self._has_supersessions,
-        )
+        key = ("one" if len(wanted) == 1 else "many", "session" if leaf_id is None else "given")
         rows = await self._fetch_native(MEMORY_SUBSET_SQL[key], params, len(wanted))
         observations, reflections, drops, supersessions = [], [], [], []
         for kind, depth, ordinal, memory_id, entry_id, recorded_at, body, *_source in rows:
@@ -292,7 +284,7 @@ class PostgresReads(SqliteReads):
         session_id = self._session(session_id)
         memory_id = check_entry_id(memory_id, "memory_id")
         params = {"session_id": session_id, "id": memory_id}
-        sql = MEMORY_SUBSET_SQL[("one", "session", self._has_supersessions)]
+        sql = MEMORY_SUBSET_SQL[("one", "session")]
         rows = await self._fetch_native(sql, params, 1)
         observations, reflections, drops, supersessions, sources = [], [], [], [], []
         for kind, depth, ordinal, found_id, entry_id, recorded_at, body, *source in rows:

@@ -23,12 +23,11 @@ from ...errors import (
     CorruptStoreError,
     InvalidInputError,
     ReadOnlyStoreError,
-    StoreError,
     StoreNotFoundError,
 )
 from ...tokens import TokenEstimator, get_estimator
 from .._rows import rewrite_bodies_as_payloads
-from .._schema import SCHEMA_VERSION
+from .._schema import SCHEMA_VERSION, newer_version, no_migration, older_read_only
 from .._shield import finish_then_cancel
 from .._summary import latest_timestamp
 from ..arguments import check_entry_id, check_expected_memory_head
@@ -210,7 +209,6 @@ class PostgresStore(PostgresReads):
         self._writer = cast(Any, reader)
         self._estimator = estimator
         self._read_only = read_only
-        self._schema_version = SCHEMA_VERSION
         self._location = url
         self._damaged = None
         self._writes: set[asyncio.Task[Any]] = set()
@@ -628,23 +626,17 @@ async def _prepare_schema(
     row = await (await raw.execute(META_VERSION_SQL)).fetchone()
     version = int(row[0]) if row else 0
     if version > SCHEMA_VERSION:
-        raise StoreError(
-            f"{url} has schema version {version}, newer than this prism_om "
-            f"({SCHEMA_VERSION}): upgrade prism-om",
-            url=url,
-        )
+        raise newer_version(url, version)
     if version < SCHEMA_VERSION:
         if any(v not in MIGRATIONS for v in range(version, SCHEMA_VERSION)):
-            raise StoreError(
-                f"{url} has schema version {version}, and no migration to version "
-                f"{SCHEMA_VERSION} exists",
-                url=url,
-            )
+            raise no_migration(url, version)
         if read_only:
-            raise StoreError(
-                f"{url} has schema version {version}: open it for writing once to migrate it",
-                url=url,
+            # The reads know only the current shape, and a read-only open never migrates.
+            how = (
+                "PostgresStore.open(url) or open_store(url) without read_only=True, as a "
+                f"role that may create tables in schema {schema!r}"
             )
+            raise older_read_only(url, version, how)
         async with raw.transaction():
             await raw.execute(SCHEMA_LOCK_SQL)
             for step in range(version, SCHEMA_VERSION):

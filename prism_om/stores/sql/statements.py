@@ -365,8 +365,8 @@ SUMMARIES_SQL = """
 SELECT s.session_id, m.entries, m.messages, m.leaves, m.last_activity, m.session_id
 FROM sessions s LEFT JOIN session_summary m ON m.session_id = s.session_id
 ORDER BY s.seq"""
-# The same, computed from the entries: how a migration backfills the table, and how a
-# read-only open of a store older than the table answers. prism_utc is utc_timestamp.
+# The same, computed from the entries: how the migration to schema version 2 backfills
+# the table. prism_utc is utc_timestamp (timestamps compared as times).
 SUMMARIES_FROM_ENTRIES_SQL = """
 SELECT s.session_id AS session_id,
        (SELECT count(*) FROM entries e WHERE e.session_id = s.session_id) AS entries,
@@ -374,8 +374,7 @@ SELECT s.session_id AS session_id,
                                          AND e.kind = 'message') AS messages,
        (SELECT count(*) FROM segments g WHERE g.session_id = s.session_id) AS leaves,
        (SELECT max(prism_utc(e.timestamp)) FROM entries e
-        WHERE e.session_id = s.session_id) AS last_activity,
-       s.session_id AS found
+        WHERE e.session_id = s.session_id) AS last_activity
 FROM sessions s ORDER BY s.seq"""
 
 # Erasing one session (delete_session): its fold rows by the seq of the entry that

@@ -57,8 +57,9 @@ with ``CorruptStoreError`` until the file is repaired (``prism-om check``) and t
 removed. Reads go on, so the readable sessions can be copied out.
 
 Schema versions: a file of an older ``user_version`` is migrated in place, in one
-transaction, when it is opened for writing (``MIGRATIONS``); a read-only open leaves it
-as it is and answers the reads the old shape allows. A newer version refuses to open.
+transaction, when it is opened for writing (``MIGRATIONS``); a read-only open refuses it
+as it is (``StoreVersionError``, saying how to migrate it), as the reads know only the
+current shape. A newer version refuses to open.
 """
 
 from __future__ import annotations

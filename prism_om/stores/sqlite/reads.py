@@ -24,18 +24,7 @@ from ...errors import (
     StoreError,
 )
 from ...tokens import TokenEstimator
-from .._rows import (
-    PAYLOAD_SINCE_VERSION,
-    bad_row_reason,
-    entries_from_rows,
-    message_parts,
-    message_parts_from_rows,
-)
-from .._schema import (
-    LIVE_POOL_SINCE_VERSION,
-    SEARCH_INDEX_SINCE_VERSION,
-    SUPERSESSIONS_SINCE_VERSION,
-)
+from .._rows import bad_row_reason, entries_from_rows, message_parts
 from ..arguments import (
     check_count,
     check_custom_type,
@@ -57,7 +46,6 @@ from ..search import (
     SearchKind,
     check_search,
     run_search,
-    scan_message_candidates,
 )
 from ..snapshot import read_branch_snapshot
 from ..sql.live_pool import POOL_SQL
@@ -88,13 +76,10 @@ from ..sql.statements import (
     LIVE_OBSERVATIONS_SQL,
     LIVE_REFLECTIONS_SQL,
     LOOKUP_CHUNK,
-    MEMORY_SUBSET_AT_LEAF_SQL,
-    MEMORY_SUBSET_SQL,
     MEMORY_SUBSET_WITH_SUPERSESSIONS_AT_LEAF_SQL,
     MEMORY_SUBSET_WITH_SUPERSESSIONS_SQL,
     RECENT_MESSAGES_SQL,
     SCOPE_RECORDS_SQL,
-    SUMMARIES_FROM_ENTRIES_SQL,
     SUMMARIES_SQL,
     SUPERSESSIONS_SQL,
     LeafPosition,
@@ -122,7 +107,6 @@ class SqliteReads(StoreLifecycle):
     _writer: aiosqlite.Connection
     _estimator: TokenEstimator
     _read_only: bool
-    _schema_version: int
     _location: str
     # Why writes are refused, once a read or write met a damaged file (or a note says so).
     _damaged: str | None
@@ -187,12 +171,10 @@ class SqliteReads(StoreLifecycle):
     async def session_summaries(self) -> builtins.list[SessionSummary]:
         """Every session's summary, in order of creation, from the summary table.
 
-        Costs one row per session, whatever the sessions hold; a store opened read-only
-        before its migration computes them from the entries instead.
+        Costs one row per session, whatever the sessions hold.
         """
         self._open_reader()
-        legacy = self._schema_version < 2
-        rows = await self._fetch(SUMMARIES_FROM_ENTRIES_SQL if legacy else SUMMARIES_SQL)
+        rows = await self._fetch(SUMMARIES_SQL)
         summaries = []
         for session_id, entries, messages, leaves, last_activity, found in rows:
             if found is None:
@@ -292,7 +274,7 @@ class SqliteReads(StoreLifecycle):
             return ObservationalMemoryLedger()
         params = position.params()
         rows = [await self._fetch(sql, params) for sql in LEDGER_SQL.values()]
-        supersessions = await self._supersession_rows(params)
+        supersessions = await self._fetch(SUPERSESSIONS_SQL, params)
         with fold_rows_parse(self.url, session_id), collector_paused():
             observations, reflections, drops, markers = rows
             return ledger_from_rows(observations, reflections, drops, markers, supersessions)
@@ -312,17 +294,13 @@ class SqliteReads(StoreLifecycle):
         if position is None:
             return ObservationalMemoryLedger()
         params = position.params()
-        if self._schema_version >= LIVE_POOL_SINCE_VERSION:
-            # The leaf's segment keeps its live memory (live_pool.py): read only that.
-            pooled = [await self._fetch(sql, params) for sql in POOL_SQL.values()]
-            if pooled[2]:
-                with fold_rows_parse(self.url, session_id), collector_paused():
-                    return ledger_from_rows(pooled[0], pooled[1], [], pooled[2])
+        # The leaf's segment keeps its live memory (live_pool.py): read only that.
+        pooled = [await self._fetch(sql, params) for sql in POOL_SQL.values()]
+        if pooled[2]:
+            with fold_rows_parse(self.url, session_id), collector_paused():
+                return ledger_from_rows(pooled[0], pooled[1], [], pooled[2])
         observations = await self._fetch(LIVE_OBSERVATIONS_SQL, params)
-        reflections_sql = LEDGER_SQL["reflections"]
-        if self._has_supersessions:
-            reflections_sql = LIVE_REFLECTIONS_SQL
-        reflections = await self._fetch(reflections_sql, params)
+        reflections = await self._fetch(LIVE_REFLECTIONS_SQL, params)
         markers = await self._fetch(LEDGER_SQL["markers"], params)
         with fold_rows_parse(self.url, session_id), collector_paused():
             return ledger_from_rows(observations, reflections, [], markers)
@@ -341,8 +319,7 @@ class SqliteReads(StoreLifecycle):
     ) -> builtins.list[SearchHit]:
         """``SessionStore.search``, its candidates read from the ``search_terms`` index:
         one index range search per branch piece and query key (``search_index.py``), so
-        the cost follows the matches on the branch. A store opened read-only before its
-        migration to the index scans the branch's messages instead."""
+        the cost follows the matches on the branch."""
         session_id = self._session(session_id)
         leaf_id = check_leaf_id(leaf_id)
         q = check_search(
@@ -353,22 +330,16 @@ class SqliteReads(StoreLifecycle):
             invalidated_ids=invalidated_ids,
             secrets=secrets,
         )
-        indexed = self._schema_version >= SEARCH_INDEX_SINCE_VERSION
 
         async def messages(leaf: str, keys: frozenset[int]) -> builtins.list[MessagePart]:
             position = await self._leaf_position(session_id, leaf)
             if position is None:
                 return []
-            if not indexed:
-                branch = await self._branch_range(position, 0, position.depth)
-                return scan_message_candidates(branch, keys)
             params = {**position.params(), **key_params(keys), "cap": SEARCH_CANDIDATES_PER_TERM}
             rows = await self._fetch(search_messages_sql(len(keys)), params)
             return [(e.id, e.timestamp, e.message) for e in self._parse_rows(rows) if e.message]
 
         async def memory(leaf: str, keys: frozenset[int]) -> builtins.set[str] | None:
-            if not indexed:
-                return None
             position = await self._leaf_position(session_id, leaf)
             if position is None:
                 return set()
@@ -403,11 +374,8 @@ class SqliteReads(StoreLifecycle):
         if not wanted:
             self._session(session_id)
             return ObservationalMemoryLedger()
-        current, given = MEMORY_SUBSET_AT_LEAF_SQL, MEMORY_SUBSET_SQL
-        parts = 3
-        if self._has_supersessions:
-            current = MEMORY_SUBSET_WITH_SUPERSESSIONS_AT_LEAF_SQL
-            given, parts = MEMORY_SUBSET_WITH_SUPERSESSIONS_SQL, 4
+        current = MEMORY_SUBSET_WITH_SUPERSESSIONS_AT_LEAF_SQL
+        given, parts = MEMORY_SUBSET_WITH_SUPERSESSIONS_SQL, 4
         if leaf_id is None and len(wanted) <= LOOKUP_CHUNK:
             # The session's leaf is looked up inside the same query: one round trip.
             sql = current.format(marks=", ".join("?" * len(wanted)))
@@ -457,14 +425,10 @@ class SqliteReads(StoreLifecycle):
     ) -> builtins.list[dict[str, Any]]:
         """The payload column of the branch's rows of one record type, parsed in one call.
 
-        No entry is built: the rows were validated at append, and from schema version 4
-        a custom entry's ``body`` is exactly its ``data``. An older store (read-only, not
-        migrated) keeps the whole wire there, and is read as entries.
+        No entry is built: the rows were validated at append, and a custom entry's
+        ``body`` is exactly its ``data`` (``stores/_rows.py``).
         """
         check_custom_type(custom_type)
-        if self._schema_version < PAYLOAD_SINCE_VERSION:
-            branch = await self.entries(session_id, leaf_id)
-            return [json.loads(json.dumps(e.data)) for e in branch if e.custom_type == custom_type]
         position = await self._leaf_position(session_id, leaf_id)
         if position is None:
             return []
@@ -550,15 +514,8 @@ class SqliteReads(StoreLifecycle):
     ) -> tuple[builtins.list[MessagePart], bool]:
         """``page_messages`` as ``(id, timestamp, message)`` parts (``base.MessagePart``):
         the same rows, checks and errors, without an entry built per row."""
-        parts = self._part_rows
-        rows = await self._page_rows(session_id, cursor, limit, direction, leaf_id, parts)
-        return self._parts_page(rows, limit, direction, parts)
-
-    @property
-    def _part_rows(self) -> bool:
-        """Whether a page reads part rows (``_rows.PART_COLUMNS``): only where bodies are
-        payloads; a reader of an older schema reads whole rows, and may meet either shape."""
-        return self._schema_version >= PAYLOAD_SINCE_VERSION
+        rows = await self._page_rows(session_id, cursor, limit, direction, leaf_id, True)
+        return self._parts_page(rows, limit, direction)
 
     def _entries_page(
         self, rows: builtins.list[Any], limit: int, direction: str
@@ -567,14 +524,11 @@ class SqliteReads(StoreLifecycle):
         return self._page_of(self._parse_rows(rows), limit, direction)
 
     def _parts_page(
-        self, rows: builtins.list[Any], limit: int, direction: str, parts: bool
+        self, rows: builtins.list[Any], limit: int, direction: str
     ) -> tuple[builtins.list[MessagePart], bool]:
-        """The page of message parts of ``_page_rows``' rows (``parts``: part rows)."""
+        """The page of message parts of ``_page_rows``' part rows (``_rows.PART_COLUMNS``)."""
         try:
-            if parts:
-                found = message_parts(rows)
-            else:
-                found = message_parts_from_rows(rows, self._schema_version)
+            found = message_parts(rows)
         except CorruptStoreError as exc:
             raise self._store_named(exc) from exc
         return self._page_of(found, limit, direction)
@@ -649,16 +603,6 @@ class SqliteReads(StoreLifecycle):
         return (current, owner, depth, kind, role), pieces, found
 
     # -- helpers later features reuse -------------------------------------------------
-
-    @property
-    def _has_supersessions(self) -> bool:
-        """Whether the file has the om_supersessions table (see ``SUPERSESSIONS_SINCE_VERSION``)."""
-        return self._schema_version >= SUPERSESSIONS_SINCE_VERSION
-
-    async def _supersession_rows(self, params: dict[str, int]) -> builtins.list[Any]:
-        if not self._has_supersessions:
-            return []
-        return await self._fetch(SUPERSESSIONS_SQL, params)
 
     async def _leaf_position(self, session_id: str, leaf_id: str | None) -> LeafPosition | None:
         """The branch end: ``leaf_id`` checked against the session, or the current leaf.
@@ -745,10 +689,10 @@ class SqliteReads(StoreLifecycle):
         return entry
 
     def _parse_rows(self, rows: Sequence[Sequence[Any]]) -> builtins.list[SessionEntry]:
-        """Stored entry rows back into their entries (``stores/_rows.py``): built from the
-        columns in a store of schema 4, validated from the whole wire in an older one."""
+        """Stored entry rows back into their entries (``stores/_rows.py``), built from the
+        columns and the payloads."""
         try:
-            return entries_from_rows(rows, self._schema_version)
+            return entries_from_rows(rows)
         except CorruptStoreError as exc:
             raise self._store_named(exc) from exc
 
