@@ -203,13 +203,10 @@ class PostgresStore(PostgresReads):
     ) -> None:
         self.url = url
         self._pool = pool
-        reader = PoolReader(pool, url, lane)
-        # SqliteReads reads through _reader.execute_fetchall; PoolReader has that face.
-        self._reader = cast(Any, reader)
-        self._writer = cast(Any, reader)
+        # SqlReads reads through _reader.execute_fetchall (connection.SqlReader).
+        self._reader = PoolReader(pool, url, lane)
         self._estimator = estimator
         self._read_only = read_only
-        self._location = url
         self._damaged = None
         self._writes: set[asyncio.Task[Any]] = set()
         self._appended = 0
@@ -472,17 +469,14 @@ class PostgresStore(PostgresReads):
             "SELECT root_id FROM sessions WHERE session_id = ?", (session_id,)
         )
         root_id = rows_state[0][0] if rows_state else None
-        parents = await lookup_parents(cast(Any, conn), outside_parent_ids(batch))
+        parents = await lookup_parents(conn, outside_parent_ids(batch))
         failure = first_rule_failure(batch, root_id, parents, self.url)
         limit = len(batch) if failure is None else failure[0]
         records: dict[str, MemoryRecord] = {}
-        failure = (
-            await first_memory_failure(cast(Any, conn), batch, limit, self._parse, records)
-            or failure
-        )
+        failure = await first_memory_failure(conn, batch, limit, self._parse, records) or failure
         if failure is not None:
             index, error = failure
-            raise await first_duplicate(cast(Any, conn), batch[: index + 1], self.url) or error
+            raise await first_duplicate(conn, batch[: index + 1], self.url) or error
         # Placed with batch-local numbers, then given ids drawn from the identity columns'
         # sequences: concurrent writers of other sessions never wait on one counter.
         placer = Placer(session_id, parents, 0, _LOCAL_SEGMENT_BASE, self._estimator.name)
@@ -543,13 +537,14 @@ class PostgresStore(PostgresReads):
                 PlacedEntry(entry, row[ROW_SEQ], row[ROW_SEGMENT], row[ROW_DEPTH], row[ROW_TOKENS])
                 for entry, row in zip(batch, rows, strict=True)
             ]
-        await write_memory_folds(cast(Any, conn), placed, records)
+        await write_memory_folds(conn, placed, records)
         await write_search_rows(
             conn, message_search_rows((p.entry, p.segment_id, p.depth) for p in placed)
         )
         self._append_fault_point(batch)
 
-    def _open_writer(self) -> Any:
+    def _open_writer(self) -> None:
+        """Check the store may write now: open, not read-only, no damage reported."""
         self._check_open()
         if self._read_only:
             raise ReadOnlyStoreError(
@@ -562,13 +557,6 @@ class PostgresStore(PostgresReads):
                 "until it is reopened",
                 url=self.url,
             )
-        return self._writer
-
-    def _mark_damaged(self, exc: CorruptStoreError) -> None:
-        # The server owns its files: there is no note to leave beside them, so only this
-        # store object refuses later writes.
-        if not self._read_only and self._damaged is None:
-            self._damaged = str(exc).splitlines()[0]
 
 
 def _pipeline(raw: psycopg.AsyncConnection[Any]) -> AbstractAsyncContextManager[Any]:

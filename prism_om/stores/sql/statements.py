@@ -5,16 +5,14 @@ from __future__ import annotations
 import builtins
 import functools
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
-
-import aiosqlite
 
 from ...core.records import FOLDED_TYPE
 from ...core.sources import ELIGIBLE_SOURCE_ROLES
 from .._rows import entry_columns
+from .connection import Params, SqlReader
 
-Params = Sequence[Any] | Mapping[str, Any]
 # The om_markers record type of a compaction that carries no om.folded memory.
 COMPACTION_MARKER = "compaction"
 LOOKUP_CHUNK = 500
@@ -430,12 +428,10 @@ class LeafPosition(NamedTuple):
         }
 
 
-async def fetch_rows(
-    conn: aiosqlite.Connection, sql: str, params: Params = ()
-) -> builtins.list[Any]:
+async def fetch_rows(conn: SqlReader, sql: str, params: Params = ()) -> builtins.list[Any]:
     return builtins.list(await conn.execute_fetchall(sql, params))
 
 
-async def fetch_first_row(conn: aiosqlite.Connection, sql: str, params: Params = ()) -> Any:
+async def fetch_first_row(conn: SqlReader, sql: str, params: Params = ()) -> Any:
     """The first row of a query that always returns one."""
     return next(iter(await conn.execute_fetchall(sql, params)))

@@ -6,7 +6,8 @@ rows, the live pool, the search index and recall's rows, is in ``stores.sql``):
 - ``store``: ``SqliteStore``, opening a file and the write transactions over it.
 - ``connect``: opening a file (pragmas, schema checks, ``MIGRATIONS``, the damage note).
 - ``translate``: ``sqlite3`` errors turned into ``StoreError``s, written once.
-- ``reads``: every read (``SqliteReads``), from the indexes and fold tables.
+- ``reads``: ``SqliteReads``, the shared reads (``stores.sql.reads``) with SQLite's busy
+  retries, its page statement and the damage note.
 - ``worker_thread``: a whole read or write transaction run on a connection's own worker
   thread, one thread hop per public call.
 - ``thread_reads``: ``SqliteReads`` with each public read run that way.

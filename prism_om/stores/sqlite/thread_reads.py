@@ -21,14 +21,15 @@ from ...entries import SessionEntry
 from ...errors import CorruptStoreError
 from ..arguments import check_count, check_entry_id, check_id_list, check_leaf_id, check_page_args
 from ..base import MessagePart, SessionSummary
+from ..sql.connection import Params
+from ..sql.damage import fold_rows_parse
 from ..sql.placement import check_page_head
 from ..sql.recall_rows import recall_ledger, recall_statement, split_recall_rows
-from ..sql.statements import ELIGIBLE_ROLES, Params
+from ..sql.statements import ELIGIBLE_ROLES
 from .loop_page import point_page_start
 from .loop_reads import POINT_MAX_PARAMS, NotAPoint, PointConnection
 from .page_statement import ENTRY_PART_ROWS_SQL, PIECE_ROWS_SQL, pieces_beyond
 from .reads import SqliteReads
-from .translate import fold_rows_parse
 from .worker_thread import ThreadSlot, drive, fetch_direct, on_thread
 
 T = TypeVar("T")
