@@ -41,6 +41,9 @@ The hierarchy::
     │   ├── StoreNotFoundError       opening a store that does not exist, without create
     │   ├── StoreUnreachableError    a store's server that cannot be connected to (reason)
     │   ├── ReadOnlyStoreError       a write to a store opened read-only
+    │   ├── StoreVersionError        a store of a schema version this open cannot use
+    │   │                            (``version``, ``supported``): newer than the code,
+    │   │                            or older and opened read-only (how to migrate it)
     │   └── CopyVerificationError    a copy whose target counts differ from the source
     ├── WorkerError                  a memory worker run failed
     │   ├── WorkerRunError           a broken worker limit or failing part (``reason``)
@@ -104,6 +107,7 @@ __all__ = [
     "StoreNotFoundError",
     "StoreRuleError",
     "StoreUnreachableError",
+    "StoreVersionError",
     "TombstoneRecordError",
     "UnknownParentError",
     "WorkerError",
@@ -324,6 +328,18 @@ class StoreUnreachableError(StoreError):
 
 class ReadOnlyStoreError(StoreError):
     """A write to a store that was opened read-only."""
+
+
+class StoreVersionError(StoreError):
+    """A store whose schema version this open cannot use: newer than this prism_om, older
+    with no migration to the current version, or older and opened read-only (a read-only
+    open never migrates, and reads only the current shape; the message says how to
+    migrate it). ``version`` is the store's, ``supported`` this prism_om's."""
+
+    def __init__(self, *args: object, version: int, supported: int, url: str | None = None) -> None:
+        super().__init__(*args, url=url)
+        self.version = version
+        self.supported = supported
 
 
 class EntryTooLargeError(LimitExceededError):

@@ -11,8 +11,11 @@ is reported (and ``--repair`` copies the sessions without it) instead of served.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import Set
 from dataclasses import dataclass, field
 from urllib.parse import quote
@@ -20,7 +23,7 @@ from urllib.parse import quote
 from ..core.ledger import fold_ledger
 from ..core.ledger_views import live_ledger
 from ..entries import entry_from_wire
-from ..errors import InvalidEntryError, PrismMemoryError
+from ..errors import InvalidEntryError, PrismMemoryError, StoreVersionError
 from ..stores._rows import entry_columns, wire_from_row
 from ..stores._schema import SCHEMA_VERSION
 from ..stores.base import SessionStore
@@ -89,11 +92,36 @@ def _row_reason(row: list[object], version: int, seq: int) -> str | None:
 
 async def sqlite_memory_problems(path: str, skip: Set[str], limit: int = 20) -> list[str]:
     """Each leaf's stored memory (``ledger``, ``live_ledger``) against the fold of its
-    entries, for every session not in ``skip`` (those already have bad rows)."""
+    entries, for every session not in ``skip`` (those already have bad rows).
+
+    A file of an older schema version is not migrated by a check, and a read-only open
+    refuses it: its memory is compared on a migrated copy in a temporary directory (what
+    its first writable open would make of it), and the file is left as it is.
+    """
     from ..stores.sqlite import SqliteStore
 
-    async with await SqliteStore.open(path, read_only=True) as store:
+    try:
+        store = await SqliteStore.open(path, read_only=True)
+    except StoreVersionError as exc:
+        if exc.version > exc.supported:
+            raise
+        with tempfile.TemporaryDirectory(prefix="prism-om-check-") as scratch:
+            copy = await asyncio.to_thread(_copy_of, path, scratch)
+            async with await SqliteStore.open(copy, create=False) as migrated:
+                found = await store_memory_problems(migrated, skip, limit)
+            # A problem names the copy; the user knows the file as ``path``.
+            return [problem.replace(copy, path) for problem in found]
+    async with store:
         return await store_memory_problems(store, skip, limit)
+
+
+def _copy_of(path: str, directory: str) -> str:
+    """A copy of the file at ``path`` (and its WAL) in ``directory``; its path."""
+    copy = os.path.join(directory, "migrated.db")
+    for suffix in ("", "-wal"):
+        if os.path.exists(path + suffix):
+            shutil.copyfile(path + suffix, copy + suffix)
+    return copy
 
 
 async def store_memory_problems(

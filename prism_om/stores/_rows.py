@@ -18,6 +18,11 @@ not parse raises ``CorruptStoreError`` naming its entry (``bad_row``); the adapt
 the store to it.
 The wire format is unchanged: an entry read back equals the one appended, field for
 field, and serialises to the same bytes.
+
+The reads know only this shape: a store of an older version is migrated before anything
+reads it (a read-only open refuses it). The one compatibility reader of the older shape
+is ``stored_entry`` (with ``wire_from_row``): what the migrations read, so that a row of
+either shape is validated, and what ``prism-om check`` validates an unmigrated file with.
 """
 
 from __future__ import annotations
@@ -42,13 +47,13 @@ __all__ = [
     "entry_columns",
     "PART_COLUMNS",
     "message_parts",
-    "message_parts_from_rows",
     "message_serializer",
     "payload_json",
     "wire_from_row",
 ]
 
-# The first schema version whose ``entries.body`` is the payload, not the whole wire.
+# The first schema version whose ``entries.body`` is the payload, not the whole wire: the
+# compatibility reader (``stored_entry``, ``wire_from_row``) and the migration use it.
 PAYLOAD_SINCE_VERSION = 4
 
 # Every read of whole entries selects these columns, in this order.
@@ -296,29 +301,13 @@ def _stored_message(text: bytes | str) -> Message:
     return found[0]
 
 
-def _whole_wire(row: Sequence[Any]) -> SessionEntry:
-    """An entry from a row of schema 3 or older, whose body is the whole wire JSON."""
-    entry_id = str(row[0])
-    try:
-        entry = SessionEntry.model_validate_json(_json_text(row))
-    except ValidationError as exc:
-        raise bad_row(entry_id, f"its stored JSON no longer parses ({_first_line(exc)})") from exc
-    if entry.id != entry_id:
-        raise bad_row(entry_id, f"its stored JSON holds id {entry.id!r}")
-    return entry
-
-
-def entries_from_rows(rows: Iterable[Sequence[Any]], version: int) -> list[SessionEntry]:
-    """Entries from rows of ``entry_columns()`` in a store of schema ``version``, in order.
+def entries_from_rows(rows: Iterable[Sequence[Any]]) -> list[SessionEntry]:
+    """Entries from rows of ``entry_columns()`` (payload bodies), in order.
 
     Raises ``CorruptStoreError`` (``bad_row``) for the first row (in row order among its
     kind) that does not read.
     """
     rows = rows if isinstance(rows, list) else list(rows)
-    if version < PAYLOAD_SINCE_VERSION:
-        # A reader opened before another process migrated the file still believes it is
-        # version 3, and may meet rows already rewritten as payloads: read either shape.
-        return [stored_entry(row)[0] for row in rows]
     messages = [row for row in rows if row[3] == "message"]
     parsed = _messages(messages) if messages else []
     if len(messages) == len(rows):
@@ -330,25 +319,12 @@ def entries_from_rows(rows: Iterable[Sequence[Any]], version: int) -> list[Sessi
     ]
 
 
-def message_parts_from_rows(
-    rows: Sequence[Sequence[Any]], version: int
-) -> list[tuple[str, str, Message]]:
-    """``(id, timestamp, message)`` of rows of ``entry_columns()`` that are all messages
-    (the page's rows: its statements select ``kind = 'message'``), in order: what
-    ``entries_from_rows`` would give of each, without building the entries."""
-    if version < PAYLOAD_SINCE_VERSION:
-        entries = entries_from_rows(rows, version)
-        return [(e.id, e.timestamp, e.message) for e in entries if e.message is not None]
-    return message_parts([(row[0], row[4], row[5]) for row in rows])
-
-
 PART_COLUMNS = "id, timestamp, CAST(body AS BLOB)"
-"""The columns of a message part's row (schema 4 or later): id, timestamp, payload."""
+"""The columns of a message part's row: id, timestamp, payload."""
 
 
 def message_parts(rows: Sequence[Sequence[Any]]) -> list[tuple[str, str, Message]]:
-    """``(id, timestamp, message)`` of ``PART_COLUMNS`` rows of message entries of a store
-    of schema 4 or later, in order.
+    """``(id, timestamp, message)`` of ``PART_COLUMNS`` rows of message entries, in order.
 
     The payloads parse in one pydantic-core call, SQLite's bytes and PostgreSQL's text
     alike; a row that does not parse raises ``bad_row`` naming its entry, as
@@ -387,9 +363,26 @@ def message_parts(rows: Sequence[Sequence[Any]]) -> list[tuple[str, str, Message
     return [(row[0], row[1], message) for row, message in zip(rows, parsed, strict=True)]
 
 
+# -- the compatibility reader and the migration from schema version 3 -------------------
+
+
+def _whole_wire(row: Sequence[Any]) -> SessionEntry:
+    """An entry from a row of schema 3 or older, whose body is the whole wire JSON."""
+    entry_id = str(row[0])
+    try:
+        entry = SessionEntry.model_validate_json(_json_text(row))
+    except ValidationError as exc:
+        raise bad_row(entry_id, f"its stored JSON no longer parses ({_first_line(exc)})") from exc
+    if entry.id != entry_id:
+        raise bad_row(entry_id, f"its stored JSON holds id {entry.id!r}")
+    return entry
+
+
 def wire_from_row(row: Sequence[Any], version: int) -> Any:
-    """The wire form of an entry row, for the validating reads (``prism-om check``): the
-    body itself up to schema 3, else the envelope columns around the decoded payload."""
+    """The wire form of an entry row of a store of schema ``version``, for the validating
+    reads (``prism-om check``, which reads a file of any version as it is, and
+    ``stored_entry``): the body itself up to schema 3, else the envelope columns around
+    the decoded payload."""
     if version < PAYLOAD_SINCE_VERSION:
         return row[5]
     entry_id, session_id, parent_id, kind, timestamp = row[:5]
@@ -412,9 +405,6 @@ def wire_from_row(row: Sequence[Any], version: int) -> Any:
     elif isinstance(value, dict):
         wire.update(value)
     return wire
-
-
-# -- the migration from schema version 3 -----------------------------------------------
 
 
 def stored_entry(row: Sequence[Any]) -> tuple[SessionEntry, bool]:

@@ -1,4 +1,5 @@
-"""Find and split ``schema.sql``, the one source of the relational schema.
+"""Find and split ``schema.sql``, the one source of the relational schema, and word the
+errors of a store at another schema version (``StoreVersionError``) for both SQL adapters.
 
 A wheel carries the file as ``prism_om/schema.sql`` (hatch force-include); a source
 checkout or an editable install has it at the repository root, next to the package.
@@ -12,36 +13,61 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from ..errors import StoreError
+from ..errors import StoreError, StoreVersionError
 
 __all__ = [
     "APPLICATION_ID",
-    "LIVE_POOL_SINCE_VERSION",
     "SCHEMA_VERSION",
-    "SEARCH_INDEXED_SINCE_VERSION",
-    "SEARCH_INDEX_SINCE_VERSION",
-    "SUPERSESSIONS_SINCE_VERSION",
     "Schema",
     "load_schema",
+    "newer_version",
+    "no_migration",
+    "older_read_only",
 ]
 
 # The version of schema.sql, kept in PRAGMA user_version; bump it with every change there,
 # and add the step from the version before to MIGRATIONS (stores/sqlite/connect.py).
 SCHEMA_VERSION = 6
-# The first version with the om_supersessions fold table: a store of an older version
-# opened read-only (so not migrated) holds no supersession, and reads skip the table.
-SUPERSESSIONS_SINCE_VERSION = 3
-# The first version with the om_live pool (stores/sql/live_pool.py): an older store
-# opened read-only reads the live ledger from the fold tables instead.
-LIVE_POOL_SINCE_VERSION = 4
-# The first version with the search_terms index (stores/sql/search_index.py): an older
-# store opened read-only is searched by a scan of the branch instead.
-SEARCH_INDEX_SINCE_VERSION = 5
-# The first version whose messages are indexed by the first search that reaches them
-# (search_indexed), not in the append: a version-5 store holds every message's rows.
-SEARCH_INDEXED_SINCE_VERSION = 6
 # PRAGMA application_id of a prism_om file: "PrOm", so foreign SQLite files are refused.
 APPLICATION_ID = 0x50724F6D
+
+
+# -- the version errors, one wording for SQLite and PostgreSQL --------------------------
+
+
+def newer_version(url: str, version: int) -> StoreVersionError:
+    """A store written by a newer prism_om: this one cannot read or migrate it."""
+    return StoreVersionError(
+        f"{url} has schema version {version}, newer than version {SCHEMA_VERSION} that "
+        "this prism_om supports: upgrade prism-om to open it",
+        version=version,
+        supported=SCHEMA_VERSION,
+        url=url,
+    )
+
+
+def no_migration(url: str, version: int) -> StoreVersionError:
+    """An older store with a gap in the migrations to this version."""
+    return StoreVersionError(
+        f"{url} has schema version {version}, and no migration to version {SCHEMA_VERSION} exists",
+        version=version,
+        supported=SCHEMA_VERSION,
+        url=url,
+    )
+
+
+def older_read_only(url: str, version: int, how: str) -> StoreVersionError:
+    """An older store opened read-only. Such an open never migrates, and the reads know
+    only the current shape (there is no second read path for old files), so it refuses
+    and says how to migrate: ``how`` is the adapter's own way to open it for writing."""
+    return StoreVersionError(
+        f"{url} has schema version {version}, older than version {SCHEMA_VERSION} of this "
+        "prism_om, and a read-only open does not migrate it: open it once for writing, "
+        f"which migrates it in place in one transaction ({how}), then read it",
+        version=version,
+        supported=SCHEMA_VERSION,
+        url=url,
+    )
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import shutil
@@ -68,10 +69,17 @@ async def test_import_still_creates_and_sessions_lists_from_the_summaries(
     assert rows[0]["messages"] == sum(1 for e in listed if e.kind == "message") > 0
 
 
-def test_sessions_reads_an_old_store_without_changing_it(tmp_path: Path) -> None:
+def test_sessions_refuses_an_old_store_unchanged_and_lists_it_once_migrated(
+    tmp_path: Path,
+) -> None:
     db = tmp_path / "old.db"
     shutil.copyfile(FIXTURE, db)
     before = digest(db)
+    # A read neither migrates nor touches the file: it says how to migrate it.
+    line = failed(run_cli("sessions", "--json", "--db", str(db), cwd=tmp_path), 1)
+    assert str(db) in line and "schema version 1, older" in line and "open it once" in line
+    assert digest(db) == before
+    asyncio.run(_migrate(db))
     rows = json.loads(ok(run_cli("sessions", "--json", "--db", str(db), cwd=tmp_path)))
     by_id = {r["session"]: r for r in rows}
     assert list(by_id) == ["om-a", "om-b", "mixed-times"]
@@ -80,8 +88,12 @@ def test_sessions_reads_an_old_store_without_changing_it(tmp_path: Path) -> None
     assert by_id["mixed-times"]["leaves"] == 2
     table = ok(run_cli("sessions", "--db", str(db), cwd=tmp_path))
     assert "2026-03-22 09:30:00" in table
-    # A read neither migrates nor touches the file.
-    assert digest(db) == before
+
+
+async def _migrate(db: Path) -> None:
+    """The first writable open migrates the file (what the refusal tells the user)."""
+    async with await SqliteStore.open(db):
+        pass
 
 
 async def test_session_rows_compare_times_on_a_store_without_summaries() -> None:

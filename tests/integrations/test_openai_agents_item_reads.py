@@ -13,7 +13,7 @@ import pytest
 
 from prism_om.integrations.openai_agents import ITEM_TYPE, PrismSession
 from prism_om.stores import SessionStore, open_store
-from prism_om.stores.sqlite.reads import SqliteReads
+from prism_om.stores.sql.reads import SqlReads
 from prism_om.testing.conformance import StoreOpener
 from prism_om.testing.counting import CountingStore
 from prism_om.workers.runtime import ObservationalMemoryRuntime
@@ -47,11 +47,11 @@ def turn(n: int) -> list[dict[str, Any]]:
 
 class RowCounter:
     """Counts the rows a SQL adapter's reads hand back (SQLite and PostgreSQL share
-    ``SqliteReads._fetch``), so a test sees what a read cost, not only that it ran."""
+    ``SqlReads._fetch``), so a test sees what a read cost, not only that it ran."""
 
     def __init__(self, store: SessionStore) -> None:
         self.rows = 0
-        if isinstance(store, SqliteReads):
+        if isinstance(store, SqlReads):
             fetch = store._fetch
 
             async def counted(*args: Any, **kwargs: Any) -> Any:
@@ -77,7 +77,7 @@ async def test_get_items_without_memory_reads_only_the_items(store_opener: Store
         assert got == items
         # One public read, of the item rows alone: no whole branch, no message entry.
         assert calls.read_names() == ["custom_data"]
-        if isinstance(inner, SqliteReads):
+        if isinstance(inner, SqlReads):
             # The leaf's position (one row), then exactly one row per item returned.
             assert rows.rows == 1 + len(items)
         # What it read is exactly what it returned.

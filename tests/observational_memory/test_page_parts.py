@@ -19,6 +19,7 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg import sql as pgsql
+from support.old_stores import reference_store
 
 from prism_om.entries import SessionEntry
 from prism_om.errors import CorruptStoreError
@@ -278,13 +279,17 @@ def test_message_parts_name_the_bad_row(as_text: bool) -> None:
         assert caught.value.entry_id == "m-bad"
 
 
-async def test_a_version_three_reader_pages_from_whole_rows(tmp_path: Path) -> None:
+async def test_a_migrated_version_three_store_pages_as_its_rows_say(tmp_path: Path) -> None:
     path = tmp_path / "v3.db"
     shutil.copyfile(V3_FIXTURE, path)
-    async with await SqliteStore.open(path, read_only=True) as old:
-        sid = (await old.sessions())[0]
-        branch = await old.entries(sid)
-        cursor = next(e.id for e in branch if e.message is not None and e.message.role == "user")
-        got = await recall_observational_memory_branch_page(old, cursor, session_id=sid, limit=20)
+    # The branch as the fixture's own rows hold it (support/old_stores.py).
+    async with await reference_store(path) as reference:
+        sid = (await reference.sessions())[0]
+        branch = await reference.entries(sid)
+    cursor = next(e.id for e in branch if e.message is not None and e.message.role == "user")
+    async with await SqliteStore.open(path) as migrated:
+        got = await recall_observational_memory_branch_page(
+            migrated, cursor, session_id=sid, limit=20
+        )
     assert got == recall_observational_memory_branch_page(branch, cursor, limit=20)
     assert got.messages

@@ -1,6 +1,6 @@
 """Schema version 4 (the om_live pool): the migration from version 3 on the committed
-SQLite store of that version and on PostgreSQL, a read-only open of a version 3 file,
-and a failed migration that leaves version 3 as it was."""
+SQLite store of that version and on PostgreSQL, a read-only open of a version 3 store
+(refused, unchanged), and a failed migration that leaves version 3 as it was."""
 
 from __future__ import annotations
 
@@ -13,9 +13,11 @@ import aiosqlite
 import psycopg
 import pytest
 from psycopg import sql as pgsql
+from support.old_stores import reference_store
 
 from prism_om.core.records import OBSERVATIONS_DROPPED
 from prism_om.entries import custom_entry
+from prism_om.errors import StoreVersionError
 from prism_om.stores import SessionStore, open_store
 from prism_om.stores._schema import SCHEMA_VERSION
 from prism_om.stores.postgres import split_postgres_url
@@ -59,7 +61,7 @@ def test_the_fixture_is_version_three_without_the_pool() -> None:
 
 
 async def test_a_version_three_store_migrates_and_its_pools_equal_the_fold(v3_store: Path) -> None:
-    async with await SqliteStore.open(v3_store, read_only=True) as before:
+    async with await reference_store(v3_store) as before:
         seen_before = await snapshot(before)
     async with await SqliteStore.open(v3_store) as store:
         assert version_of(v3_store) == SCHEMA_VERSION
@@ -73,9 +75,9 @@ async def test_a_version_three_store_migrates_and_its_pools_equal_the_fold(v3_st
     assert pool_of(v3_store) == await rebuilt_pool(v3_store)
 
 
-async def test_a_read_only_open_of_version_three_still_reads(v3_store: Path) -> None:
-    async with await SqliteStore.open(v3_store, read_only=True) as store:
-        await every_session_equals_the_fold(store)
+async def test_a_read_only_open_of_version_three_refuses(v3_store: Path) -> None:
+    with pytest.raises(StoreVersionError, match="schema version 3, older"):
+        await SqliteStore.open(v3_store, read_only=True)
     assert version_of(v3_store) == 3
     assert "om_live" not in tables_of(v3_store)
 
@@ -125,6 +127,15 @@ async def test_postgres_migrates_version_three_and_backfills_the_pool(postgres_u
                 name
             )
         )
+    # Read-only, the older schema is refused as it is, saying how to migrate it.
+    with pytest.raises(StoreVersionError, match="open it once for writing") as caught:
+        await open_store(postgres_url, read_only=True)
+    assert (caught.value.version, caught.value.supported) == (3, SCHEMA_VERSION)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        row = conn.execute(
+            pgsql.SQL("SELECT value FROM {}.prism_meta WHERE name = 'schema_version'").format(name)
+        ).fetchone()
+    assert row is not None and row[0] == "3"
     async with await open_store(postgres_url) as store:
         assert await store.live_ledger("pool") == expected
         await assert_every_point_equals_the_fold(store, "pool")

@@ -36,11 +36,10 @@ def statements() -> dict[str, tuple[str, dict[str, Any]]]:
         params = {"session_id": f"s{S}", "cursor": MESSAGE, "want": 21}
         params["leaf_id"] = None if leaf == "session" else LEAF
         found[f"page {way} at the {leaf} leaf"] = (text, params)
-    for (count, leaf, supersessions), text in reads.MEMORY_SUBSET_SQL.items():
+    for (count, leaf), text in reads.MEMORY_SUBSET_SQL.items():
         params = {"session_id": f"s{S}", "id": MEMORY_IDS[0], "ids": MEMORY_IDS}
         params["leaf_id"] = None if leaf == "session" else LEAF
-        rows = "with supersessions" if supersessions else "without supersessions"
-        found[f"memory subset, {count} id(s), at the {leaf} leaf, {rows}"] = (text, params)
+        found[f"memory subset, {count} id(s), at the {leaf} leaf"] = (text, params)
     found["bodies by ids"] = (reads.BODIES_BY_IDS_SQL, {"ids": [ON_ROOT, LEAF]})
     found["body by id"] = (reads.BODY_BY_ID_SQL, {"id": ON_ROOT})
     return found
@@ -85,8 +84,8 @@ def plans(conn: psycopg.Connection[Any], text: str, params: dict[str, Any]) -> l
 def test_the_one_statement_reads_are_index_reads(filled: psycopg.Connection[Any]) -> None:
     assert SESSIONS * (ROOT_LEN + FORK_LEN) > 50_000 and FORK_AT < ROOT_LEN
     checked = statements()
-    # 4 pages, 8 memory subsets (with and without supersession rows), 2 lookups by id
-    assert len(checked) == 14
+    # 4 pages, 4 memory subsets (one/many ids, session/given leaf), 2 lookups by id
+    assert len(checked) == 10
     bad = {}
     for name, (text, params) in checked.items():
         for mode, plan in zip(("custom", "generic"), plans(filled, text, params), strict=True):

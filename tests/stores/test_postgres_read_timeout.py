@@ -68,7 +68,7 @@ async def test_a_bounded_read_on_a_frozen_server_is_busy_not_stuck(
     async with await PostgresStore.open(postgres_url, timeout_s=TIMEOUT_S) as store:
         entries = await chain(store, 30)
         calls: dict[str, Callable[[], Awaitable[Any]]] = {
-            # A PostgreSQL-only statement (reads.py) and a transpiled one (SqliteReads).
+            # A PostgreSQL-only statement (reads.py) and a transpiled one (SqlReads).
             "page": lambda: store.page_messages("s", entries[3].id, 5),
             "leaf": lambda: store.leaf("s"),
         }

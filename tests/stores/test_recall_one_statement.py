@@ -107,10 +107,7 @@ async def test_sqlite_recall_is_one_statement_on_the_loop(make_opener: Any, tmp_
         await store.close()
 
 
-@pytest.mark.parametrize("with_supersessions", [True, False])
-async def test_sqlite_recall_statement_is_index_searches(
-    make_opener: Any, tmp_path: Path, with_supersessions: bool
-) -> None:
+async def test_sqlite_recall_statement_is_index_searches(make_opener: Any, tmp_path: Path) -> None:
     # Each table is searched by index; only the branch pieces and the source ids read
     # ahead (a few rows each) are scanned, and SQLite builds no automatic index per call.
     story = Story()
@@ -118,7 +115,7 @@ async def test_sqlite_recall_statement_is_index_searches(
     try:
         await load_builder(store, story.builder)
         await recall_observational_memory(store, story.o1, session_id="s1")
-        sql, params = recall_statement("s1", story.o1, with_supersessions)
+        sql, params = recall_statement("s1", story.o1)
         plan = [row[3] for row in store._point.raw.execute(f"EXPLAIN QUERY PLAN {sql}", params)]
         assert not [step for step in plan if "AUTOMATIC" in step], plan
         scans = {step for step in plan if step.startswith("SCAN")}

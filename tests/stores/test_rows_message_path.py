@@ -14,7 +14,6 @@ from prism_om.entries import SessionEntry, custom_entry, message_entry
 from prism_om.errors import CorruptStoreError
 from prism_om.stores import _rows
 from prism_om.stores._rows import entries_from_rows, payload_json
-from prism_om.stores._schema import SCHEMA_VERSION
 
 
 def _messages(count: int) -> list[SessionEntry]:
@@ -51,9 +50,9 @@ def calls_into_rows() -> Iterator[list[str]]:
 def test_message_rows_cost_one_python_call_each(calls_into_rows: list[str]) -> None:
     entries = _messages(300)
     rows = [_row(e) for e in entries]
-    entries_from_rows(rows[:1], SCHEMA_VERSION)  # the validator is built once, then cached
+    entries_from_rows(rows[:1])  # the validator is built once, then cached
     calls_into_rows.clear()
-    built = entries_from_rows(rows, SCHEMA_VERSION)
+    built = entries_from_rows(rows)
     sys.setprofile(None)
     # Before: three per row (check the body, build the entry, the all() test): 906.
     assert len(calls_into_rows) <= len(rows) + 10, sorted(set(calls_into_rows))
@@ -67,7 +66,7 @@ def test_mixed_rows_and_text_bodies_read_as_before() -> None:
     entries.insert(3, custom_entry("s", {"type": "app.note"}, parent_id="m2", entry_id="c"))
     for text_at in (None, 0, 4):
         rows = [_row(e, payload_json(e) if i == text_at else None) for i, e in enumerate(entries)]
-        built = entries_from_rows(rows, SCHEMA_VERSION)
+        built = entries_from_rows(rows)
         assert built == entries
         assert [e.model_fields_set for e in built] == [e.model_fields_set for e in entries]
 
@@ -78,5 +77,5 @@ def test_a_message_body_that_is_not_text_is_named(body: object) -> None:
     rows = [_row(e) for e in entries]
     rows[3] = (*rows[3][:5], body)
     with pytest.raises(CorruptStoreError, match="not JSON text") as caught:
-        entries_from_rows(rows, SCHEMA_VERSION)
+        entries_from_rows(rows)
     assert caught.value.entry_id == "m3"

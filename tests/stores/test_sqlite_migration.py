@@ -12,9 +12,10 @@ from pathlib import Path
 
 import aiosqlite
 import pytest
+from support.old_stores import reference_store
 
 from prism_om.entries import message_entry
-from prism_om.errors import StoreError
+from prism_om.errors import StoreError, StoreVersionError
 from prism_om.stores._schema import SCHEMA_VERSION
 from prism_om.stores.base import SessionSummary
 from prism_om.stores.sqlite import MIGRATIONS, SqliteStore
@@ -86,11 +87,12 @@ def test_the_fixture_is_version_one() -> None:
 
 
 async def test_opening_a_version_one_store_migrates_and_backfills(old_store: Path) -> None:
-    async with await SqliteStore.open(old_store, read_only=True) as before:
+    # What the fixture's own rows hold (support/old_stores.py).
+    async with await reference_store(old_store) as before:
         seen_before = await snapshot(before)
     async with await SqliteStore.open(old_store) as store:
         assert version_of(old_store) == SCHEMA_VERSION
-        # Everything a reader saw before the migration is unchanged.
+        # Everything the file held before the migration reads back unchanged.
         assert await snapshot(store) == seen_before
         summaries = await store.session_summaries()
         assert summaries == await summaries_from_entries(store)
@@ -159,9 +161,8 @@ async def test_a_failed_migration_leaves_the_old_version(
 
 async def test_a_read_only_open_does_not_migrate(old_store: Path) -> None:
     before = digest(old_store)
-    async with await SqliteStore.open(old_store, read_only=True) as store:
-        # The old shape has no summary table; the summaries come from the entries.
-        assert await store.session_summaries() == await summaries_from_entries(store)
+    with pytest.raises(StoreVersionError, match="schema version 1, older"):
+        await SqliteStore.open(old_store, read_only=True)
     assert version_of(old_store) == 1
     assert digest(old_store) == before
 

@@ -1,6 +1,6 @@
 """Schema version 3 (the om_supersessions fold table): the migration from version 2 on a
 committed SQLite store of that version, the backfill from stored supersessions on SQLite
-and PostgreSQL, and a read-only open of a version 2 file."""
+and PostgreSQL, and a read-only open of a version 2 file (refused, unchanged)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,12 @@ import aiosqlite
 import psycopg
 import pytest
 from psycopg import sql as pgsql
+from support.old_stores import reference_store
 
 from prism_om.core.ledger import fold_ledger
 from prism_om.core.ledger_views import live_ledger
 from prism_om.entries import custom_entry
+from prism_om.errors import StoreVersionError
 from prism_om.stores import SessionStore, open_store
 from prism_om.stores._schema import SCHEMA_VERSION
 from prism_om.stores.postgres import split_postgres_url
@@ -94,7 +96,8 @@ def test_the_fixture_is_version_two_with_reflections() -> None:
 
 
 async def test_a_version_two_store_migrates_and_then_folds_supersessions(old_store: Path) -> None:
-    async with await SqliteStore.open(old_store, read_only=True) as before:
+    # What the fixture's own rows hold, read by the pure folds (support/old_stores.py).
+    async with await reference_store(old_store) as before:
         seen_before = await snapshot(before)
         ledgers_before = {s: await before.ledger(s) for s in await before.sessions()}
     async with await SqliteStore.open(old_store) as store:
@@ -113,14 +116,20 @@ async def test_a_version_two_store_migrates_and_then_folds_supersessions(old_sto
         assert (await reopened.get(consolidation)) is not None
 
 
-async def test_a_read_only_open_of_version_two_reads_without_the_table(old_store: Path) -> None:
-    async with await SqliteStore.open(old_store, read_only=True) as store:
-        assert await assert_ledgers_equal_the_fold(store) == 0
+async def test_a_read_only_open_of_version_two_refuses(old_store: Path) -> None:
+    with pytest.raises(StoreVersionError, match="schema version 2, older"):
+        await SqliteStore.open(old_store, read_only=True)
+    assert version_of(old_store) == 2
+    assert "om_supersessions" not in tables_of(old_store)
+
+
+async def test_memory_subset_of_a_migrated_version_two_store(old_store: Path) -> None:
+    # Reflections recorded at version 2 superseded nothing: none once migrated either.
+    async with await SqliteStore.open(old_store) as store:
         sid = (await store.sessions())[0]
         some = [r.id for r in (await store.ledger(sid)).reflections[:2]]
         subset = await store.memory_subset(sid, some)
         assert [r.id for r in subset.reflections] == some and subset.supersessions == ()
-    assert version_of(old_store) == 2
 
 
 async def test_a_failed_supersession_migration_leaves_version_two(

@@ -20,8 +20,8 @@ What differs from SQLite:
   sessions proceed in parallel. A write that has begun completes even when its caller is
   cancelled, as on every adapter.
 - The schema version lives in a ``prism_meta`` table (there is no ``user_version``);
-  an older version is migrated when opened for writing (``MIGRATIONS``), a newer one
-  refuses to open.
+  an older version is migrated when opened for writing (``MIGRATIONS``) and refused
+  read-only (``StoreVersionError``, saying how to migrate it), a newer one refuses to open.
 - Damage is the server's to report: a ``CorruptStoreError`` from it makes this store
   object refuse later writes; there is no ``-damaged`` note (no local file).
 - A server store exists once its tables do: ``create=False`` and ``read_only=True``

@@ -55,7 +55,7 @@ _NUMBERED = re.compile(r"\?\d")
 # and ledger reads, whose time grows with the session, are not cut.
 BOUNDED_READS = frozenset(
     {
-        # SqliteReads.leaf's statement (tests/stores/test_postgres_read_timeout.py
+        # SqlReads.leaf's statement (tests/stores/test_postgres_read_timeout.py
         # checks that each of these reads runs under the timeout).
         "SELECT leaf_id FROM sessions WHERE session_id = ?",
         LEAF_BY_SESSION_SQL,
@@ -141,7 +141,7 @@ class PgConnection:
 
 
 class PoolReader:
-    """Reads for ``SqliteReads._fetch``: one statement each, errors translated.
+    """Reads for ``SqlReads._fetch``: one statement each, errors translated.
 
     A read runs on the reader's own connection (the lane: the open's connection, then
     one taken from the pool once and kept) when no other read is using it, else on a

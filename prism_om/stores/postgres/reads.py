@@ -1,8 +1,9 @@
 """PostgreSQL reads in one round trip each: a page, and a recall's memory rows with sources.
 
 ``SqliteReads`` answers a page with four statements (leaf, cursor, branch pieces, rows)
-and a recall with two (memory rows, then source entries). In-process SQLite pays little
-per statement; a server pays a network round trip each, which was most of their time.
+and ``SqlReads`` a recall with two (memory rows, then source entries). In-process SQLite
+pays little per statement; a server pays a network round trip each, which was most of
+their time.
 So these reads are single PostgreSQL statements, written for PostgreSQL only (each one
 a listed dialect difference):
 
@@ -16,8 +17,9 @@ a listed dialect difference):
 - ``BODIES_BY_IDS_SQL``: ``get``/``get_many`` with ``= ANY(array)``, one statement text
   (prepared once per connection) whatever the number of ids (``BODY_BY_ID_SQL`` for one).
 
-Everything they return is checked and parsed as in ``SqliteReads``, with the same
-errors in the same order.
+Everything they return is checked and parsed as in ``SqlReads``, with the same errors
+in the same order. A read that meets damage makes this store object refuse later writes
+(``SqlReads._mark_damaged``); the server owns its files, so no note is left beside them.
 """
 
 from __future__ import annotations
@@ -34,11 +36,11 @@ from ...entries import SessionEntry
 from ...errors import CorruptStoreError
 from ..arguments import check_entry_id, check_id_list, check_leaf_id, check_page_args
 from ..base import SOURCES_READ_AHEAD
+from ..sql.damage import fold_rows_parse
 from ..sql.memory_folds import ledger_from_rows
 from ..sql.placement import check_leaf_session, check_page_head
+from ..sql.reads import SqlReads
 from ..sql.recall_rows import recall_ledger
-from ..sqlite.reads import SqliteReads
-from ..sqlite.translate import fold_rows_parse
 from .connection import PoolReader
 
 __all__ = [
@@ -182,44 +184,38 @@ _HEADER = {
     " FROM leaf l\n"
     "UNION ALL\n",
 }
-# Kind 5: a supersession of one of the ids (entry_id: the superseding reflection), read
-# only from a store whose schema has om_supersessions (docs/design.md, "Supersession of
-# reflections").
+# Kind 5: a supersession of one of the ids (entry_id: the superseding reflection;
+# docs/design.md, "Supersession of reflections").
 _SUPERSESSIONS = """UNION ALL
 SELECT 5, s.depth, s.ordinal, s.memory_id, s.superseded_by, NULL, NULL, NULL, NULL
 FROM om_supersessions s CROSS JOIN branch_path bp
 WHERE s.memory_id {match} AND s.segment_id BETWEEN bp.segment_id AND bp.segment_id
   AND s.depth BETWEEN bp.lo AND bp.hi
 """
-# Keyed by ("one" | "many" ids, "session" | "given" leaf, with supersession rows or not).
-MEMORY_SUBSET_SQL: dict[tuple[str, str, bool], str] = {
-    (ids, leaf, with_supersessions): _BRANCH.format(leaf=_LEAF[leaf])
+# Keyed by ("one" | "many" ids, "session" | "given" leaf).
+MEMORY_SUBSET_SQL: dict[tuple[str, str], str] = {
+    (ids, leaf): _BRANCH.format(leaf=_LEAF[leaf])
     + _SUBSET.format(
-        match=match,
-        header=_HEADER[leaf],
-        supersessions=_SUPERSESSIONS.format(match=match) if with_supersessions else "",
+        match=match, header=_HEADER[leaf], supersessions=_SUPERSESSIONS.format(match=match)
     )
     for ids, match in _MATCH.items()
     for leaf in _LEAF
-    for with_supersessions in (True, False)
 }
 _ENTRY_COLUMNS = "id, session_id, parent_id, kind, timestamp, body"
 BODIES_BY_IDS_SQL = f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE id = ANY(%s)"
 BODY_BY_ID_SQL = f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE id = %s"
 
 
-class PostgresReads(SqliteReads):
-    """``SqliteReads`` with a page, a recall's rows and lookups by id in one statement."""
+class PostgresReads(SqlReads):
+    """``SqlReads`` with a page, a recall's rows and lookups by id in one statement."""
 
-    def _pool_reader(self) -> PoolReader:
-        reader = self._open_reader()
-        assert isinstance(reader, PoolReader)
-        return reader
+    _reader: PoolReader
 
     async def _fetch_native(self, sql: str, params: Any, keys: int) -> builtins.list[Any]:
         """All rows of one PostgreSQL-only statement, errors translated; one of at most
         ``BOUNDED_KEYS`` keys (ids, a page) runs under the reader's deadline."""
-        reader = self._pool_reader()
+        self._check_open()
+        reader = self._reader
         try:
             return await reader.fetch_native(sql, params, bounded=keys <= BOUNDED_KEYS)
         except CorruptStoreError as exc:
@@ -258,11 +254,7 @@ class PostgresReads(SqliteReads):
         if not wanted:
             return ObservationalMemoryLedger()
         params = {"session_id": session_id, "leaf_id": leaf_id, "id": wanted[0], "ids": wanted}
-        key = (
-            "one" if len(wanted) == 1 else "many",
-            "session" if leaf_id is None else "given",
-            self._has_supersessions,
-        )
+        key = ("one" if len(wanted) == 1 else "many", "session" if leaf_id is None else "given")
         rows = await self._fetch_native(MEMORY_SUBSET_SQL[key], params, len(wanted))
         observations, reflections, drops, supersessions = [], [], [], []
         for kind, depth, ordinal, memory_id, entry_id, recorded_at, body, *_source in rows:
@@ -292,7 +284,7 @@ class PostgresReads(SqliteReads):
         session_id = self._session(session_id)
         memory_id = check_entry_id(memory_id, "memory_id")
         params = {"session_id": session_id, "id": memory_id}
-        sql = MEMORY_SUBSET_SQL[("one", "session", self._has_supersessions)]
+        sql = MEMORY_SUBSET_SQL[("one", "session")]
         rows = await self._fetch_native(sql, params, 1)
         observations, reflections, drops, supersessions, sources = [], [], [], [], []
         for kind, depth, ordinal, found_id, entry_id, recorded_at, body, *source in rows:
@@ -321,7 +313,7 @@ class PostgresReads(SqliteReads):
         parts: bool,
     ) -> builtins.list[Any]:
         """The page's entry rows (``parts``: ``_rows.PART_COLUMNS`` rows), for
-        ``SqliteReads.page_messages`` and ``page_message_parts``: one statement."""
+        ``SqlReads.page_messages`` and ``page_message_parts``: one statement."""
         check_entry_id(cursor, "cursor")
         check_page_args(limit, direction)
         check_leaf_id(leaf_id)

@@ -23,12 +23,11 @@ from ...errors import (
     CorruptStoreError,
     InvalidInputError,
     ReadOnlyStoreError,
-    StoreError,
     StoreNotFoundError,
 )
 from ...tokens import TokenEstimator, get_estimator
 from .._rows import rewrite_bodies_as_payloads
-from .._schema import SCHEMA_VERSION
+from .._schema import SCHEMA_VERSION, newer_version, no_migration, older_read_only
 from .._shield import finish_then_cancel
 from .._summary import latest_timestamp
 from ..arguments import check_entry_id, check_expected_memory_head
@@ -217,14 +216,10 @@ class PostgresStore(PostgresReads):
     ) -> None:
         self.url = url
         self._pool = pool
-        reader = PoolReader(pool, url, lane)
-        # SqliteReads reads through _reader.execute_fetchall; PoolReader has that face.
-        self._reader = cast(Any, reader)
-        self._writer = cast(Any, reader)
+        # SqlReads reads through _reader.execute_fetchall (connection.SqlReader).
+        self._reader = PoolReader(pool, url, lane)
         self._estimator = estimator
         self._read_only = read_only
-        self._schema_version = SCHEMA_VERSION
-        self._location = url
         self._damaged = None
         self._writes: set[asyncio.Task[Any]] = set()
         self._appended = 0
@@ -497,17 +492,14 @@ class PostgresStore(PostgresReads):
             "SELECT root_id FROM sessions WHERE session_id = ?", (session_id,)
         )
         root_id = rows_state[0][0] if rows_state else None
-        parents = await lookup_parents(cast(Any, conn), outside_parent_ids(batch))
+        parents = await lookup_parents(conn, outside_parent_ids(batch))
         failure = first_rule_failure(batch, root_id, parents, self.url)
         limit = len(batch) if failure is None else failure[0]
         records: dict[str, MemoryRecord] = {}
-        failure = (
-            await first_memory_failure(cast(Any, conn), batch, limit, self._parse, records)
-            or failure
-        )
+        failure = await first_memory_failure(conn, batch, limit, self._parse, records) or failure
         if failure is not None:
             index, error = failure
-            raise await first_duplicate(cast(Any, conn), batch[: index + 1], self.url) or error
+            raise await first_duplicate(conn, batch[: index + 1], self.url) or error
         # Placed with batch-local numbers, then given ids drawn from the identity columns'
         # sequences: concurrent writers of other sessions never wait on one counter.
         placer = Placer(session_id, parents, 0, _LOCAL_SEGMENT_BASE, self._estimator.name)
@@ -568,12 +560,13 @@ class PostgresStore(PostgresReads):
                 PlacedEntry(entry, row[ROW_SEQ], row[ROW_SEGMENT], row[ROW_DEPTH], row[ROW_TOKENS])
                 for entry, row in zip(batch, rows, strict=True)
             ]
-        await write_memory_folds(cast(Any, conn), placed, records)
+        await write_memory_folds(conn, placed, records)
         # A message's search rows are written by the first search that reaches it
         # (stores/sql/search_index.py), not here.
         self._append_fault_point(batch)
 
-    def _open_writer(self) -> Any:
+    def _open_writer(self) -> None:
+        """Check the store may write now: open, not read-only, no damage reported."""
         self._check_open()
         if self._read_only:
             raise ReadOnlyStoreError(
@@ -586,13 +579,6 @@ class PostgresStore(PostgresReads):
                 "until it is reopened",
                 url=self.url,
             )
-        return self._writer
-
-    def _mark_damaged(self, exc: CorruptStoreError) -> None:
-        # The server owns its files: there is no note to leave beside them, so only this
-        # store object refuses later writes.
-        if not self._read_only and self._damaged is None:
-            self._damaged = str(exc).splitlines()[0]
 
 
 def _pipeline(raw: psycopg.AsyncConnection[Any]) -> AbstractAsyncContextManager[Any]:
@@ -650,23 +636,17 @@ async def _prepare_schema(
     row = await (await raw.execute(META_VERSION_SQL)).fetchone()
     version = int(row[0]) if row else 0
     if version > SCHEMA_VERSION:
-        raise StoreError(
-            f"{url} has schema version {version}, newer than this prism_om "
-            f"({SCHEMA_VERSION}): upgrade prism-om",
-            url=url,
-        )
+        raise newer_version(url, version)
     if version < SCHEMA_VERSION:
         if any(v not in MIGRATIONS for v in range(version, SCHEMA_VERSION)):
-            raise StoreError(
-                f"{url} has schema version {version}, and no migration to version "
-                f"{SCHEMA_VERSION} exists",
-                url=url,
-            )
+            raise no_migration(url, version)
         if read_only:
-            raise StoreError(
-                f"{url} has schema version {version}: open it for writing once to migrate it",
-                url=url,
+            # The reads know only the current shape, and a read-only open never migrates.
+            how = (
+                "PostgresStore.open(url) or open_store(url) without read_only=True, as a "
+                f"role that may create tables in schema {schema!r}"
             )
+            raise older_read_only(url, version, how)
         async with raw.transaction():
             await raw.execute(SCHEMA_LOCK_SQL)
             for step in range(version, SCHEMA_VERSION):

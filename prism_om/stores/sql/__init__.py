@@ -4,6 +4,11 @@
 migrations, error translation, where a read runs); what they share is here, one module
 per job:
 
+- ``connection``: the typed connection the shared SQL runs on (``SqlReader``,
+  ``SqlConnection``: ``execute_fetchall``, ``executemany``).
+- ``reads``: every read of ``SessionStore`` (``SqlReads``), from the indexes and fold
+  tables; an engine adds how a statement and a page run, and what damage leaves.
+- ``damage``: the error of a fold row that no longer parses, and a cause's first line.
 - ``statements``: the SQL text of the reads and writes, and the bindings of a branch read.
 - ``placement``: placing a batch in the tree and checking it, inside the append.
 - ``memory_folds``: the memory fold rows written at append and read back as a ledger.

@@ -26,6 +26,7 @@ import builtins
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .connection import SqlConnection
 from .statements import _not_named_on_branch, branch_rows_sql
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ ORDER BY m.depth""",
 }
 
 
-async def start_pool(conn: Any, segment_id: int, depth: int) -> None:
+async def start_pool(conn: SqlConnection, segment_id: int, depth: int) -> None:
     """Make the pool of ``segment_id`` live at ``depth`` (its tail) from the indexed fold
     of its branch: the fold rows of everything up to ``depth`` must be written."""
     params = {"leaf_segment": segment_id, "leaf_depth": depth, "min_depth": 0, "max_depth": depth}
@@ -113,7 +114,9 @@ async def start_pool(conn: Any, segment_id: int, depth: int) -> None:
         await conn.executemany(_ADD_SQL, rows)
 
 
-async def follow_appends(conn: Any, placed: Sequence[PlacedEntry], rows: FoldRows) -> None:
+async def follow_appends(
+    conn: SqlConnection, placed: Sequence[PlacedEntry], rows: FoldRows
+) -> None:
     """Keep the pools of the segments this batch's memory records landed on (in the
     append transaction, after the fold rows are written)."""
     if not rows.markers:
@@ -162,11 +165,11 @@ async def follow_appends(conn: Any, placed: Sequence[PlacedEntry], rows: FoldRow
         await conn.executemany(batch_sql, batch)
 
 
-async def backfill_live_pool(conn: Any) -> None:
+async def backfill_live_pool(conn: SqlConnection) -> None:
     """Version 3 to 4: a pool for every segment that holds a memory record, live at the
     segment's tail: exactly the pools appends would have made. Any rows already there (a
     store taken back to an older version by hand) are rebuilt."""
-    await conn.execute("DELETE FROM om_live")
+    await conn.execute_fetchall("DELETE FROM om_live")
     tails = await conn.execute_fetchall(
         "SELECT s.segment_id, (SELECT max(e.depth) FROM entries e"
         " WHERE e.segment_id = s.segment_id) FROM segments s"

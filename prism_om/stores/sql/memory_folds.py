@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import aiosqlite
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ...core.ledger import (
@@ -41,6 +40,7 @@ from ...core.records import (
 )
 from ...entries import SessionEntry
 from .._rows import entry_columns, stored_entry
+from .connection import SqlConnection
 from .live_pool import follow_appends
 from .placement import PlacedEntry
 from .search_index import memory_search_rows, write_search_rows
@@ -171,7 +171,7 @@ def supersession_rows(
     return [(seq, n, old, by, segment_id, depth) for n, (old, by) in enumerate(pairs)]
 
 
-async def backfill_supersessions(conn: Any) -> None:
+async def backfill_supersessions(conn: SqlConnection) -> None:
     """Fill ``om_supersessions`` from the stored reflection records (the migration to the
     schema version that added it). ``conn`` is the migrating connection: aiosqlite's, or
     the PostgreSQL adapter's, which speaks the same SQL through the transpiler."""
@@ -190,7 +190,7 @@ async def backfill_supersessions(conn: Any) -> None:
         await conn.executemany(_INSERTS["supersessions"], rows)
 
 
-async def write_fold_rows(conn: aiosqlite.Connection, rows: FoldRows) -> None:
+async def write_fold_rows(conn: SqlConnection, rows: FoldRows) -> None:
     """Insert the rows on the writer connection, inside the append transaction."""
     for name, sql in _INSERTS.items():
         values = getattr(rows, name)
@@ -297,7 +297,7 @@ def ledger_from_rows(
 
 
 async def write_memory_folds(
-    conn: aiosqlite.Connection,
+    conn: SqlConnection,
     placed: Sequence[PlacedEntry],
     records: Mapping[str, MemoryRecord] | None = None,
     batch: Sequence[SessionEntry] | None = None,
@@ -318,8 +318,7 @@ async def write_memory_folds(
         if rest:
             marks = ", ".join("?" * len(rest))
             sql = f"SELECT id, timestamp FROM entries WHERE id IN ({marks})"
-            async with conn.execute(sql, rest) as cursor:
-                times.update({row[0]: row[1] for row in await cursor.fetchall()})
+            times.update({row[0]: row[1] for row in await conn.execute_fetchall(sql, rest)})
     rows = fold_rows(placed, times, records)
     await write_fold_rows(conn, rows)
     await follow_appends(conn, placed, rows)

@@ -7,8 +7,6 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-import aiosqlite
-
 from ..._gc import collector_paused
 from ...core.parse import MemoryRecord, parse_memory_record
 from ...core.sources import ELIGIBLE_SOURCE_ROLES
@@ -32,6 +30,7 @@ from ...errors import (
 )
 from ...tokens import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 from .._rows import message_serializer, payload_json
+from .connection import Params, SqlReader
 from .statements import (
     BRANCH_PIECES_SQL,
     ENTRIES_BY_ID_SQL,
@@ -44,7 +43,6 @@ from .statements import (
     STATE_AND_PARENTS_SQL,
     STATE_SQL,
     LeafPosition,
-    Params,
     fetch_first_row,
     fetch_rows,
 )
@@ -255,9 +253,7 @@ def outside_parent_ids(batch: Sequence[SessionEntry]) -> builtins.list[str]:
     return builtins.list(outside)
 
 
-async def lookup_parents(
-    conn: aiosqlite.Connection, ids: Sequence[str]
-) -> dict[str, _StoredParent]:
+async def lookup_parents(conn: SqlReader, ids: Sequence[str]) -> dict[str, _StoredParent]:
     """Session and tree position of each stored entry among ``ids``."""
     found: dict[str, _StoredParent] = {}
     for chunk in id_chunks(ids):
@@ -271,7 +267,7 @@ async def lookup_parents(
 
 
 async def state_and_parents(
-    conn: aiosqlite.Connection, session_id: str, ids: Sequence[str]
+    conn: SqlReader, session_id: str, ids: Sequence[str]
 ) -> tuple[tuple[Any, ...], dict[str, _StoredParent]]:
     """``STATE_SQL``'s row for ``session_id`` and ``lookup_parents(ids)``: one statement
     for a batch with up to ``LOOKUP_CHUNK`` outside parents (every usual append)."""
@@ -337,7 +333,7 @@ def first_rule_failure(
 
 
 async def first_duplicate(
-    conn: aiosqlite.Connection,
+    conn: SqlReader,
     entries: Sequence[SessionEntry],
     url: str,
     *,
@@ -413,7 +409,7 @@ async def memory_head_of(
     return None
 
 
-async def _position_on(conn: aiosqlite.Connection, entry_id: str) -> LeafPosition:
+async def _position_on(conn: SqlReader, entry_id: str) -> LeafPosition:
     """The position of a stored entry, read inside the write transaction."""
     segment_id, depth, path_tokens, encoding = await fetch_first_row(
         conn, POSITION_SQL, (entry_id,)
@@ -422,7 +418,7 @@ async def _position_on(conn: aiosqlite.Connection, entry_id: str) -> LeafPositio
 
 
 async def first_memory_failure(
-    conn: aiosqlite.Connection,
+    conn: SqlReader,
     batch: Sequence[SessionEntry],
     limit: int,
     parse: ParseBody,
@@ -455,7 +451,7 @@ async def first_memory_failure(
 
 
 async def _path_evidence(
-    conn: aiosqlite.Connection,
+    conn: SqlReader,
     parent_id: str | None,
     earlier: Mapping[str, SessionEntry],
     needs: MemoryRecordNeeds,

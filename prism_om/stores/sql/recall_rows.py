@@ -59,7 +59,7 @@ UNION ALL
 SELECT 2, d.depth, d.ordinal, d.memory_id, NULL, NULL, NULL
 FROM om_drops d CROSS JOIN branch_path bp
 WHERE d.memory_id = ?2 AND {_ON_BRANCH.format(t="d")}"""
-# A superseded reflection names its successor (stores that have the table).
+# A superseded reflection names its successor.
 _SUPERSESSIONS = f"""
 UNION ALL
 SELECT 3, s.depth, s.ordinal, s.memory_id, s.superseded_by, NULL, NULL
@@ -77,18 +77,13 @@ FROM (
     LIMIT {SOURCES_READ_AHEAD}
 ) w JOIN entries e ON e.id = w.source_entry_id"""
 
-_SQL = {
-    False: _BRANCH + _MEMORY + _SOURCES,
-    True: _BRANCH + _MEMORY + _SUPERSESSIONS + _SOURCES,
-}
+_SQL = _BRANCH + _MEMORY + _SUPERSESSIONS + _SOURCES
 
 
-def recall_statement(
-    session_id: str, memory_id: str, with_supersessions: bool
-) -> tuple[str, list[str]]:
+def recall_statement(session_id: str, memory_id: str) -> tuple[str, list[str]]:
     """The statement and its values: ``memory_id``'s rows on the session's branch, then
     the entries its observations there cite."""
-    return _SQL[with_supersessions], [session_id, memory_id]
+    return _SQL, [session_id, memory_id]
 
 
 def split_recall_rows(

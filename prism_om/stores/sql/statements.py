@@ -5,16 +5,14 @@ from __future__ import annotations
 import builtins
 import functools
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
-
-import aiosqlite
 
 from ...core.records import FOLDED_TYPE
 from ...core.sources import ELIGIBLE_SOURCE_ROLES
 from .._rows import entry_columns
+from .connection import Params, SqlReader
 
-Params = Sequence[Any] | Mapping[str, Any]
 # The om_markers record type of a compaction that carries no om.folded memory.
 COMPACTION_MARKER = "compaction"
 LOOKUP_CHUNK = 500
@@ -365,8 +363,8 @@ SUMMARIES_SQL = """
 SELECT s.session_id, m.entries, m.messages, m.leaves, m.last_activity, m.session_id
 FROM sessions s LEFT JOIN session_summary m ON m.session_id = s.session_id
 ORDER BY s.seq"""
-# The same, computed from the entries: how a migration backfills the table, and how a
-# read-only open of a store older than the table answers. prism_utc is utc_timestamp.
+# The same, computed from the entries: how the migration to schema version 2 backfills
+# the table. prism_utc is utc_timestamp (timestamps compared as times).
 SUMMARIES_FROM_ENTRIES_SQL = """
 SELECT s.session_id AS session_id,
        (SELECT count(*) FROM entries e WHERE e.session_id = s.session_id) AS entries,
@@ -374,8 +372,7 @@ SELECT s.session_id AS session_id,
                                          AND e.kind = 'message') AS messages,
        (SELECT count(*) FROM segments g WHERE g.session_id = s.session_id) AS leaves,
        (SELECT max(prism_utc(e.timestamp)) FROM entries e
-        WHERE e.session_id = s.session_id) AS last_activity,
-       s.session_id AS found
+        WHERE e.session_id = s.session_id) AS last_activity
 FROM sessions s ORDER BY s.seq"""
 
 # Erasing one session (delete_session): its fold rows by the seq of the entry that
@@ -433,12 +430,10 @@ class LeafPosition(NamedTuple):
         }
 
 
-async def fetch_rows(
-    conn: aiosqlite.Connection, sql: str, params: Params = ()
-) -> builtins.list[Any]:
+async def fetch_rows(conn: SqlReader, sql: str, params: Params = ()) -> builtins.list[Any]:
     return builtins.list(await conn.execute_fetchall(sql, params))
 
 
-async def fetch_first_row(conn: aiosqlite.Connection, sql: str, params: Params = ()) -> Any:
+async def fetch_first_row(conn: SqlReader, sql: str, params: Params = ()) -> Any:
     """The first row of a query that always returns one."""
     return next(iter(await conn.execute_fetchall(sql, params)))

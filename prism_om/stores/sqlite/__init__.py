@@ -6,7 +6,8 @@ rows, the live pool, the search index and recall's rows, is in ``stores.sql``):
 - ``store``: ``SqliteStore``, opening a file and the write transactions over it.
 - ``connect``: opening a file (pragmas, schema checks, ``MIGRATIONS``, the damage note).
 - ``translate``: ``sqlite3`` errors turned into ``StoreError``s, written once.
-- ``reads``: every read (``SqliteReads``), from the indexes and fold tables.
+- ``reads``: ``SqliteReads``, the shared reads (``stores.sql.reads``) with SQLite's busy
+  retries, its page statement and the damage note.
 - ``worker_thread``: a whole read or write transaction run on a connection's own worker
   thread, one thread hop per public call.
 - ``thread_reads``: ``SqliteReads`` with each public read run that way.
@@ -57,8 +58,9 @@ with ``CorruptStoreError`` until the file is repaired (``prism-om check``) and t
 removed. Reads go on, so the readable sessions can be copied out.
 
 Schema versions: a file of an older ``user_version`` is migrated in place, in one
-transaction, when it is opened for writing (``MIGRATIONS``); a read-only open leaves it
-as it is and answers the reads the old shape allows. A newer version refuses to open.
+transaction, when it is opened for writing (``MIGRATIONS``); a read-only open refuses it
+as it is (``StoreVersionError``, saying how to migrate it), as the reads know only the
+current shape. A newer version refuses to open.
 """
 
 from __future__ import annotations

@@ -22,7 +22,14 @@ from ...errors import (
     StoreNotFoundError,
 )
 from .._rows import rewrite_bodies_as_payloads
-from .._schema import APPLICATION_ID, SCHEMA_VERSION, Schema
+from .._schema import (
+    APPLICATION_ID,
+    SCHEMA_VERSION,
+    Schema,
+    newer_version,
+    no_migration,
+    older_read_only,
+)
 from ..sql.live_pool import backfill_live_pool
 from ..sql.memory_folds import backfill_supersessions
 from ..sql.search_index import backfill_search_index, backfill_search_marks
@@ -51,10 +58,13 @@ def read_damage_note(location: str) -> str | None:
     return f"marked damaged by an earlier write: {text or 'no reason recorded'}"
 
 
-async def open_read_only(
-    url: str, location: str, busy_timeout_ms: int
-) -> tuple[aiosqlite.Connection, int]:
-    """The one connection of a read-only store, and the file's schema version."""
+async def open_read_only(url: str, location: str, busy_timeout_ms: int) -> aiosqlite.Connection:
+    """The one connection of a read-only store of a current file.
+
+    A file of an older schema version is refused (``StoreVersionError``, naming the file,
+    both versions and how to migrate it), unchanged: the reads know only the current
+    shape, and a read-only open never migrates.
+    """
     conn = await open_connection(url, location, busy_timeout_ms, uri_mode="ro")
     try:
         try:
@@ -79,10 +89,13 @@ async def open_read_only(
                 f"{url} is not a prism_om store: it holds tables but no schema version", url=url
             )
         _check_marks(url, version, app_id)
+        if version < SCHEMA_VERSION:
+            how = f"SqliteStore.open({location!r}) or open_store({url!r}) without read_only=True"
+            raise older_read_only(url, version, how)
     except BaseException:
         await close_quietly(conn)
         raise
-    return conn, version
+    return conn
 
 
 async def _immutable_connection(
@@ -268,7 +281,7 @@ def _unstarted(
             raw.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             if query_only:
                 raw.execute("PRAGMA query_only = ON")
-            # Migrations and read-only opens of an old file compare timestamps as times.
+            # Migrations compare timestamps as times (the session_summary backfill).
             raw.create_function("prism_utc", 1, utc_timestamp, deterministic=True)
         except sqlite3.Error as exc:
             # Reported once connected: a connector that raises leaves aiosqlite's thread
@@ -373,19 +386,11 @@ def _check_marks(url: str, version: int, app_id: int) -> None:
             url=url,
         )
     if version > SCHEMA_VERSION:
-        raise StoreError(
-            f"{url} has schema version {version}, newer than version {SCHEMA_VERSION} that "
-            "this prism_om supports: upgrade prism-om to open it",
-            url=url,
-        )
+        raise newer_version(url, version)
     if version < SCHEMA_VERSION and any(
         v not in MIGRATIONS for v in range(version, SCHEMA_VERSION)
     ):
-        raise StoreError(
-            f"{url} has schema version {version}, and no migration to version "
-            f"{SCHEMA_VERSION} exists",
-            url=url,
-        )
+        raise no_migration(url, version)
 
 
 async def _apply_schema(url: str, conn: aiosqlite.Connection, schema: Schema) -> None:

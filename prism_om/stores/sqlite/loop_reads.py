@@ -24,7 +24,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..sql.statements import Params
+from ..sql.connection import Params
 from .translate import _is_busy as is_busy
 
 __all__ = ["KEPT_MAX", "POINT_MAX_PARAMS", "NotAPoint", "PointConnection"]

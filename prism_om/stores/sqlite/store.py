@@ -25,7 +25,7 @@ from ...errors import (
     StoreNotFoundError,
 )
 from ...tokens import TokenEstimator, get_estimator
-from .._schema import SCHEMA_VERSION, load_schema
+from .._schema import load_schema
 from .._shield import finish_then_cancel
 from .._summary import latest_timestamp
 from ..arguments import check_entry_id, check_expected_memory_head
@@ -118,7 +118,6 @@ class SqliteStore(OneHopReads):
         estimator: TokenEstimator,
         *,
         read_only: bool = False,
-        schema_version: int = SCHEMA_VERSION,
         later: LaterWriter | None = None,
         later_reader: LaterReader | None = None,
         point: PointConnection | None = None,
@@ -142,7 +141,6 @@ class SqliteStore(OneHopReads):
         self._reader = reader
         self._estimator = estimator
         self._read_only = read_only
-        self._schema_version = schema_version
         self._location = url.removeprefix("sqlite:")
         # Why writes are refused, once a write met a damaged file (here or in another
         # process, which left the note next to the file).
@@ -170,7 +168,9 @@ class SqliteStore(OneHopReads):
 
         ``create=False`` refuses (``StoreNotFoundError``) a missing or empty file instead
         of making a store of it. ``read_only=True`` never creates, changes or migrates the
-        file, and its writes raise ``ReadOnlyStoreError`` (see the module docstring).
+        file: a file of an older schema version raises ``StoreVersionError`` (open it once
+        without ``read_only`` to migrate it), and writes raise ``ReadOnlyStoreError`` (see
+        the module docstring).
         ``token_estimator`` counts appended entries' tokens (default: ``get_estimator()``);
         ``branch_tokens`` recounts entries counted with another encoding.
         """
@@ -180,8 +180,8 @@ class SqliteStore(OneHopReads):
         url = f"sqlite:{location}"
         if read_only:
             await _check_exists(url, location)
-            reader, version = await open_read_only(url, location, busy_timeout_ms)
-            return cls(url, reader, reader, estimator, read_only=True, schema_version=version)
+            reader = await open_read_only(url, location, busy_timeout_ms)
+            return cls(url, reader, reader, estimator, read_only=True)
         # Without create, "rw" keeps SQLite itself from making the file after the check.
         uri_mode = None if create else "rw"
 

@@ -21,14 +21,15 @@ from ...entries import SessionEntry
 from ...errors import CorruptStoreError
 from ..arguments import check_count, check_entry_id, check_id_list, check_leaf_id, check_page_args
 from ..base import MessagePart, SessionSummary
+from ..sql.connection import Params
+from ..sql.damage import fold_rows_parse
 from ..sql.placement import check_page_head
 from ..sql.recall_rows import recall_ledger, recall_statement, split_recall_rows
-from ..sql.statements import ELIGIBLE_ROLES, Params
+from ..sql.statements import ELIGIBLE_ROLES
 from .loop_page import point_page_start
 from .loop_reads import POINT_MAX_PARAMS, NotAPoint, PointConnection
 from .page_statement import ENTRY_PART_ROWS_SQL, PIECE_ROWS_SQL, pieces_beyond
 from .reads import SqliteReads
-from .translate import fold_rows_parse
 from .worker_thread import ThreadSlot, drive, fetch_direct, on_thread
 
 T = TypeVar("T")
@@ -122,7 +123,7 @@ class OneHopReads(SqliteReads):
         session_id = self._session(session_id)
         memory_id = check_entry_id(memory_id, "memory_id")
         if self._point_ready():
-            sql, params = recall_statement(session_id, memory_id, self._has_supersessions)
+            sql, params = recall_statement(session_id, memory_id)
             try:
                 rows = self._point.fetch(sql, params)
             except NotAPoint:
@@ -254,15 +255,15 @@ class OneHopReads(SqliteReads):
         check_leaf_id(leaf_id)
         session_id = self._session(session_id)
         forward = direction == "forward"
-        short = self._part_rows  # a payload body: the short row (page.ENTRY_PART_ROWS_SQL)
-        rows_sql = ENTRY_PART_ROWS_SQL[forward] if short else PIECE_ROWS_SQL[forward, False]
+        # A payload body: the short row (page.ENTRY_PART_ROWS_SQL).
+        rows_sql = ENTRY_PART_ROWS_SQL[forward]
         rows = self._point_page_rows(session_id, cursor, limit, direction, leaf_id, rows_sql)
         if rows is None:
             return await self._hop(
                 super().page_messages, session_id, cursor, limit, direction, leaf_id
             )
-        if short:  # the whole entry rows (_rows.entry_columns) they stand for
-            rows = [(row[0], session_id, row[3], "message", row[1], row[2]) for row in rows]
+        # The whole entry rows (_rows.entry_columns) they stand for.
+        rows = [(row[0], session_id, row[3], "message", row[1], row[2]) for row in rows]
         return self._entries_page(rows, limit, direction)
 
     async def page_message_parts(
@@ -296,10 +297,9 @@ class OneHopReads(SqliteReads):
         limit and direction ``check_page_args``' own), on the loop's connection, in plain
         calls; None when only the hop can serve it. The public page calls it directly, so
         its arguments are checked once, by the public function."""
-        parts = self._part_rows
-        rows_sql = PIECE_ROWS_SQL[direction == "forward", parts]
+        rows_sql = PIECE_ROWS_SQL[direction == "forward", True]
         rows = self._point_page_rows(session_id, cursor, limit, direction, leaf_id, rows_sql)
-        return None if rows is None else self._parts_page(rows, limit, direction, parts)
+        return None if rows is None else self._parts_page(rows, limit, direction)
 
     def _point_page_rows(
         self,

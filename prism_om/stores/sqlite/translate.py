@@ -8,11 +8,10 @@ import os
 import random
 import resource
 import sqlite3
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import aiosqlite
-from pydantic import ValidationError
 
 from ...errors import (
     CorruptStoreError,
@@ -112,24 +111,3 @@ async def rollback_quietly(conn: aiosqlite.Connection) -> None:
 async def close_quietly(conn: aiosqlite.Connection) -> None:
     with contextlib.suppress(sqlite3.Error):
         await conn.close()
-
-
-def first_line(exc: BaseException) -> str:
-    if isinstance(exc, ValidationError):
-        first = exc.errors()[0]
-        return f"{first['type']}: {first['msg']}"
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-
-
-@contextlib.contextmanager
-def fold_rows_parse(url: str, session_id: str) -> Iterator[None]:
-    """Rebuilding memory from fold rows: a row that no longer parses is a damaged file."""
-    try:
-        yield
-    except ValidationError as exc:
-        raise CorruptStoreError(
-            f"{url}: a memory fold row of session {session_id!r} no longer parses "
-            f"({first_line(exc)})",
-            session_id=session_id,
-            url=url,
-        ) from exc

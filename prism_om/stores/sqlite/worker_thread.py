@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from ..sql.statements import Params
+from ..sql.connection import Params
 from .translate import BUSY_ATTEMPTS, BUSY_BACKOFF_S, translate_error
 from .translate import _is_busy as is_busy
 
