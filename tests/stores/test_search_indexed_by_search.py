@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.old_stores import reference_store
 
 from prism_om.entries import SessionEntry
 from prism_om.stores import SessionStore, open_store
@@ -26,7 +27,7 @@ from prism_om.stores._schema import SCHEMA_VERSION
 from prism_om.stores.memory import MemoryStore
 from prism_om.stores.sqlite import SqliteStore
 from prism_om.testing.generate import make_message
-from tests.stores.test_search_migration import assert_searches_equal, reference_of
+from tests.stores.test_search_migration import assert_searches_equal
 from tests.stores.test_supersession_migration import tables_of, version_of
 
 V5_FIXTURE = Path(__file__).resolve().parents[1] / "data" / "sqlite" / "store-v5.db"
@@ -220,7 +221,7 @@ async def test_a_read_only_sqlite_store_scans_what_is_not_indexed_and_writes_not
         await store.append_many(entries[20:])  # the last ten are not
     before = hashlib.sha256(db.read_bytes()).hexdigest()
     async with await SqliteStore.open(db, read_only=True) as reader:
-        await _search_all(reader, reference, "s")
+        await _search_all(reader, reference, "s")  # a version 6 file: it opens read-only
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
     assert Rows("sqlite", str(db)).count("search_indexed", "depth >= 20") == 0
 
@@ -236,11 +237,13 @@ async def test_version_five_migrates_with_every_segment_marked_indexed(tmp_path:
     shutil.copyfile(V5_FIXTURE, db)
     rows = Rows("sqlite", str(db))
     held = rows.count("search_terms")
-    async with await SqliteStore.open(db) as store:
+    async with (
+        await reference_store(db) as reference,
+        await SqliteStore.open(db) as store,
+    ):
         assert version_of(db) == SCHEMA_VERSION
         segments = rows.count("segments")
         assert rows.count("search_indexed") == segments > 1
-        reference = await reference_of(store)
         assert await assert_searches_equal(store, reference) > 50
     # Version 5 had indexed every message: the searches wrote no row.
     assert rows.count("search_terms") == held
