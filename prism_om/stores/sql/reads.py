@@ -375,10 +375,11 @@ class SqlReads(StoreLifecycle):
         await self._index_for_search(session_id, pending)
         return True
 
+    @abc.abstractmethod
     async def _index_for_search(self, session_id: str, segment_ids: Sequence[int]) -> None:
-        """Write the index rows of ``segment_ids``' pending messages (each store's own
-        write transaction)."""
-        raise NotImplementedError
+        """Write the index rows of ``segment_ids``' pending messages
+        (``search_index.index_pending_messages``) in the store's own write transaction,
+        under its writer's lock: SQLite's and PostgreSQL's differ."""
 
     async def scope_map(self, session_id: str, leaf_id: str | None = None) -> WorkScopeMap:
         """The branch's scope map, folded from its om.scope.* records only."""
