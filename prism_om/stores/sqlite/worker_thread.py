@@ -169,10 +169,10 @@ class DirectConnection:
         return self.raw.in_transaction
 
     def execute(self, sql: str, params: Params = ()) -> _Done:
-        return _Done(_EXECUTE(self.raw, sql, params).fetchall())
+        return _Done(self.raw.execute(sql, params).fetchall())
 
     async def execute_fetchall(self, sql: str, params: Params = ()) -> builtins.list[Any]:
-        return _EXECUTE(self.raw, sql, params).fetchall()
+        return self.raw.execute(sql, params).fetchall()
 
     async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
         self.raw.executemany(sql, rows)
