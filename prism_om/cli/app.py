@@ -79,6 +79,8 @@ def _handler(name: str) -> Handler:
             from .check import cmd_check as chosen
         elif name == "schema":
             from .schema import cmd_schema as chosen
+        elif name == "migrate":
+            from .migrate import cmd_migrate as chosen
         elif name == "copy":
             from .copy import cmd_copy as chosen
         elif name == "delete":
@@ -364,6 +366,20 @@ def build_parser() -> argparse.ArgumentParser:
     schema = add("schema", "print schema.sql, transpiled to another SQL dialect", as_json)
     schema.add_argument(
         "--dialect", default="sqlite", metavar="NAME", help="sqlglot dialect (default: sqlite)"
+    )
+
+    migrate = add(
+        "migrate",
+        "bring a store of an older schema version to this version, in place (read "
+        "commands open stores read-only and never migrate)",
+        store,
+        as_json,
+    )
+    migrate.add_argument(
+        "--backup",
+        metavar="FILE",
+        help="SQLite: copy the file as it was to FILE first (an older prism-om cannot "
+        "open the migrated file)",
     )
 
     copy = add(

@@ -643,8 +643,8 @@ async def _prepare_schema(
         if read_only:
             # The reads know only the current shape, and a read-only open never migrates.
             how = (
-                "PostgresStore.open(url) or open_store(url) without read_only=True, as a "
-                f"role that may create tables in schema {schema!r}"
+                "'prism-om migrate --db URL', or PostgresStore.open(url) or open_store(url) "
+                f"without read_only=True, as a role that may create tables in schema {schema!r}"
             )
             raise older_read_only(url, version, how)
         async with raw.transaction():

@@ -90,7 +90,10 @@ async def open_read_only(url: str, location: str, busy_timeout_ms: int) -> aiosq
             )
         _check_marks(url, version, app_id)
         if version < SCHEMA_VERSION:
-            how = f"SqliteStore.open({location!r}) or open_store({url!r}) without read_only=True"
+            how = (
+                f"'prism-om migrate --db {location}', or SqliteStore.open({location!r}) or "
+                f"open_store({url!r}) without read_only=True"
+            )
             raise older_read_only(url, version, how)
     except BaseException:
         await close_quietly(conn)
