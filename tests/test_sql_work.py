@@ -54,6 +54,11 @@ def test_work_grows_with_the_rows_a_statement_visits(
             conn.execute("SELECT count(*) FROM t WHERE y = 5").fetchall()
         assert point.count == scan.count == 1
         assert point.work <= 1 < 100 < scan.work
+        assert point.rows == scan.rows == 1
+        with traced.counting() as fifty:
+            assert len(list(conn.execute("SELECT y FROM t WHERE x < 50"))) == 50
+            assert conn.execute("SELECT y FROM t WHERE x = 7").fetchone() == (7,)
+        assert fifty.rows == 51 and fifty.count == 2
     finally:
         conn.close()
 
@@ -69,6 +74,7 @@ async def test_a_get_on_a_store_is_one_statement(
         with traced.counting() as run:
             assert await store.get("m0") == entry
         assert run.count == 1, run.everything
+        assert run.rows == 1
         assert run.statements[0].startswith("SELECT") and "m0" in run.statements[0]
         with traced.counting() as missing:
             assert await store.get("nope") is None

@@ -14,16 +14,18 @@ SQLite: every connection a store opens comes from ``sqlite3.connect`` (aiosqlite
 connector in ``stores/sqlite/connect.py`` and the loop's own read connection in
 ``stores/sqlite/loop_reads.py`` both look it up on the module at call time), so patching
 that one attribute sees them all. Each new connection gets a trace callback (it fires on the
-connection's own thread, hence the lock) and a progress handler that counts the virtual
+connection's own thread, hence the lock), a progress handler that counts the virtual
 machine's work (``Run.work``: one tick per ``WORK_TICK`` instructions, a measure of rows
-visited that no statement count shows). Only connections opened while patched are seen.
+visited that no statement count shows), and is made of ``_CountingConnection`` (the
+``factory`` of ``sqlite3.connect``), whose ``execute`` cursors count the rows fetched from
+them (``Run.rows``). Only connections opened while patched are seen.
 
 PostgreSQL (psycopg 3): every statement the store sends goes through
 ``AsyncCursor.execute`` or ``AsyncCursor.executemany`` (``AsyncConnection.execute`` makes
 a cursor and calls the first), patched on the class. ``executemany`` counts one statement
 per row of parameters, which is what the server runs. psycopg's own transaction control
 (``conn.transaction()``'s BEGIN/COMMIT/SAVEPOINT) is sent without a cursor and is not seen;
-``work`` stays 0.
+``work`` and ``rows`` stay 0.
 
 ``Run.statements`` leaves out ``HOUSEKEEPING`` (transaction control and SQLite's
 ``PRAGMA data_version`` freshness check, which frame reads but read no rows) and trigger
@@ -73,6 +75,7 @@ class Traced:
         self._lock = threading.Lock()
         self._log: list[str] = []
         self._ticks = 0
+        self._rows = 0
         self.connections = 0
 
     def record(self, sql: str) -> None:
@@ -84,13 +87,17 @@ class Traced:
             self._ticks += 1
         return 0  # never interrupt the statement
 
+    def fetched(self, rows: int) -> None:
+        with self._lock:
+            self._rows += rows
+
     def opened(self) -> None:
         with self._lock:
             self.connections += 1
 
-    def mark(self) -> tuple[int, int]:
+    def mark(self) -> tuple[int, int, int]:
         with self._lock:
-            return len(self._log), self._ticks
+            return len(self._log), self._ticks, self._rows
 
     def between(self, start: int, end: int | None) -> list[str]:
         with self._lock:
@@ -100,6 +107,10 @@ class Traced:
         with self._lock:
             return (self._ticks if end is None else end) - start
 
+    def rows_since(self, start: int, end: int | None) -> int:
+        with self._lock:
+            return (self._rows if end is None else end) - start
+
     @contextmanager
     def counting(self) -> Iterator[Run]:
         """A ``Run`` of the statements run inside the block (live while inside)."""
@@ -107,7 +118,7 @@ class Traced:
         try:
             yield run
         finally:
-            run.end, run.end_ticks = self.mark()
+            run.end, run.end_ticks, run.end_rows = self.mark()
 
 
 @dataclass
@@ -117,8 +128,10 @@ class Run:
     traced: Traced
     start: int
     start_ticks: int
+    start_rows: int
     end: int | None = None
     end_ticks: int | None = None
+    end_rows: int | None = None
 
     @property
     def everything(self) -> list[str]:
@@ -139,6 +152,11 @@ class Run:
         """SQLite virtual machine ticks (``WORK_TICK`` instructions each) of the block."""
         return self.traced.ticks_since(self.start_ticks, self.end_ticks)
 
+    @property
+    def rows(self) -> int:
+        """Rows fetched from SQLite statements of the block (every connection)."""
+        return self.traced.rows_since(self.start_rows, self.end_rows)
+
     def matching(self, needle: str) -> int:
         """How many of ``everything`` contain ``needle`` (case-sensitive)."""
         return sum(needle in sql for sql in self.everything)
@@ -155,7 +173,10 @@ def statements(monkeypatch: pytest.MonkeyPatch) -> Iterator[Traced]:
     connect = sqlite3.connect
 
     def traced_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        kwargs.setdefault("factory", _CountingConnection)
         raw: sqlite3.Connection = connect(*args, **kwargs)
+        if isinstance(raw, _CountingConnection):
+            raw.traced = traced
         traced.opened()
         raw.set_trace_callback(traced.record)
         raw.set_progress_handler(traced.tick, WORK_TICK)
@@ -164,6 +185,54 @@ def statements(monkeypatch: pytest.MonkeyPatch) -> Iterator[Traced]:
     monkeypatch.setattr(sqlite3, "connect", traced_connect)
     _patch_psycopg(monkeypatch, traced)
     yield traced
+
+
+class _CountingCursor(sqlite3.Cursor):
+    """A cursor that reports the rows fetched from it to ``traced``."""
+
+    traced: Traced | None = None
+
+    def _count(self, rows: int) -> None:
+        if self.traced is not None and rows:
+            self.traced.fetched(rows)
+
+    def fetchall(self) -> list[Any]:
+        rows = super().fetchall()
+        self._count(len(rows))
+        return rows
+
+    def fetchmany(self, size: int | None = None) -> list[Any]:
+        rows = super().fetchmany(self.arraysize if size is None else size)
+        self._count(len(rows))
+        return rows
+
+    def fetchone(self) -> Any:
+        row = super().fetchone()
+        self._count(row is not None)
+        return row
+
+    def __next__(self) -> Any:
+        row = super().__next__()
+        self._count(1)
+        return row
+
+
+class _CountingConnection(sqlite3.Connection):
+    """A connection whose ``execute`` cursors count their rows (``Run.rows``)."""
+
+    traced: Traced | None = None
+
+    def cursor(self, factory: Any = None) -> Any:
+        cursor = super().cursor(factory or _CountingCursor)
+        if isinstance(cursor, _CountingCursor):
+            cursor.traced = self.traced
+        return cursor
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Any:
+        return self.cursor().execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Any, /) -> Any:
+        return self.cursor().executemany(sql, parameters)
 
 
 def _patch_psycopg(monkeypatch: pytest.MonkeyPatch, traced: Traced) -> None:
