@@ -18,7 +18,10 @@ connection's own thread, hence the lock), a progress handler that counts the vir
 machine's work (``Run.work``: one tick per ``WORK_TICK`` instructions, a measure of rows
 visited that no statement count shows), and is made of ``_CountingConnection`` (the
 ``factory`` of ``sqlite3.connect``), whose ``execute`` cursors count the rows fetched from
-them (``Run.rows``). Only connections opened while patched are seen.
+them (``Run.rows``), that counts its ``close()`` (``Traced.open_connections``), and that
+raises the errors ``Traced.fail_next`` arms from its next statements instead of running
+them (a driver's answer, e.g. a busy file, with no private hook). Only connections opened
+while patched are seen.
 
 PostgreSQL (psycopg 3): every statement the store sends goes through
 ``AsyncCursor.execute`` or ``AsyncCursor.executemany`` (``AsyncConnection.execute`` makes
@@ -76,7 +79,9 @@ class Traced:
         self._log: list[str] = []
         self._ticks = 0
         self._rows = 0
+        self._failures: list[BaseException] = []
         self.connections = 0
+        self.closed = 0
 
     def record(self, sql: str) -> None:
         with self._lock:
@@ -94,6 +99,31 @@ class Traced:
     def opened(self) -> None:
         with self._lock:
             self.connections += 1
+
+    def closing(self) -> None:
+        with self._lock:
+            self.closed += 1
+
+    @property
+    def open_connections(self) -> int:
+        """Connections opened while traced and not closed yet (by ``close()``)."""
+        with self._lock:
+            return self.connections - self.closed
+
+    def fail_next(self, *errors: BaseException) -> None:
+        """The next SQLite statements run on any traced connection raise ``errors``, one
+        each, in order, instead of running."""
+        with self._lock:
+            self._failures.extend(errors)
+
+    @property
+    def failures_left(self) -> int:
+        with self._lock:
+            return len(self._failures)
+
+    def take_failure(self) -> BaseException | None:
+        with self._lock:
+            return self._failures.pop(0) if self._failures else None
 
     def mark(self) -> tuple[int, int, int]:
         with self._lock:
@@ -228,11 +258,24 @@ class _CountingConnection(sqlite3.Connection):
             cursor.traced = self.traced
         return cursor
 
+    def _fail(self) -> None:
+        failure = None if self.traced is None else self.traced.take_failure()
+        if failure is not None:
+            raise failure
+
     def execute(self, sql: str, parameters: Any = (), /) -> Any:
+        self._fail()
         return self.cursor().execute(sql, parameters)
 
     def executemany(self, sql: str, parameters: Any, /) -> Any:
+        self._fail()
         return self.cursor().executemany(sql, parameters)
+
+    def close(self) -> None:
+        if self.traced is not None:
+            self.traced.closing()
+            self.traced = None  # a second close is not a second connection closed
+        super().close()
 
 
 def _patch_psycopg(monkeypatch: pytest.MonkeyPatch, traced: Traced) -> None:
