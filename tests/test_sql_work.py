@@ -97,3 +97,24 @@ async def test_a_get_on_postgres_is_one_statement(
             assert await store.get("m1") == entries[1]
         assert run.count == 1, run.everything
         assert "entries" in run.statements[0]
+
+
+def test_armed_failures_replace_the_next_matching_statements(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    with statements(monkeypatch) as traced:
+        conn = sqlite3.connect(tmp_path / "fail.db", isolation_level=None)
+        probe = sqlite3.connect(tmp_path / "fail.db")
+        probe.close()
+    assert traced.connections == 2 and traced.open_connections == 1
+    try:
+        traced.fail_next(sqlite3.OperationalError("database is locked"), matching="FROM t")
+        conn.execute("CREATE TABLE t (x)")  # does not match: runs
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            conn.execute("SELECT x FROM t")
+        assert traced.failures_left == 0
+        assert conn.execute("SELECT x FROM t").fetchall() == []
+    finally:
+        conn.close()
+        conn.close()  # a second close is not counted twice
+    assert traced.open_connections == 0

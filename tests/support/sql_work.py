@@ -79,7 +79,8 @@ class Traced:
         self._log: list[str] = []
         self._ticks = 0
         self._rows = 0
-        self._failures: list[BaseException] = []
+        self._failures: list[tuple[BaseException, str | None]] = []
+        self.targets: list[str] = []
         self.connections = 0
         self.closed = 0
 
@@ -96,9 +97,10 @@ class Traced:
         with self._lock:
             self._rows += rows
 
-    def opened(self) -> None:
+    def opened(self, target: object) -> None:
         with self._lock:
             self.connections += 1
+            self.targets.append(str(target))
 
     def closing(self) -> None:
         with self._lock:
@@ -110,20 +112,27 @@ class Traced:
         with self._lock:
             return self.connections - self.closed
 
-    def fail_next(self, *errors: BaseException) -> None:
-        """The next SQLite statements run on any traced connection raise ``errors``, one
-        each, in order, instead of running."""
+    def fail_next(self, *errors: BaseException, matching: str | None = None) -> None:
+        """The next SQLite statements run on any traced connection (only those whose text
+        holds ``matching``, when given) raise ``errors``, one each, in order, instead of
+        running."""
         with self._lock:
-            self._failures.extend(errors)
+            self._failures.extend((error, matching) for error in errors)
 
     @property
     def failures_left(self) -> int:
         with self._lock:
             return len(self._failures)
 
-    def take_failure(self) -> BaseException | None:
+    def take_failure(self, sql: str) -> BaseException | None:
         with self._lock:
-            return self._failures.pop(0) if self._failures else None
+            if not self._failures:
+                return None
+            error, needle = self._failures[0]
+            if needle is not None and needle not in sql:
+                return None
+            del self._failures[0]
+            return error
 
     def mark(self) -> tuple[int, int, int]:
         with self._lock:
@@ -207,7 +216,7 @@ def statements(monkeypatch: pytest.MonkeyPatch) -> Iterator[Traced]:
         raw: sqlite3.Connection = connect(*args, **kwargs)
         if isinstance(raw, _CountingConnection):
             raw.traced = traced
-        traced.opened()
+        traced.opened(args[0] if args else kwargs.get("database"))
         raw.set_trace_callback(traced.record)
         raw.set_progress_handler(traced.tick, WORK_TICK)
         return raw
@@ -258,17 +267,17 @@ class _CountingConnection(sqlite3.Connection):
             cursor.traced = self.traced
         return cursor
 
-    def _fail(self) -> None:
-        failure = None if self.traced is None else self.traced.take_failure()
+    def _fail(self, sql: str) -> None:
+        failure = None if self.traced is None else self.traced.take_failure(sql)
         if failure is not None:
             raise failure
 
     def execute(self, sql: str, parameters: Any = (), /) -> Any:
-        self._fail()
+        self._fail(sql)
         return self.cursor().execute(sql, parameters)
 
     def executemany(self, sql: str, parameters: Any, /) -> Any:
-        self._fail()
+        self._fail(sql)
         return self.cursor().executemany(sql, parameters)
 
     def close(self) -> None:
