@@ -96,6 +96,7 @@ async def test_a_get_on_postgres_is_one_statement(
         with traced.counting() as run:
             assert await store.get("m1") == entries[1]
         assert run.count == 1, run.everything
+        assert run.rows == 1
         assert "entries" in run.statements[0]
 
 

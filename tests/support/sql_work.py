@@ -27,8 +27,9 @@ PostgreSQL (psycopg 3): every statement the store sends goes through
 ``AsyncCursor.execute`` or ``AsyncCursor.executemany`` (``AsyncConnection.execute`` makes
 a cursor and calls the first), patched on the class. ``executemany`` counts one statement
 per row of parameters, which is what the server runs. psycopg's own transaction control
-(``conn.transaction()``'s BEGIN/COMMIT/SAVEPOINT) is sent without a cursor and is not seen;
-``work`` and ``rows`` stay 0.
+(``conn.transaction()``'s BEGIN/COMMIT/SAVEPOINT) is sent without a cursor and is not seen.
+``Run.rows`` counts what ``AsyncCursor.fetchall/fetchmany/fetchone`` hand back; ``work``
+stays 0 and ``fail_next`` does not apply.
 
 ``Run.statements`` leaves out ``HOUSEKEEPING`` (transaction control and SQLite's
 ``PRAGMA data_version`` freshness check, which frame reads but read no rows) and trigger
@@ -308,8 +309,28 @@ def _patch_psycopg(monkeypatch: pytest.MonkeyPatch, traced: Traced) -> None:
             traced.record(text)
         return await executemany(self, query, rows, *args, **kwargs)
 
+    fetchall, fetchmany, fetchone = cursor.fetchall, cursor.fetchmany, cursor.fetchone
+
+    async def traced_fetchall(self: Any) -> Any:
+        rows = await fetchall(self)
+        traced.fetched(len(rows))
+        return rows
+
+    async def traced_fetchmany(self: Any, *args: Any, **kwargs: Any) -> Any:
+        rows = await fetchmany(self, *args, **kwargs)
+        traced.fetched(len(rows))
+        return rows
+
+    async def traced_fetchone(self: Any) -> Any:
+        row = await fetchone(self)
+        traced.fetched(row is not None)
+        return row
+
     monkeypatch.setattr(cursor, "execute", traced_execute)
     monkeypatch.setattr(cursor, "executemany", traced_executemany)
+    monkeypatch.setattr(cursor, "fetchall", traced_fetchall)
+    monkeypatch.setattr(cursor, "fetchmany", traced_fetchmany)
+    monkeypatch.setattr(cursor, "fetchone", traced_fetchone)
 
 
 def _text(query: Any) -> str:
