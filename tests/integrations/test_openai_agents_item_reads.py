@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.sql_work import statements
 
 from prism_om.integrations.openai_agents import ITEM_TYPE, PrismSession
-from prism_om.stores import SessionStore, open_store
-from prism_om.stores.sql.reads import SqlReads
+from prism_om.stores import open_store
+from prism_om.stores.postgres import PostgresStore
+from prism_om.stores.sqlite import SqliteStore
 from prism_om.testing.conformance import StoreOpener
 from prism_om.testing.counting import CountingStore
 from prism_om.workers.runtime import ObservationalMemoryRuntime
@@ -45,25 +47,13 @@ def turn(n: int) -> list[dict[str, Any]]:
     ]
 
 
-class RowCounter:
-    """Counts the rows a SQL adapter's reads hand back (SQLite and PostgreSQL share
-    ``SqlReads._fetch``), so a test sees what a read cost, not only that it ran."""
-
-    def __init__(self, store: SessionStore) -> None:
-        self.rows = 0
-        if isinstance(store, SqlReads):
-            fetch = store._fetch
-
-            async def counted(*args: Any, **kwargs: Any) -> Any:
-                rows = await fetch(*args, **kwargs)
-                self.rows += len(rows)
-                return rows
-
-            store._fetch = counted  # type: ignore[method-assign]
-
-
-async def test_get_items_without_memory_reads_only_the_items(store_opener: StoreOpener) -> None:
-    inner = await store_opener.open()
+async def test_get_items_without_memory_reads_only_the_items(
+    store_opener: StoreOpener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The rows a SQL adapter's reads hand back, counted at the driver (support.sql_work),
+    # so the test sees what a read cost, not only that it ran.
+    with statements(monkeypatch) as traced:
+        inner = await store_opener.open()
     try:
         store = CountingStore(inner)
         session = PrismSession("plain", store)  # type: ignore[arg-type]
@@ -71,15 +61,14 @@ async def test_get_items_without_memory_reads_only_the_items(store_opener: Store
         await session.add_items(items)
         # Two entries carry the user message, the call, the output and the reply.
         assert len(await inner.entries("plain")) > len(items) + 30
-        rows = RowCounter(inner)
-        with store.counting() as calls:
+        with store.counting() as calls, traced.counting() as run:
             got = await session.get_items()
         assert got == items
         # One public read, of the item rows alone: no whole branch, no message entry.
         assert calls.read_names() == ["custom_data"]
-        if isinstance(inner, SqlReads):
+        if isinstance(inner, (SqliteStore, PostgresStore)):
             # The leaf's position (one row), then exactly one row per item returned.
-            assert rows.rows == 1 + len(items)
+            assert run.rows == 1 + len(items)
         # What it read is exactly what it returned.
         assert [d["item"] for d in await inner.custom_data("plain", ITEM_TYPE)] == items
     finally:

@@ -1,5 +1,6 @@
-"""The work an append of a batch does, counted: row inserts, Python serialiser calls,
-tiktoken calls, timestamp matches and per-entry checks (issue 16, append_many of 100).
+"""The Python work an append of a batch does, counted: serialiser calls, tiktoken calls,
+timestamp matches and per-entry checks (issue 16, append_many of 100). Its statements and
+entry rows: test_sqlite_append_work.py.
 
 Each count is a property of the code, not of the machine: no clock is read. Beside each
 count, the faster path is shown to give exactly what the slower one gave.
@@ -11,7 +12,7 @@ import json
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -36,12 +37,11 @@ from prism_om.entries import (
     entry_text,
     message_entry,
 )
-from prism_om.errors import DuplicateEntryError, EntryTooLargeError, InvalidEntryError
+from prism_om.errors import EntryTooLargeError, InvalidEntryError
 from prism_om.stores import _summary
 from prism_om.stores import base as base_module
 from prism_om.stores._rows import payload_json
 from prism_om.stores._summary import latest_timestamp
-from prism_om.stores.sql.statements import ENTRY_ROWS_PER_INSERT, insert_entry_statements
 from prism_om.stores.sqlite import SqliteStore
 from prism_om.tokens import DEFAULT_ENCODING, get_estimator
 
@@ -52,19 +52,6 @@ async def store(tmp_path: Path) -> Any:
     async with await SqliteStore.open(tmp_path / "s.db") as opened:
         await opened.append_many(data.entries)
         yield opened, data
-
-
-async def traced(store: SqliteStore, call: Callable[[], Any]) -> list[str]:
-    """Every statement execution the writer traces during ``call()``."""
-    seen: list[str] = []
-    raw = store._writer._conn
-    assert raw is not None
-    await store._writer._execute(raw.set_trace_callback, seen.append)
-    try:
-        await call()
-    finally:
-        await store._writer._execute(raw.set_trace_callback, None)
-    return seen
 
 
 @contextmanager
@@ -83,60 +70,6 @@ def python_calls(code: Any) -> Iterator[list[str]]:
     finally:
         sys.setprofile(None)
         threading.setprofile(None)  # type: ignore[arg-type]
-
-
-# -- the entry rows: a few multi-row INSERTs, not one step per row ---------------------
-
-
-async def test_a_batch_of_100_inserts_its_rows_in_three_statements(store: Any) -> None:
-    s, data = store
-    more = continuation(data, 101, "x")
-    seen = await traced(s, lambda: s.append_many(more[:100]))
-    inserts = [sql for sql in seen if sql.lstrip().startswith("INSERT INTO entries")]
-    # 64 + 32 + 4 rows; executemany traced (and stepped) each of the 100 rows alone.
-    assert len(inserts) == 3, len(inserts)
-    one = await traced(s, lambda: s.append(more[100]))
-    assert sum(sql.lstrip().startswith("INSERT INTO entries") for sql in one) == 1
-    branch = await s.entries(data.entries[0].session_id)
-    assert [e.id for e in branch[-101:]] == [e.id for e in more]
-    assert branch[-101:] == more
-
-
-@pytest.mark.parametrize("count", [*range(1, 131), 1000, 1001])
-def test_insert_statements_cover_every_row_once_in_order(count: int) -> None:
-    rows = [tuple(range(n * 14, n * 14 + 14)) for n in range(count)]
-    statements = list(insert_entry_statements(rows))
-    flat = [value for _, values in statements for value in values]
-    assert flat == [value for row in rows for value in row]
-    for sql, values in statements:
-        marks = sql.count("?")
-        assert marks == len(values) and marks % 14 == 0
-        size = marks // 14
-        assert size <= ENTRY_ROWS_PER_INSERT and size & (size - 1) == 0
-        assert size * 14 < 999  # under SQLite's smallest default limit of bound values
-    # At most one statement per power of two below the cap, after the full ones.
-    assert len(statements) <= count // ENTRY_ROWS_PER_INSERT + 6
-
-
-async def test_a_stored_id_in_a_later_insert_is_refused_with_the_store_unchanged(
-    store: Any,
-) -> None:
-    s, data = store
-    session = data.entries[0].session_id
-    more = continuation(data, 100, "x")
-    before = await s.entries(session)
-    leaf = await s.leaf(session)
-    # Entry 80 (in the second INSERT) reuses a stored id: the first 64 rows went in first.
-    clash = more[80].model_copy(update={"id": data.entries[5].id})
-    fixed = [*more[:80], clash, *(e.model_copy() for e in more[81:])]
-    fixed[81] = fixed[81].model_copy(update={"parent_id": clash.id})
-    with pytest.raises(DuplicateEntryError) as caught:
-        await s.append_many(fixed)
-    assert caught.value.entry_id == data.entries[5].id
-    assert await s.entries(session) == before
-    assert await s.leaf(session) == leaf
-    await s.append_many(more)
-    assert (await s.entries(session))[-100:] == more
 
 
 # -- the payload: serialised in Rust, byte for byte what the model serialiser writes ---

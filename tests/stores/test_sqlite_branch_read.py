@@ -20,7 +20,6 @@ from support.postgres import with_fresh_schema
 from prism_om.entries import SessionEntry, compaction_entry, custom_entry, message_entry
 from prism_om.errors import CorruptStoreError
 from prism_om.stores import SessionStore, open_store
-from prism_om.stores.sql.statements import BRANCH_ENTRIES_SQL
 from prism_om.testing.memory_conformance import load_builder
 from prism_om.testing.om_factories import BranchBuilder, branch_builders
 
@@ -190,29 +189,36 @@ async def test_a_branch_missing_a_depth_is_refused_naming_it(tmp_path: Path) -> 
         ]
 
 
-async def test_two_rows_at_one_depth_are_refused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Only a damaged unique index on (segment_id, depth) returns two rows at one depth:
-    # the read stands in for it by handing back one row twice.
-    async with await open_store(f"sqlite:{tmp_path / 'twice.db'}") as store:
+def _damaged_depth_index(path: Path, *statements: str) -> None:
+    """Run ``statements`` on the file with the unique (segment_id, depth) index made a
+    plain one of the same name, as a damaged index would let through."""
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP INDEX entries_segment_depth")
+        conn.execute("CREATE INDEX entries_segment_depth ON entries (segment_id, depth)")
+        for statement in statements:
+            conn.execute(statement)
+    conn.close()
+
+
+async def test_two_rows_at_one_depth_are_refused(tmp_path: Path) -> None:
+    # Only a damaged unique index on (segment_id, depth) holds two rows at one depth: the
+    # file is damaged so, on a connection of the test's own.
+    path = tmp_path / "twice.db"
+    async with await open_store(f"sqlite:{path}") as store:
         await _long_session(store, 10)
-        real_fetch = store._fetch  # type: ignore[attr-defined]
-
-        async def fetch(sql: str, params: Any = ()) -> list[Any]:
-            rows: list[Any] = await real_fetch(sql, params)
-            if sql == BRANCH_ENTRIES_SQL:
-                rows[4] = rows[5]
-            return rows
-
-        monkeypatch.setattr(store, "_fetch", fetch)
+    _damaged_depth_index(path, "UPDATE entries SET depth = 5 WHERE id = 'm4'")
+    async with await open_store(f"sqlite:{path}") as store:
         with pytest.raises(CorruptStoreError, match=r"'m9' has no entry at depth 4"):
             await store.entries("long")
-
-        async def fetch_extra(sql: str, params: Any = ()) -> list[Any]:
-            rows: list[Any] = await real_fetch(sql, params)
-            return [*rows, rows[5]] if sql == BRANCH_ENTRIES_SQL else rows
-
-        monkeypatch.setattr(store, "_fetch", fetch_extra)
+    _damaged_depth_index(
+        path,
+        "UPDATE entries SET depth = 4 WHERE id = 'm4'",
+        "INSERT INTO entries (seq, id, session_id, parent_id, kind, role, custom_type, "
+        "timestamp, depth, segment_id, tokens, token_encoding, path_tokens, body) "
+        "SELECT 1000, 'm5-copy', session_id, parent_id, kind, role, custom_type, timestamp, "
+        "depth, segment_id, tokens, token_encoding, path_tokens, body "
+        "FROM entries WHERE id = 'm5'",
+    )
+    async with await open_store(f"sqlite:{path}") as store:
         with pytest.raises(CorruptStoreError, match=r"'m9' has more than one entry at a depth"):
             await store.entries("long")
