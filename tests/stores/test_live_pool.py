@@ -18,6 +18,7 @@ import aiosqlite
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.sql_work import statements
 
 from prism_om.core.ledger import fold_ledger
 from prism_om.core.ledger_views import live_ledger
@@ -85,15 +86,20 @@ async def test_random_forked_sessions_equal_the_fold_at_every_point(
     await assert_every_point_equals_the_fold(store, builder.session_id)
 
 
-def pool_of(path: Path) -> list[tuple[Any, ...]]:
+def rows_of(path: Path, table: str) -> list[tuple[Any, ...]]:
     with sqlite3.connect(path) as conn:
-        rows = conn.execute("SELECT * FROM om_live ORDER BY 1, 2, 3").fetchall()
+        rows = conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2, 3").fetchall()
     conn.close()
     return rows
 
 
+def pool_of(path: Path) -> list[tuple[Any, ...]]:
+    return rows_of(path, "om_live")
+
+
 async def rebuilt_pool(path: Path) -> list[tuple[Any, ...]]:
-    """The pool rebuilt from scratch (the migration's backfill), rolled back after."""
+    """The pool rebuilt from scratch (the migration's backfill), rolled back after.
+    (Internal: no public call rebuilds a pool, and the kept one must equal it.)"""
     async with aiosqlite.connect(path, isolation_level=None) as conn:
         await conn.execute("BEGIN IMMEDIATE")
         await backfill_live_pool(conn)
@@ -134,29 +140,32 @@ def test_the_pool_kept_by_appends_equals_one_rebuilt(
     asyncio.run(check())
 
 
-async def test_sqlite_live_ledger_reads_a_bounded_number_of_marker_rows(tmp_path: Path) -> None:
-    async with await SqliteStore.open(tmp_path / "s.db") as store:
-        counts: list[int] = []
-        fetch = store._fetch
-
-        async def counting(sql: str, params: Any = ()) -> list[Any]:
-            rows = await fetch(sql, params)
-            assert not any(len(row) == 3 for row in rows), "drop rows were read"
-            # Marker rows: (depth, entry_id, record_type, covers_up_to_id).
-            counts[-1] += sum(1 for row in rows if len(row) == 4)
-            return rows
-
-        for turns in (40, 80):
-            await run_turns(store, turns, start=sum((40, 80)[: len(counts)]))
-            counts.append(0)
-            store._fetch = counting  # type: ignore[method-assign]
-            live = await store.live_ledger("long")
-            del store._fetch
+async def test_sqlite_live_ledger_work_does_not_grow_with_the_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn's live ledger reads no drop row and a bounded number of marker rows: the
+    same statements and the same work (SQLite's virtual machine, counted at the driver,
+    ``support.sql_work``) at 160 turns as at 40, though the markers have grown."""
+    path = tmp_path / "s.db"
+    with statements(monkeypatch) as traced:
+        store = await SqliteStore.open(path)
+    async with store:
+        work: list[tuple[int, int]] = []
+        markers: list[int] = []
+        done = 0
+        for turns in (40, 160):
+            await run_turns(store, turns - done, start=done)
+            done = turns
+            with traced.counting() as run:
+                live = await store.live_ledger("long")
             assert live == live_ledger(fold_ledger(await store.entries("long")))
-        markers = len(await store._fetch("SELECT * FROM om_markers"))
-        assert markers > 40
-        # At most the latest marker and the latest covering one per record type.
-        assert counts[0] <= 8 and counts[1] <= 8
+            assert not [sql for sql in run.statements if "om_drops" in sql], "drop rows read"
+            work.append((run.count, run.work))
+            markers.append(len(rows_of(path, "om_markers")))
+    assert markers[1] > markers[0] + 40  # the session's markers grew...
+    # ...and the live ledger's reads did not: at most one tick (WORK_TICK instructions)
+    # more, where reading every marker row costs about one tick per ten.
+    assert work[1][0] == work[0][0] and work[1][1] <= work[0][1] + 1, work
 
 
 async def test_deleting_a_session_drops_its_pools(tmp_path: Path) -> None:
