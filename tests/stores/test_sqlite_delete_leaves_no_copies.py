@@ -24,6 +24,7 @@ from prism_om.core.search_text import term_key, text_terms
 from prism_om.entries import SessionEntry
 from prism_om.errors import StoreError
 from prism_om.stores.sqlite.store import SqliteStore
+from prism_om.stores.sqlite.worker_thread import ThreadWorkConnection
 from prism_om.testing.om_factories import BranchBuilder
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "sqlite"
@@ -32,11 +33,12 @@ GONE = "gone-q7z3"
 KEPT = "KEPT-m3v8r"
 
 
-class _FailingVacuum(sqlite3.Connection):
-    """A connection whose ``VACUUM`` meets a full disk, as SQLite reports one."""
+class _FailingVacuum(ThreadWorkConnection):
+    """A connection whose ``VACUUM`` meets a full disk, as SQLite reports one (and runs
+    the adapter's thread work, as the connections it replaces do)."""
 
     def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
-        if sql.strip().upper() == "VACUUM":
+        if isinstance(sql, str) and sql.strip().upper() == "VACUUM":
             error = sqlite3.OperationalError("database or disk is full")
             error.sqlite_errorcode = sqlite3.SQLITE_FULL  # type: ignore[attr-defined]
             raise error
@@ -49,7 +51,9 @@ def _forcing_secure_delete_off(
     opened = sqlite3.connect
 
     def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        conn = opened(*args, factory=factory, **kwargs)
+        if factory is not sqlite3.Connection:
+            kwargs["factory"] = factory
+        conn = opened(*args, **kwargs)
         conn.execute("PRAGMA secure_delete = OFF")
         return conn
 

@@ -9,7 +9,8 @@ rows, the live pool, the search index and recall's rows, is in ``stores.sql``):
 - ``reads``: ``SqliteReads``, the shared reads (``stores.sql.reads``) with SQLite's busy
   retries, its page statement and the damage note.
 - ``worker_thread``: a whole read or write transaction run on a connection's own worker
-  thread, one thread hop per public call.
+  thread, one thread hop per public call, through aiosqlite's public API (``docs/design.md``,
+  "SQLite's thread work"); connections built so that their threads are daemons.
 - ``thread_reads``: ``SqliteReads`` with each public read run that way.
 - ``loop_reads``: bounded reads on the event loop's own read-only connection (no hop),
   kept per ``PRAGMA data_version``.

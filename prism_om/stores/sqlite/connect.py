@@ -7,7 +7,6 @@ import builtins
 import contextlib
 import os
 import sqlite3
-import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,7 @@ from ..sql.search_index import backfill_search_index, backfill_search_marks
 from ..sql.statements import SUMMARIES_FROM_ENTRIES_SQL, fetch_first_row
 from .loop_reads import NotAPoint, PointConnection
 from .translate import close_quietly, primary_code, retrying, rollback_quietly, translate_error
+from .worker_thread import ThreadWorkConnection, new_connection
 
 SYNCHRONOUS_MODES = frozenset({"NORMAL", "FULL", "EXTRA"})
 
@@ -275,7 +275,12 @@ def _unstarted(
 
     def connector() -> sqlite3.Connection:
         # Runs on the connection's thread: everything a new connection needs, one hop.
-        raw = sqlite3.connect(target, isolation_level=None, uri=uri_mode is not None)
+        raw = sqlite3.connect(
+            target,
+            isolation_level=None,
+            uri=uri_mode is not None,
+            factory=ThreadWorkConnection,
+        )
         try:
             # busy_timeout first, so that everything after it waits for a busy file.
             raw.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
@@ -293,13 +298,8 @@ def _unstarted(
                 answer[0] = then(raw)
         return raw
 
-    conn = aiosqlite.Connection(connector, 64)
-    # A store the caller forgot to close must not keep the interpreter from exiting:
-    # aiosqlite's worker thread is not a daemon. Killing it at exit is as safe as a
-    # crash, which WAL survives.
-    thread = getattr(conn, "_thread", None)
-    if isinstance(thread, threading.Thread):
-        thread.daemon = True
+    # Built where its worker thread becomes a daemon (worker_thread.new_connection).
+    conn = new_connection(connector)
 
     async def start() -> bool:
         try:

@@ -443,8 +443,8 @@ class SqliteStore(OneHopReads):
                 stacklevel=1,
                 source=self,
             )
-            # aiosqlite's worker threads are not daemons: stop them, or a leaked store
-            # would keep the interpreter from exiting.
+            # Stop the worker threads now rather than at exit (they are daemons, see
+            # worker_thread.new_connection, so a leaked store never blocks the exit).
             for conn in (self._reader, self._writer):
                 conn.stop()
 

@@ -1,12 +1,27 @@
 """One thread hop per public call: a whole read or write transaction on the connection's thread.
 
-Each aiosqlite call is a hop to the connection's worker thread and back (~50-70 µs on a
-loaded 2-core machine), and the adapter's reads and appends are written as several
-statements each: a page of 20 made four hops, an append of one entry about ten. Here the
-same code runs in ONE hop: the coroutine of the read (or of the write transaction) is
-driven to its end on the worker thread, against ``DirectConnection``, whose calls run
-the statement at once and return without suspending. The adapter code stays the one that
-PostgreSQL shares; only where it runs changes.
+Each aiosqlite call is a hop to the connection's worker thread and back (~25-70 us on a
+2-core machine, depending on where the scheduler puts the thread), and the adapter's reads
+and appends are written as several statements each: a write transaction of eight
+statements made eight hops through aiosqlite's ``execute_fetchall`` (561-783 us), where
+one hop of the whole transaction takes 81-100 us (``docs/design.md``, "SQLite's thread
+work"). Here the same code runs in ONE hop: the coroutine of the read (or of the write
+transaction) is driven to its end on the worker thread, against ``DirectConnection``,
+whose calls run the statement at once and return without suspending. The adapter code
+stays the one that PostgreSQL shares; only where it runs changes.
+
+How a function reaches the thread, through aiosqlite's public API only: every adapter
+connection is made with ``factory=ThreadWorkConnection`` (a documented ``sqlite3.connect``
+argument), whose ``execute`` runs a ``ThreadJob`` instead of parsing it; ``on_thread``
+hands one to aiosqlite's ``execute_fetchall``, which calls the raw connection's
+``execute(...).fetchall()`` on its thread. ``tests/stores/test_sqlite_thread_work.py``
+pins that route, so an aiosqlite that changed it fails there, loudly, not in a read.
+
+aiosqlite's worker thread is a daemon when the ``aiosqlite.Connection`` is built on a
+daemon thread (``threading``: the flag is inherited from the creating thread), so
+``new_connection`` builds connections on one daemon thread of the process: a store its
+caller forgot to close does not keep the interpreter from exiting (killing the thread at
+exit is as safe as a crash, which WAL survives).
 
 A coroutine driven this way must never really wait (no ``asyncio.sleep``, no
 ``to_thread``): ``drive`` refuses one that tries, rather than blocking the thread.
@@ -15,11 +30,13 @@ A coroutine driven this way must never really wait (no ``asyncio.sleep``, no
 from __future__ import annotations
 
 import builtins
+import queue
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Coroutine, Generator, Iterable
-from typing import Any, TypeVar
+from concurrent.futures import Future
+from typing import Any, Generic, TypeVar, cast
 
 import aiosqlite
 
@@ -29,7 +46,19 @@ from .translate import _is_busy as is_busy
 
 T = TypeVar("T")
 
-__all__ = ["DirectConnection", "ThreadSlot", "drive", "fetch_direct", "on_thread"]
+__all__ = [
+    "DirectConnection",
+    "ThreadJob",
+    "ThreadSlot",
+    "ThreadWorkConnection",
+    "drive",
+    "fetch_direct",
+    "new_connection",
+    "on_thread",
+]
+
+# The raw ``execute``, called past ``ThreadWorkConnection``'s check where the text is SQL.
+_EXECUTE = sqlite3.Connection.execute
 
 
 def drive(coro: Coroutine[Any, Any, T]) -> T:
@@ -42,18 +71,70 @@ def drive(coro: Coroutine[Any, Any, T]) -> T:
     raise RuntimeError("a store call run on the connection's thread tried to wait")
 
 
+class ThreadJob(Generic[T]):
+    """A function for a connection's own thread, passed where aiosqlite passes SQL."""
+
+    __slots__ = ("function", "result")
+
+    def __init__(self, function: Callable[[sqlite3.Connection], T]) -> None:
+        self.function = function
+
+    def run(self, raw: sqlite3.Connection) -> ThreadJob[T]:
+        self.result = self.function(raw)
+        return self
+
+    def fetchall(self) -> T:
+        """What ``execute_fetchall`` returns: the function's result."""
+        return self.result
+
+
+class ThreadWorkConnection(sqlite3.Connection):
+    """The ``sqlite3`` connection class of the adapter's aiosqlite connections: SQL runs
+    as on any connection; a ``ThreadJob`` runs its function here, on this thread."""
+
+    def execute(self, sql: Any, parameters: Any = (), /) -> Any:
+        if type(sql) is ThreadJob:
+            return sql.run(self)
+        return _EXECUTE(self, sql, parameters)
+
+
 async def on_thread(conn: aiosqlite.Connection, function: Callable[[sqlite3.Connection], T]) -> T:
     """``function(raw connection)`` on ``conn``'s worker thread: one hop.
 
-    aiosqlite queues callables on its thread through ``_execute`` (its own execute and
-    fetch calls are built on it); the raw connection is only ever touched there.
+    ``conn`` must have been made by ``new_connection`` (its raw connection a
+    ``ThreadWorkConnection``); the raw connection is only ever touched on its thread.
     """
+    rows = await conn.execute_fetchall(cast(str, ThreadJob(function)))
+    return cast(T, rows)
 
-    def call() -> T:
-        return function(conn._conn)
 
-    result: T = await conn._execute(call)  # type: ignore[no-untyped-call]
-    return result
+_builds: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]]] = queue.SimpleQueue()
+_builder: threading.Thread | None = None
+_builder_lock = threading.Lock()
+
+
+def _build_forever() -> None:
+    while True:
+        done, build = _builds.get()
+        try:
+            done.set_result(build())
+        except BaseException as exc:  # handed to the caller, which raises it
+            done.set_exception(exc)
+
+
+def new_connection(connector: Callable[[], sqlite3.Connection]) -> aiosqlite.Connection:
+    """An unstarted aiosqlite connection whose worker thread will be a daemon: built on
+    the process's daemon builder thread (one short hop; the builder starts once)."""
+    global _builder
+    with _builder_lock:
+        if _builder is None or not _builder.is_alive():
+            _builder = threading.Thread(
+                target=_build_forever, name="prism-om-sqlite-builder", daemon=True
+            )
+            _builder.start()
+    done: Future[aiosqlite.Connection] = Future()
+    _builds.put((done, lambda: aiosqlite.Connection(connector, 64)))
+    return done.result()
 
 
 class _Done:
