@@ -1,11 +1,11 @@
 """The PostgreSQL read path at the wire: what each read sends, counted, never timed.
 
-libpq's protocol trace (``PGconn.trace``) of the reader's kept connection shows every
-message the client sends: a warm read is one round trip (one ``Sync``), prepared (only
-``Bind``/``Execute``), with no ``BEGIN``, ``COMMIT`` or ``SET`` of its own, its results
-in binary, on the cursor the reader keeps. A prepared statement the server lost, and a
-connection killed while a read waits on the server, end in the right answer or a typed
-error.
+libpq's protocol trace (``PGconn.trace``) of every connection the store holds (found at
+psycopg's boundary, ``support.pg_connections``) shows every message the client sends: a
+warm read is one round trip (one ``Sync``), prepared (only ``Bind``/``Execute``), with
+no ``BEGIN``, ``COMMIT`` or ``SET`` of its own, its results in binary, on no new cursor.
+A prepared statement the server lost, and a connection killed while a read waits on the
+server, end in the right answer or a typed error; a long read's rows are not kept.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg import pq
+from support.pg_connections import Watched, watch_connections
 
 from prism_om.errors import StoreError
 from prism_om.observational_memory import (
@@ -28,28 +29,30 @@ from prism_om.observational_memory import (
 from prism_om.stores import SessionStore, open_store
 from prism_om.stores.memory import MemoryStore
 from prism_om.stores.postgres import split_postgres_url
+from prism_om.testing.generate import make_message
 from prism_om.testing.memory_conformance import load_builder
 from prism_om.testing.om_factories import BranchBuilder, random_builder
 
-Loaded = tuple[SessionStore, MemoryStore, BranchBuilder]
+Loaded = tuple[SessionStore, MemoryStore, BranchBuilder, Watched]
 
 
 @pytest.fixture
-async def loaded(postgres_url: str) -> AsyncIterator[Loaded]:
+async def loaded(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Loaded]:
     builder = random_builder(5, 80, forks=False)
-    pg = await open_store(postgres_url)
+    with watch_connections(monkeypatch) as watched:
+        pg = await open_store(postgres_url)
     memory = MemoryStore()
     for store in (pg, memory):
         await load_builder(store, builder)
     try:
-        yield pg, memory, builder
+        yield pg, memory, builder, watched
     finally:
         await pg.close()
 
 
 def first_observation(builder: BranchBuilder) -> str:
     return next(
-        o["id"]
+        str(o["id"])
         for e in builder.path
         if e.data is not None and e.data.get("type") == "om.observations.recorded"
         for o in e.data["observations"]
@@ -60,30 +63,34 @@ def a_message(builder: BranchBuilder) -> str:
     return next(e.id for e in builder.path if e.kind == "message")
 
 
-def lane(store: SessionStore) -> psycopg.AsyncConnection[Any]:
-    conn = store._reader._lane  # type: ignore[attr-defined]
-    assert conn is not None, "a read has taken the reader's kept connection"
-    return conn  # type: ignore[no-any-return]
-
-
 @contextlib.contextmanager
-def traced(conn: psycopg.AsyncConnection[Any]) -> Iterator[list[tuple[str, str, str]]]:
-    """(who, message, fields) for every protocol message on ``conn`` while inside: who
-    is "F" (the client, frontend) or "B" (the server, backend)."""
+def traced(watched: Watched) -> Iterator[list[tuple[str, str, str]]]:
+    """(who, message, fields) for every protocol message on the store's open connections
+    while inside: who is "F" (the client, frontend) or "B" (the server, backend). A
+    connection made inside is not traced: none is, the block fails."""
     messages: list[tuple[str, str, str]] = []
-    with tempfile.TemporaryFile("w+") as out:
-        conn.pgconn.trace(out.fileno())
-        conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+    connections = watched.open()
+    made = len(watched.made)
+    with contextlib.ExitStack() as stack:
+        outs = []
+        for conn in connections:
+            out = stack.enter_context(tempfile.TemporaryFile("w+"))
+            conn.pgconn.trace(out.fileno())
+            conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+            outs.append(out)
         try:
             yield messages
         finally:
-            conn.pgconn.untrace()
-            out.seek(0)
-            for line in out.read().splitlines():
-                if line[:2] not in ("F\t", "B\t"):
-                    continue  # a value's own line break, inside the message before
-                who, _, message, *fields = line.split("\t")
-                messages.append((who, message, "\t".join(fields).strip()))
+            for conn, out in zip(connections, outs, strict=True):
+                if not conn.closed:
+                    conn.pgconn.untrace()
+                out.seek(0)
+                for line in out.read().splitlines():
+                    if line[:2] not in ("F\t", "B\t"):
+                        continue  # a value's own line break, inside the message before
+                    who, _, message, *fields = line.split("\t")
+                    messages.append((who, message, "\t".join(fields).strip()))
+    assert len(watched.made) == made, "a connection was made while traced"
 
 
 def sent(messages: list[tuple[str, str, str]], kind: str) -> int:
@@ -91,7 +98,7 @@ def sent(messages: list[tuple[str, str, str]], kind: str) -> int:
 
 
 async def test_a_warm_read_is_one_round_trip_with_no_parse(loaded: Loaded) -> None:
-    pg, memory, builder = loaded
+    pg, memory, builder, watched = loaded
     memory_id, cursor = first_observation(builder), a_message(builder)
 
     async def page(store: SessionStore) -> Any:
@@ -106,7 +113,7 @@ async def test_a_warm_read_is_one_round_trip_with_no_parse(loaded: Loaded) -> No
         for _ in range(6):  # psycopg prepares a statement at its sixth run
             await read(pg)
         for _ in range(3):
-            with traced(lane(pg)) as messages:
+            with traced(watched) as messages:
                 got = await read(pg)
             assert got == await read(memory)
             assert sent(messages, "Sync") == 1, messages
@@ -115,10 +122,10 @@ async def test_a_warm_read_is_one_round_trip_with_no_parse(loaded: Loaded) -> No
 
 
 async def test_reads_come_back_in_binary(loaded: Loaded) -> None:
-    pg, memory, builder = loaded
+    pg, memory, builder, watched = loaded
     await pg.leaf("s1")
     entry_id = builder.path[-1].id
-    with traced(lane(pg)) as messages:
+    with traced(watched) as messages:
         assert await pg.leaf("s1") == await memory.leaf("s1")
         assert await pg.get(entry_id) == await memory.get(entry_id)
         assert await pg.page_messages("s1", a_message(builder), 3) == (
@@ -138,7 +145,7 @@ async def test_reads_come_back_in_binary(loaded: Loaded) -> None:
 async def test_reads_reuse_the_lanes_cursor(
     loaded: Loaded, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pg, _, builder = loaded
+    pg, _, builder, _ = loaded
     await pg.leaf("s1")
     made = 0
     cursor = psycopg.AsyncConnection.cursor
@@ -157,25 +164,26 @@ async def test_reads_reuse_the_lanes_cursor(
 
 
 async def test_a_prepared_statement_the_server_lost_is_prepared_again(loaded: Loaded) -> None:
-    pg, memory, builder = loaded
+    pg, memory, builder, watched = loaded
     entry_id = builder.path[-1].id
     for _ in range(6):  # prepared whatever psycopg's threshold
         await pg.get(entry_id)
-    conn = lane(pg)
-    # Behind psycopg's back, as a transaction-mode pooler or a DISCARD would.
-    conn.pgconn.exec_(b"DEALLOCATE ALL")
-    with traced(conn) as messages:
+    connections = watched.open()
+    for conn in connections:
+        # Behind psycopg's back, as a transaction-mode pooler or a DISCARD would.
+        conn.pgconn.exec_(b"DEALLOCATE ALL")
+    with traced(watched) as messages:
         assert await pg.get(entry_id) == await memory.get(entry_id)
     errors = [m for m in messages if m[0] == "B" and m[1] == "ErrorResponse"]
     assert len(errors) == 1 and "does not exist" in errors[0][2], "failed once, then read"
-    assert lane(pg) is conn, "the connection itself was fine: kept"
+    assert watched.open() == connections, "the connection itself was fine: kept"
     assert await pg.get(entry_id) == await memory.get(entry_id)
 
 
 async def test_a_plan_whose_result_type_changed_is_prepared_again(
     loaded: Loaded, postgres_url: str
 ) -> None:
-    pg, memory, builder = loaded
+    pg, memory, builder, _ = loaded
     entry_id = builder.path[-1].id
     for _ in range(6):
         await pg.get(entry_id)
@@ -192,10 +200,9 @@ async def test_a_plan_whose_result_type_changed_is_prepared_again(
 async def test_a_connection_killed_during_a_read_reads_again(
     loaded: Loaded, postgres_url: str
 ) -> None:
-    pg, memory, builder = loaded
+    pg, memory, builder, watched = loaded
     entry_id = builder.path[-1].id
     await pg.get(entry_id)
-    victim = lane(pg).info.backend_pid
     conninfo, schema, _ = split_postgres_url(postgres_url)
     options = f"-c search_path={schema}"
     async with (
@@ -205,7 +212,8 @@ async def test_a_connection_killed_during_a_read_reads_again(
         # The read waits on the server behind this lock while its connection is killed.
         await locker.execute("LOCK TABLE entries IN ACCESS EXCLUSIVE MODE")
         read = asyncio.ensure_future(pg.get(entry_id))
-        await wait_for_lock_waiters(admin, {victim})
+        (victim,) = await wait_for_lock_waiters(admin, set())
+        assert victim in watched.open_pids()  # the store's connection, reading
         await admin.execute("SELECT pg_terminate_backend(%s)", (victim,))
         # The read meets the dead connection and runs again on another one.
         await wait_for_lock_waiters(admin, set())
@@ -217,11 +225,11 @@ async def test_a_connection_killed_during_a_read_reads_again(
         else:
             assert got == await memory.get(entry_id)
     assert await pg.get(entry_id) == await memory.get(entry_id)
-    assert lane(pg).info.backend_pid != victim
+    assert victim not in watched.open_pids()
 
 
-async def wait_for_lock_waiters(admin: psycopg.AsyncConnection[Any], pids: set[int]) -> None:
-    """Until a backend in ``pids`` (any other backend when empty) waits on a lock."""
+async def wait_for_lock_waiters(admin: psycopg.AsyncConnection[Any], pids: set[int]) -> set[int]:
+    """The backends waiting on a lock, once one in ``pids`` (any when empty) does."""
     for _ in range(3000):
         rows = await (
             await admin.execute(
@@ -231,26 +239,40 @@ async def wait_for_lock_waiters(admin: psycopg.AsyncConnection[Any], pids: set[i
         ).fetchall()
         waiting = {pid for (pid,) in rows}
         if (pids & waiting) if pids else waiting:
-            return
+            return waiting
         await asyncio.sleep(0.01)
     raise AssertionError(f"no backend waited on the lock ({pids or 'any'})")
 
 
-async def test_a_long_read_is_not_kept_by_the_lanes_cursor(
-    loaded: Loaded, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from prism_om.stores.postgres import connection
+LONG = 1500  # rows of a long read: more than any store should keep after it returns
 
-    pg, memory, builder = loaded
-    monkeypatch.setattr(connection, "KEPT_RESULT_ROWS", 5)
-    await pg.leaf("s1")
-    reader: Any = pg._reader  # type: ignore[attr-defined]
-    kept = reader._lane_cursor
-    assert await pg.leaf("s1") == await memory.leaf("s1")
-    assert reader._lane_cursor is kept and kept.pgresult is not None
-    assert len(builder.path) > 5
-    assert await pg.entries("s1") == await memory.entries("s1")
-    # The rows of the long read are the caller's; the cursor that held them is gone.
-    assert kept.closed and kept.pgresult is None
-    assert reader._lane_cursor is not kept and reader._lane_cursor.pgresult is None
-    assert await pg.leaf("s1") == await memory.leaf("s1")
+
+async def test_a_long_read_is_not_kept_by_a_cursor(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rows of a whole-branch read are the caller's: no cursor of the store holds its
+    result (libpq's copy of every row) after the read returns, as one kept for the next
+    read would until then."""
+    cursors: list[psycopg.AsyncCursor[Any]] = []
+    cursor = psycopg.AsyncConnection.cursor
+
+    def recorded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        made = cursor(self, *args, **kwargs)
+        cursors.append(made)
+        return made
+
+    monkeypatch.setattr(psycopg.AsyncConnection, "cursor", recorded)
+    entries = [
+        make_message("s", f"m{n}", f"m{n - 1}" if n else None, "user", "hi", n) for n in range(LONG)
+    ]
+    async with await open_store(postgres_url) as pg:
+        await pg.append_many(entries)
+        assert await pg.leaf("s") == f"m{LONG - 1}"
+
+        def held() -> list[int]:
+            return [c.pgresult.ntuples for c in cursors if not c.closed and c.pgresult is not None]
+
+        assert cursors  # the store's cursors are seen
+        assert [e.id for e in await pg.entries("s")] == [e.id for e in entries]
+        assert all(rows < LONG for rows in held()), held()
+        assert await pg.leaf("s") == f"m{LONG - 1}"
