@@ -56,10 +56,16 @@ class OneHopReads(SqliteReads):
 
         def run(raw: sqlite3.Connection) -> T:
             self._direct.conn = raw
+            # One read transaction: every statement of the read sees one snapshot of the
+            # file (a page's later pieces, a recall's sources), whatever commits meanwhile.
+            # In WAL a reader never waits for a writer, so BEGIN costs two trivial steps.
+            raw.execute("BEGIN")
             try:
                 return drive(read(*args))
             finally:
                 self._direct.conn = None
+                if raw.in_transaction:
+                    raw.execute("COMMIT")  # a read transaction: nothing to write
 
         return await on_thread(reader, run)
 
