@@ -40,7 +40,16 @@ from ..sql.damage import fold_rows_parse
 from ..sql.memory_folds import ledger_from_rows
 from ..sql.placement import check_leaf_session, check_page_head
 from ..sql.reads import SqlReads
-from ..sql.recall_rows import recall_ledger
+from ..sql.recall_rows import (
+    DROP_ROW,
+    LEAF_ROW,
+    OBSERVATION_ROW,
+    REFLECTION_ROW,
+    SOURCE_ROW,
+    SUPERSESSION_ROW,
+    recall_ledger,
+    split_recall_rows,
+)
 from .connection import PoolReader
 
 __all__ = [
@@ -142,12 +151,11 @@ def page_statement(direction: str, leaf: str, want: int) -> str:
     return PAGE_SQL[(direction, leaf)].replace("%(want)s", str(int(want)))
 
 
-# Rows (kind, depth, ordinal, memory_id, entry_id, recorded_at, body, parent_id,
-# entry_kind): kind 0-2 as in the SQLite adapter's MEMORY_SUBSET_SQL (the last two NULL),
-# 3 a cited source entry (memory_id, entry_id, recorded_at, body, parent_id, entry_kind
-# are its id, session, timestamp, stored body, parent and kind), and 4 a given leaf
-# (memory_id: the leaf's session, entry_id: the leaf). {match} is
-# ``= %(id)s`` for one id (cheaper to bind and plan) or ``= ANY(%(ids)s)``.
+# Rows of ``recall_rows``' kinds and columns (the kind and six; split by
+# ``split_recall_rows``, as SQLite's recall statement is): the memory rows of the ids, the
+# source entries the found observations cite (at most SOURCES_READ_AHEAD each, by a
+# LATERAL subquery), and at a given leaf its row, to be checked against the session.
+# {match} is ``= %(id)s`` for one id (cheaper to bind and plan) or ``= ANY(%(ids)s)``.
 _SUBSET = f""",
 found AS (
     SELECT o.entry_seq, o.ordinal, o.depth, o.memory_id, o.entry_id, o.recorded_at, o.body
@@ -155,21 +163,23 @@ found AS (
     WHERE o.memory_id {{match}} AND o.segment_id BETWEEN bp.segment_id AND bp.segment_id
       AND o.depth BETWEEN bp.lo AND bp.hi
 )
-{{header}}SELECT 0, f.depth, f.ordinal, f.memory_id, f.entry_id, f.recorded_at, f.body,
-       NULL, NULL
+{{header}}SELECT {OBSERVATION_ROW}, f.depth, f.ordinal, f.memory_id, f.entry_id, f.recorded_at,
+       f.body, NULL, NULL
 FROM found f
 UNION ALL
-SELECT 1, r.depth, r.ordinal, r.memory_id, r.entry_id, r.recorded_at, r.body, NULL, NULL
+SELECT {REFLECTION_ROW}, r.depth, r.ordinal, r.memory_id, r.entry_id, r.recorded_at, r.body,
+       NULL, NULL
 FROM om_reflections r CROSS JOIN branch_path bp
 WHERE r.memory_id {{match}} AND r.segment_id BETWEEN bp.segment_id AND bp.segment_id
   AND r.depth BETWEEN bp.lo AND bp.hi
 UNION ALL
-SELECT 2, d.depth, d.ordinal, d.memory_id, NULL, NULL, NULL, NULL, NULL
+SELECT {DROP_ROW}, d.depth, d.ordinal, d.memory_id, NULL, NULL, NULL, NULL, NULL
 FROM om_drops d CROSS JOIN branch_path bp
 WHERE d.memory_id {{match}} AND d.segment_id BETWEEN bp.segment_id AND bp.segment_id
   AND d.depth BETWEEN bp.lo AND bp.hi
 {{supersessions}}UNION ALL
-SELECT 3, NULL, NULL, e.id, e.session_id, e.timestamp, e.body, e.parent_id, e.kind
+SELECT {SOURCE_ROW}, NULL::bigint, NULL::bigint, e.id, e.session_id, e.timestamp, e.body,
+       e.parent_id, e.kind
 FROM found f CROSS JOIN LATERAL (
     SELECT s.source_entry_id FROM om_observation_sources s
     WHERE s.entry_seq = f.entry_seq AND s.ordinal = f.ordinal
@@ -180,16 +190,18 @@ _MATCH = {"one": "= %(id)s", "many": "= ANY(%(ids)s)"}
 # Only a given leaf needs its row back, to be checked against the session.
 _HEADER = {
     "session": "",
-    "given": "SELECT 4, NULL::bigint, NULL::bigint, l.owner, l.leaf_id, NULL, NULL, NULL, NULL"
+    "given": f"SELECT {LEAF_ROW}, NULL::bigint, NULL::bigint, l.owner, l.leaf_id, NULL, NULL,"
+    " NULL, NULL"
     " FROM leaf l\n"
     "UNION ALL\n",
 }
-# Kind 5: a supersession of one of the ids (entry_id: the superseding reflection;
+# A supersession of one of the ids (entry_id: the superseding reflection;
 # docs/design.md, "Supersession of reflections").
-_SUPERSESSIONS = """UNION ALL
-SELECT 5, s.depth, s.ordinal, s.memory_id, s.superseded_by, NULL, NULL, NULL, NULL
+_SUPERSESSIONS = f"""UNION ALL
+SELECT {SUPERSESSION_ROW}, s.depth, s.ordinal, s.memory_id, s.superseded_by, NULL, NULL, NULL,
+       NULL
 FROM om_supersessions s CROSS JOIN branch_path bp
-WHERE s.memory_id {match} AND s.segment_id BETWEEN bp.segment_id AND bp.segment_id
+WHERE s.memory_id {{match}} AND s.segment_id BETWEEN bp.segment_id AND bp.segment_id
   AND s.depth BETWEEN bp.lo AND bp.hi
 """
 # Keyed by ("one" | "many" ids, "session" | "given" leaf).
@@ -256,24 +268,18 @@ class PostgresReads(SqlReads):
         params = {"session_id": session_id, "leaf_id": leaf_id, "id": wanted[0], "ids": wanted}
         key = ("one" if len(wanted) == 1 else "many", "session" if leaf_id is None else "given")
         rows = await self._fetch_native(MEMORY_SUBSET_SQL[key], params, len(wanted))
-        observations, reflections, drops, supersessions = [], [], [], []
-        for kind, depth, ordinal, memory_id, entry_id, recorded_at, body, *_source in rows:
-            if kind == 0:
-                observations.append((depth, ordinal, memory_id, entry_id, recorded_at, body))
-            elif kind == 1:
-                reflections.append((depth, ordinal, memory_id, entry_id, recorded_at, body))
-            elif kind == 2:
-                drops.append((depth, ordinal, memory_id))
-            elif kind == 3:
-                continue  # a source row: memory_with_sources reads those
-            elif kind == 5:
-                # entry_id's column holds the superseding reflection here.
-                supersessions.append((depth, ordinal, memory_id, entry_id))
-            elif leaf_id is not None:
-                check_leaf_session(leaf_id, session_id, memory_id, self.url)
+        # Its source rows, read for memory_with_sources, are left unused here.
+        split = split_recall_rows(rows)
+        if leaf_id is not None:
+            for owner, _ in split.leaves:
+                check_leaf_session(leaf_id, session_id, owner, self.url)
         with fold_rows_parse(self.url, session_id):
             return ledger_from_rows(
-                sorted(observations), sorted(reflections), sorted(drops), [], sorted(supersessions)
+                sorted(split.observations),
+                sorted(split.reflections),
+                sorted(split.drops),
+                [],
+                sorted(split.supersessions),
             )
 
     async def memory_with_sources(
@@ -286,22 +292,10 @@ class PostgresReads(SqlReads):
         params = {"session_id": session_id, "id": memory_id}
         sql = MEMORY_SUBSET_SQL[("one", "session")]
         rows = await self._fetch_native(sql, params, 1)
-        observations, reflections, drops, supersessions, sources = [], [], [], [], []
-        for kind, depth, ordinal, found_id, entry_id, recorded_at, body, *source in rows:
-            if kind == 0:
-                observations.append((depth, ordinal, found_id, entry_id, recorded_at, body))
-            elif kind == 1:
-                reflections.append((depth, ordinal, found_id, entry_id, recorded_at, body))
-            elif kind == 2:
-                drops.append((depth, ordinal, found_id))
-            elif kind == 3:
-                parent_id, entry_kind = source
-                sources.append((found_id, entry_id, parent_id, entry_kind, recorded_at, body))
-            elif kind == 5:
-                supersessions.append((depth, ordinal, found_id, entry_id))
+        split = split_recall_rows(rows)
         with fold_rows_parse(self.url, session_id):
-            ledger = recall_ledger(observations, reflections, drops, sorted(supersessions))
-        return ledger, {entry.id: entry for entry in self._parse_rows(sources)}
+            ledger = recall_ledger(*split[:3], sorted(split.supersessions))
+        return ledger, {entry.id: entry for entry in self._parse_rows(split.sources)}
 
     async def _page_rows(
         self,

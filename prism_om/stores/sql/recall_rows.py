@@ -13,7 +13,7 @@ Nothing is kept between calls: every recall reads the file as it stands.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...core.ledger import ObservationalMemoryLedger, RecordedObservation
 from ...core.records import Observation
@@ -21,6 +21,8 @@ from ..base import SOURCES_READ_AHEAD
 from .memory_folds import ledger_from_rows
 
 __all__ = [
+    "LEAF_ROW",
+    "RecallRows",
     "SOURCES_READ_AHEAD",
     "SOURCE_ROW",
     "recall_ledger",
@@ -28,9 +30,15 @@ __all__ = [
     "split_recall_rows",
 ]
 
-SOURCE_ROW = 4
-"""The kind column of a source entry row (0-3: observation, reflection, drop and
-supersession rows, as in ``memory_subset``)."""
+# The kind column (the first) of a recall statement's rows, on both engines. Every row
+# has the kind and eight columns, typed alike per column (PostgreSQL's UNION wants it):
+# (depth, ordinal, memory_id, entry_id, recorded_at, body, parent_id, entry_kind). A
+# memory row fills the first six from its fold table (a supersession's entry_id column
+# holds the superseding reflection); a source row is the cited entry, with depth and
+# ordinal NULL and (memory_id, entry_id, recorded_at, body, parent_id, entry_kind) its
+# (id, session_id, timestamp, body, parent_id, kind); a leaf row (PostgreSQL's read at a
+# given leaf) holds the leaf's session and id in the memory_id and entry_id columns.
+OBSERVATION_ROW, REFLECTION_ROW, DROP_ROW, SUPERSESSION_ROW, SOURCE_ROW, LEAF_ROW = range(6)
 
 
 # ?1 is the session, ?2 the memory id. Each part finds the id's rows by its memory_id
@@ -48,27 +56,31 @@ WITH RECURSIVE branch_path(segment_id, lo, hi, parent_segment_id) AS (
 )"""
 _ON_BRANCH = "{t}.segment_id = +bp.segment_id AND {t}.depth BETWEEN bp.lo AND bp.hi"
 _MEMORY = f"""
-SELECT 0, o.depth, o.ordinal, o.memory_id, o.entry_id, o.recorded_at, o.body
+SELECT {OBSERVATION_ROW}, o.depth, o.ordinal, o.memory_id, o.entry_id, o.recorded_at, o.body,
+       NULL, NULL
 FROM om_observations o CROSS JOIN branch_path bp
 WHERE o.memory_id = ?2 AND {_ON_BRANCH.format(t="o")}
 UNION ALL
-SELECT 1, r.depth, r.ordinal, r.memory_id, r.entry_id, r.recorded_at, r.body
+SELECT {REFLECTION_ROW}, r.depth, r.ordinal, r.memory_id, r.entry_id, r.recorded_at, r.body,
+       NULL, NULL
 FROM om_reflections r CROSS JOIN branch_path bp
 WHERE r.memory_id = ?2 AND {_ON_BRANCH.format(t="r")}
 UNION ALL
-SELECT 2, d.depth, d.ordinal, d.memory_id, NULL, NULL, NULL
+SELECT {DROP_ROW}, d.depth, d.ordinal, d.memory_id, NULL, NULL, NULL, NULL, NULL
 FROM om_drops d CROSS JOIN branch_path bp
 WHERE d.memory_id = ?2 AND {_ON_BRANCH.format(t="d")}"""
 # A superseded reflection names its successor.
 _SUPERSESSIONS = f"""
 UNION ALL
-SELECT 3, s.depth, s.ordinal, s.memory_id, s.superseded_by, NULL, NULL
+SELECT {SUPERSESSION_ROW}, s.depth, s.ordinal, s.memory_id, s.superseded_by, NULL, NULL, NULL,
+       NULL
 FROM om_supersessions s CROSS JOIN branch_path bp
 WHERE s.memory_id = ?2 AND {_ON_BRANCH.format(t="s")}"""
-# The columns line up with the memory rows': the kind, then the six of an entry row.
+# A source row, in the columns above (OBSERVATION_ROW's comment).
 _SOURCES = f"""
 UNION ALL
-SELECT {SOURCE_ROW}, e.id, e.session_id, e.parent_id, e.kind, e.timestamp, CAST(e.body AS BLOB)
+SELECT {SOURCE_ROW}, NULL, NULL, e.id, e.session_id, e.timestamp, CAST(e.body AS BLOB),
+       e.parent_id, e.kind
 FROM (
     SELECT s.source_entry_id
     FROM om_observations o CROSS JOIN branch_path bp
@@ -86,26 +98,39 @@ def recall_statement(session_id: str, memory_id: str) -> tuple[str, list[str]]:
     return _SQL, [session_id, memory_id]
 
 
-def split_recall_rows(
-    rows: Sequence[Sequence[Any]],
-) -> tuple[list[Any], list[Any], list[Any], list[Any], list[Sequence[Any]]]:
-    """(observations, reflections, drops, supersessions, source entry rows) of the rows,
-    the first four shaped as ``ledger_from_rows`` takes them (not yet sorted)."""
-    observations, reflections, drops, supersessions, sources = [], [], [], [], []
+class RecallRows(NamedTuple):
+    """A recall statement's rows by kind, the memory rows shaped as ``ledger_from_rows``
+    takes them (not yet sorted)."""
+
+    observations: list[Any]
+    reflections: list[Any]
+    drops: list[Any]
+    supersessions: list[Any]
+    sources: list[Sequence[Any]]
+    leaves: list[tuple[Any, Any]]
+
+
+def split_recall_rows(rows: Sequence[Sequence[Any]]) -> RecallRows:
+    """The rows of a recall statement (either engine's) by their kind column."""
+    split = RecallRows([], [], [], [], [], [])
     for row in rows:
         kind = row[0]
-        if kind == SOURCE_ROW:
-            sources.append(row[1:])
-        elif kind == 0:
-            observations.append(row[1:])
-        elif kind == 1:
-            reflections.append(row[1:])
-        elif kind == 2:
-            drops.append(row[1:4])
+        if kind == OBSERVATION_ROW:
+            split.observations.append(row[1:7])
+        elif kind == SOURCE_ROW:
+            # As an entry row: (id, session_id, parent_id, kind, timestamp, body).
+            split.sources.append((row[3], row[4], row[7], row[8], row[5], row[6]))
+        elif kind == REFLECTION_ROW:
+            split.reflections.append(row[1:7])
+        elif kind == DROP_ROW:
+            split.drops.append(row[1:4])
+        elif kind == SUPERSESSION_ROW:
+            split.supersessions.append(row[1:5])
+        elif kind == LEAF_ROW:
+            split.leaves.append((row[3], row[4]))
         else:
-            # entry_id's column holds the superseding reflection here.
-            supersessions.append(row[1:5])
-    return observations, reflections, drops, supersessions, sources
+            raise AssertionError(f"a recall row of unknown kind {kind!r}")
+    return split
 
 
 def recall_ledger(

@@ -135,10 +135,10 @@ class OneHopReads(SqliteReads):
             except NotAPoint:
                 pass
             else:
-                observations, reflections, drops, supersessions, sources = split_recall_rows(rows)
+                split = split_recall_rows(rows)
                 with fold_rows_parse(self.url, session_id):
-                    ledger = recall_ledger(observations, reflections, drops, supersessions)
-                return ledger, {entry.id: entry for entry in self._parse_rows(sources)}
+                    ledger = recall_ledger(*split[:4])
+                return ledger, {entry.id: entry for entry in self._parse_rows(split.sources)}
         return await self._hop(super().memory_with_sources, session_id, memory_id)
 
     async def memory_head(self, session_id: str, leaf_id: str | None = None) -> str | None:
