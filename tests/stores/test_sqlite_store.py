@@ -160,9 +160,11 @@ async def test_unclosed_store_warns(tmp_path: Path) -> None:
     before = set(threading.enumerate())
     leaked = await SqliteStore.open(tmp_path / "leak.db")
     # The store's two connection threads: what its open started, less the event loop's
-    # to_thread pool (which lives on).
+    # to_thread pool and the builder of connections (worker_thread.py), which live on.
     threads = [
-        t for t in threading.enumerate() if t not in before and not t.name.startswith("asyncio_")
+        t
+        for t in threading.enumerate()
+        if t not in before and not t.name.startswith(("asyncio_", "prism-om-sqlite-builder"))
     ]
     assert len(threads) == 2
     with pytest.warns(ResourceWarning, match="unclosed"):

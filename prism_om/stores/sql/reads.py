@@ -176,7 +176,7 @@ class SqlReads(StoreLifecycle):
 
         Costs one row per session, whatever the sessions hold.
         """
-        self._open_reader()
+        self._check_open()
         rows = await self._fetch(SUMMARIES_SQL)
         summaries = []
         for session_id, entries, messages, leaves, last_activity, found in rows:
@@ -692,7 +692,7 @@ class SqlReads(StoreLifecycle):
 
     def _session(self, session_id: str) -> str:
         """Check the store is open, then that ``session_id`` is a valid name."""
-        self._open_reader()
+        self._check_open()
         return validate_session_id(session_id)
 
     def _open_reader(self) -> SqlReader:

@@ -127,18 +127,17 @@ class SqliteStore(OneHopReads):
         self._later_reader = later_reader
         self._start_reader: Callable[[], Awaitable[bool]] | None = None
         self._reader_starting: asyncio.Future[None] | None = None
-        if reader is None:
-            assert later_reader is not None
-            reader, self._start_reader = later_reader()
         # Without a writer, ``later`` makes one that the first write opens (see open).
         self._later = later
         self._start_writer: Callable[[], Awaitable[None]] | None = None
-        if writer is None:
-            assert later is not None
-            writer, self._start_writer = later()
-        # A read-only store has one connection; its writer is never handed out.
-        self._writer = writer
-        self._reader = reader
+        # A connection left for later is made on first use (``_reader``, ``_writer``): a
+        # reopen served by the loop's own connection makes none (each costs a hop to
+        # the builder thread, worker_thread.new_connection). A read-only store has one
+        # connection; its writer is never handed out.
+        assert reader is not None or later_reader is not None
+        assert writer is not None or later is not None
+        self._reader_conn = reader
+        self._writer_conn = writer
         self._estimator = estimator
         self._read_only = read_only
         self._location = url.removeprefix("sqlite:")
@@ -427,15 +426,17 @@ class SqliteStore(OneHopReads):
         async with self._lock:
             # A reader holds nothing to lose; the writer's close checkpoints the WAL, so
             # its errors are reported.
-            await close_quietly(self._reader)
+            if self._reader_conn is not None:
+                await close_quietly(self._reader_conn)
             try:
-                await self._writer.close()
+                if self._writer_conn is not None:
+                    await self._writer_conn.close()
             except sqlite3.Error as exc:
                 raise translate_error(self.url, "close", exc) from exc
 
     def __del__(self) -> None:
         # An instance whose __init__ never ran has no connections to warn about.
-        if "_writer" in self.__dict__ and not self._closed:
+        if "_writer_conn" in self.__dict__ and not self._closed:
             warnings.warn(
                 f"store {self.url!r} was garbage-collected unclosed; use 'async with' "
                 "or 'await store.close()'",
@@ -445,8 +446,9 @@ class SqliteStore(OneHopReads):
             )
             # Stop the worker threads now rather than at exit (they are daemons, see
             # worker_thread.new_connection, so a leaked store never blocks the exit).
-            for conn in (self._reader, self._writer):
-                conn.stop()
+            for conn in (self._reader_conn, self._writer_conn):
+                if conn is not None:
+                    conn.stop()
 
     async def _write(self, action: str, work: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
         """Run ``work`` in one ``BEGIN IMMEDIATE`` transaction under the writer lock.
@@ -589,8 +591,35 @@ class SqliteStore(OneHopReads):
         # Last inside the transaction: a fault that raises rolls every row back.
         self._append_fault_point(batch)
 
+    @property
+    def _writer(self) -> aiosqlite.Connection:
+        """The writer connection, made now if ``open`` left it for the first write."""
+        if self._writer_conn is None:
+            assert self._later is not None
+            self._writer_conn, self._start_writer = self._later()
+        return self._writer_conn
+
+    @_writer.setter
+    def _writer(self, conn: aiosqlite.Connection) -> None:
+        self._writer_conn = conn
+
+    # SqlReads types its reader as the SqlReader protocol, which aiosqlite's connection is;
+    # mypy holds a property to the attribute's exact type.
+    @property  # type: ignore[override]
+    def _reader(self) -> aiosqlite.Connection:
+        """The reader connection, made now if ``open`` left it for the first read."""
+        if self._reader_conn is None:
+            assert self._later_reader is not None
+            self._reader_conn, self._start_reader = self._later_reader()
+        return self._reader_conn
+
+    @_reader.setter
+    def _reader(self, conn: aiosqlite.Connection) -> None:
+        self._reader_conn = conn
+
     async def _writer_started(self) -> None:
         """Open the writer if ``open`` left it for the first write (hold ``_lock``)."""
+        self._writer  # noqa: B018 - made here, if not yet, so that it is started below
         start = self._start_writer
         if start is None:
             return
@@ -599,8 +628,8 @@ class SqliteStore(OneHopReads):
         except BaseException:
             # The next write tries again, from a fresh connection.
             await close_quietly(self._writer)
-            assert self._later is not None
-            self._writer, self._start_writer = self._later()
+            # The next write makes a fresh connection.
+            self._writer_conn = self._start_writer = None
             raise
         self._start_writer = None
 
@@ -626,8 +655,7 @@ class SqliteStore(OneHopReads):
         except BaseException:
             # The next read tries again, from a fresh connection.
             await close_quietly(self._reader)
-            assert self._later_reader is not None
-            self._reader, self._start_reader = self._later_reader()
+            self._reader_conn = self._start_reader = None  # the next read makes another
             self._reader_starting = None
             raise
         self._start_reader = self._reader_starting = None

@@ -9,6 +9,7 @@ off the event loop.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import functools
 import sqlite3
 from collections.abc import Callable, Coroutine, Iterable
@@ -65,7 +66,13 @@ class OneHopReads(SqliteReads):
             finally:
                 self._direct.conn = None
                 if raw.in_transaction:
-                    raw.execute("COMMIT")  # a read transaction: nothing to write
+                    try:
+                        raw.execute("COMMIT")  # a read transaction: nothing to write
+                    except sqlite3.Error:
+                        # Its rows are read already, and an error of the read itself (a
+                        # damaged page, say) is the one to report: end it either way.
+                        with contextlib.suppress(sqlite3.Error):
+                            raw.execute("ROLLBACK")
 
         return await on_thread(reader, run)
 

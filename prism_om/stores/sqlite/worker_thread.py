@@ -120,6 +120,8 @@ def _build_forever() -> None:
             done.set_result(build())
         except BaseException as exc:  # handed to the caller, which raises it
             done.set_exception(exc)
+        # Holding nothing between builds: the connection is its store's alone.
+        del done, build
 
 
 def new_connection(connector: Callable[[], sqlite3.Connection]) -> aiosqlite.Connection:
