@@ -628,7 +628,6 @@ class SqliteStore(OneHopReads):
         except BaseException:
             # The next write tries again, from a fresh connection.
             await close_quietly(self._writer)
-            # The next write makes a fresh connection.
             self._writer_conn = self._start_writer = None
             raise
         self._start_writer = None
@@ -655,7 +654,7 @@ class SqliteStore(OneHopReads):
         except BaseException:
             # The next read tries again, from a fresh connection.
             await close_quietly(self._reader)
-            self._reader_conn = self._start_reader = None  # the next read makes another
+            self._reader_conn = self._start_reader = None
             self._reader_starting = None
             raise
         self._start_reader = self._reader_starting = None
