@@ -544,7 +544,7 @@ async def test_close_closes_every_connection_and_refuses_reads(
     assert run.everything == []
 
 
-async def test_a_read_only_store_recalls_in_two_statements(
+async def test_a_read_only_store_recalls_in_one_statement(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     story = Story()
@@ -556,8 +556,8 @@ async def test_a_read_only_store_recalls_in_two_statements(
         assert traced.open_connections == 1  # its one connection (a probe opened and closed)
         got, run = await counted(traced, lambda: recall(store, story.o1))
         assert got == listed(story, story.o1)
-        # Its one connection reads the rows, then the sources by id.
-        assert run.count <= 2, run.statements
+        # Its one connection (no loop connection here) runs the same one statement.
+        assert run.count == 1, run.statements
 
 
 # -- the turn's other reads --------------------------------------------------------------

@@ -1,8 +1,9 @@
 """The reads of the SQLite adapter: ``SqlReads`` with what is SQLite's own.
 
 A statement runs through ``retrying`` (a busy file is retried, ``sqlite3`` errors are
-translated), a page is SQLite's one statement (``page_statement``), and damage leaves a
-``<file>-damaged`` note that stops writes in other processes too.
+translated), a page is SQLite's one statement (``page_statement``), a recall by id is one
+statement too (``sql/recall_rows.py``), and damage leaves a ``<file>-damaged`` note that
+stops writes in other processes too.
 """
 
 from __future__ import annotations
@@ -15,13 +16,15 @@ from typing import Any, Literal
 
 import aiosqlite
 
-from ...entries import now_timestamp
+from ...core.ledger import ObservationalMemoryLedger
+from ...entries import SessionEntry, now_timestamp
 from ...errors import CorruptStoreError
 from ..arguments import check_entry_id, check_leaf_id, check_page_args
 from ..sql.connection import Params, SqlReader
-from ..sql.damage import first_line
+from ..sql.damage import first_line, fold_rows_parse
 from ..sql.placement import check_page_head, sorted_pieces
 from ..sql.reads import SqlReads
+from ..sql.recall_rows import recall_ledger, recall_statement, split_recall_rows
 from ..sql.statements import ELIGIBLE_ROLES
 from .connect import DAMAGED_SUFFIX
 from .loop_page import PageStart
@@ -94,6 +97,20 @@ class SqliteReads(SqlReads):
         else:
             found = [row[1:] for row in rows if row[0] == 2]
         return (current, owner, depth, kind, role), pieces, found
+
+    async def memory_with_sources(
+        self, session_id: str, memory_id: str
+    ) -> tuple[ObservationalMemoryLedger, dict[str, SessionEntry]]:
+        """The id's rows on the session's branch and the entries its observations there
+        cite (``SOURCES_READ_AHEAD`` at most), from one statement: one snapshot, so the
+        rows of one state are never paired with the sources of another."""
+        session_id = self._session(session_id)
+        memory_id = check_entry_id(memory_id, "memory_id")
+        sql, params = recall_statement(session_id, memory_id)
+        split = split_recall_rows(await self._fetch(sql, params))
+        with fold_rows_parse(self.url, session_id):
+            ledger = recall_ledger(*split[:4])
+        return ledger, {entry.id: entry for entry in self._parse_rows(split.sources)}
 
     async def _read_rows(self, reader: SqlReader, sql: str, params: Params) -> Iterable[Any]:
         """One statement's rows, a busy file retried, ``sqlite3`` errors translated."""

@@ -23,9 +23,7 @@ from ...errors import CorruptStoreError
 from ..arguments import check_count, check_entry_id, check_id_list, check_leaf_id, check_page_args
 from ..base import MessagePart, SessionSummary
 from ..sql.connection import Params
-from ..sql.damage import fold_rows_parse
 from ..sql.placement import check_page_head
-from ..sql.recall_rows import recall_ledger, recall_statement, split_recall_rows
 from ..sql.statements import ELIGIBLE_ROLES
 from .loop_page import point_page_start
 from .loop_reads import POINT_MAX_PARAMS, NotAPoint, PointConnection
@@ -129,24 +127,10 @@ class OneHopReads(SqliteReads):
     async def memory_with_sources(
         self, session_id: str, memory_id: str
     ) -> tuple[ObservationalMemoryLedger, dict[str, SessionEntry]]:
-        """The id's rows and the entries its observations cite, from one statement on the
-        loop's own connection (``recall_rows``); when no point read can serve it now (a
-        read-only store, another thread, a busy or failing file), the two reads in one
-        hop."""
-        session_id = self._session(session_id)
-        memory_id = check_entry_id(memory_id, "memory_id")
-        if self._point_ready():
-            sql, params = recall_statement(session_id, memory_id)
-            try:
-                rows = self._point.fetch(sql, params)
-            except NotAPoint:
-                pass
-            else:
-                split = split_recall_rows(rows)
-                with fold_rows_parse(self.url, session_id):
-                    ledger = recall_ledger(*split[:4])
-                return ledger, {entry.id: entry for entry in self._parse_rows(split.sources)}
-        return await self._hop(super().memory_with_sources, session_id, memory_id)
+        """``SqliteReads``' one statement, on the loop's own connection when it can serve
+        it now, else in one hop (a read-only store, another thread, a busy file)."""
+        read = functools.partial(super().memory_with_sources, session_id, memory_id)
+        return await self._read_point(read, 1)
 
     async def memory_head(self, session_id: str, leaf_id: str | None = None) -> str | None:
         return await self._hop(super().memory_head, session_id, leaf_id)
