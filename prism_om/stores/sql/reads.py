@@ -41,7 +41,6 @@ from ..base import (
     MessagePart,
     SessionSummary,
     StoreLifecycle,
-    read_memory_with_sources,
 )
 from ..search import (
     SEARCH_CANDIDATES_PER_TERM,
@@ -494,11 +493,7 @@ class SqlReads(StoreLifecycle):
         """Nothing left by default; ``SqliteStore`` and ``PostgresStore`` say what is."""
         return ErasureReport()
 
-    async def memory_with_sources(
-        self, session_id: str, memory_id: str
-    ) -> tuple[ObservationalMemoryLedger, dict[str, SessionEntry]]:
-        """The id's rows, then the entries they cite (``base.read_memory_with_sources``)."""
-        return await read_memory_with_sources(self, session_id, memory_id)
+    # ``memory_with_sources`` is each engine's one statement (SqliteReads, PostgresReads).
 
     async def snapshot(
         self,
