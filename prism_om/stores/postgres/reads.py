@@ -273,7 +273,12 @@ class PostgresReads(SqlReads):
                 check_leaf_session(leaf_id, session_id, memory_id, self.url)
         with fold_rows_parse(self.url, session_id):
             return ledger_from_rows(
-                sorted(observations), sorted(reflections), sorted(drops), [], sorted(supersessions)
+                sorted(observations),
+                sorted(reflections),
+                sorted(drops),
+                [],
+                sorted(supersessions),
+                reuse=True,  # by id: read again and again (parse_reused)
             )
 
     async def memory_with_sources(

@@ -429,8 +429,14 @@ class SqlReads(StoreLifecycle):
                 # entry_id's column holds the superseding reflection here.
                 supersessions.append((depth, ordinal, memory_id, entry_id))
         with fold_rows_parse(self.url, session_id):
+            # By id: search and recall read the same items again and again (parse_reused).
             return ledger_from_rows(
-                sorted(observations), sorted(reflections), sorted(drops), [], supersessions
+                sorted(observations),
+                sorted(reflections),
+                sorted(drops),
+                [],
+                supersessions,
+                reuse=True,
             )
 
     async def last_compaction(
