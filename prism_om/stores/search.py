@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from .._gc import collector_paused
 from ..core.ledger import ObservationalMemoryLedger, RecordedObservation, RecordedReflection
 from ..core.ledger_views import live_ledger
 from ..core.projection import invalidated_observation_ids, withheld_reflection_ids
@@ -230,8 +231,23 @@ async def run_search(
     """The ranked hits of ``q`` on the branch (see the module docstring).
 
     The leaf is resolved once, first, so every read is of one branch however the session
-    moves meanwhile; an unknown session has no hit.
+    moves meanwhile; an unknown session has no hit. The cyclic collector is paused for
+    the search (``_gc``): its candidates are thousands of short-lived objects holding no
+    cycle, and in a process holding many objects each collection they set off was a
+    full one (measured: 36 ms of a 100 ms search at 100,000 entries).
     """
+    with collector_paused():
+        return await _run_search(store, session_id, leaf_id, q, messages, memory)
+
+
+async def _run_search(
+    store: SessionStore,
+    session_id: str,
+    leaf_id: str | None,
+    q: SearchQuery,
+    messages: MessageCandidates,
+    memory: MemoryCandidates,
+) -> builtins.list[SearchHit]:
     if leaf_id is None:
         leaf_id = await store.leaf(session_id)
         if leaf_id is None:

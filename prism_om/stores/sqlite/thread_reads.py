@@ -17,14 +17,17 @@ from typing import Any, Literal, TypeVar
 
 from ...core.branch_snapshot import BranchSnapshot
 from ...core.ledger import ObservationalMemoryLedger
+from ...core.redaction import Redactor
 from ...core.scope_map import WorkScopeMap
 from ...entries import SessionEntry
 from ...errors import CorruptStoreError
 from ..arguments import check_count, check_entry_id, check_id_list, check_leaf_id, check_page_args
 from ..base import MessagePart, SessionSummary
+from ..search import SearchHit, SearchKind
 from ..sql.connection import Params
 from ..sql.placement import check_page_head
-from ..sql.statements import ELIGIBLE_ROLES
+from ..sql.search_index import PENDING_SEGMENTS_SQL
+from ..sql.statements import ELIGIBLE_ROLES, LeafPosition
 from .loop_page import point_page_start
 from .loop_reads import POINT_MAX_PARAMS, NotAPoint, PointConnection
 from .page_statement import ENTRY_PART_ROWS_SQL, PIECE_ROWS_SQL, pieces_beyond
@@ -35,6 +38,11 @@ T = TypeVar("T")
 
 POINT_MAX_STATEMENTS = 8
 """Statements a multi-statement point read (``recent_messages``) may run on the loop."""
+
+
+class _IndexFirst(Exception):
+    """A search on the reader's thread met messages the index lacks: writing their rows
+    waits on the writer, which a hop cannot do, so the search is run again off it."""
 
 
 class OneHopReads(SqliteReads):
@@ -203,6 +211,46 @@ class OneHopReads(SqliteReads):
 
     async def scope_map(self, session_id: str, leaf_id: str | None = None) -> WorkScopeMap:
         return await self._hop(super().scope_map, session_id, leaf_id)
+
+    async def search(
+        self,
+        session_id: str,
+        query: str,
+        *,
+        limit: int = 10,
+        kinds: Iterable[SearchKind] | None = None,
+        leaf_id: str | None = None,
+        include_inactive: bool = False,
+        invalidated_ids: Iterable[str] | None = None,
+        secrets: Iterable[str] | Redactor | None = None,
+    ) -> builtins.list[SearchHit]:
+        """The whole search in one hop (its leaf, index reads, memory rows and ranking, in
+        one read transaction): a search ran six to eight statements, each its own hop.
+        The first search to reach messages the index lacks indexes them first, off the
+        thread (``_search_index_ready``), then runs as before."""
+        read = functools.partial(
+            super().search,
+            session_id,
+            query,
+            limit=limit,
+            kinds=kinds,
+            leaf_id=leaf_id,
+            include_inactive=include_inactive,
+            invalidated_ids=invalidated_ids,
+            secrets=secrets,
+        )
+        try:
+            return await self._hop(read)
+        except _IndexFirst:
+            return await read()
+
+    async def _search_index_ready(self, session_id: str, position: LeafPosition) -> bool:
+        if self._direct.conn is None:
+            return await super()._search_index_ready(session_id, position)
+        pending = await self._fetch(PENDING_SEGMENTS_SQL, position.params())
+        if pending and not self._read_only:
+            raise _IndexFirst  # indexing waits on the writer: not on the reader's thread
+        return not pending  # a read-only store scans the branch instead
 
     async def memory_subset(
         self, session_id: str, memory_ids: Iterable[str], leaf_id: str | None = None
