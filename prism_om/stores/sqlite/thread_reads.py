@@ -12,7 +12,7 @@ import builtins
 import contextlib
 import functools
 import sqlite3
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from typing import Any, Literal, TypeVar
 
 from ...core.branch_snapshot import BranchSnapshot
@@ -38,6 +38,16 @@ T = TypeVar("T")
 
 POINT_MAX_STATEMENTS = 8
 """Statements a multi-statement point read (``recent_messages``) may run on the loop."""
+
+
+_V = TypeVar("_V")
+
+
+def _replayable(values: _V) -> _V:
+    """``values`` as given, or an iterator's values read into a tuple (readable again)."""
+    if isinstance(values, Iterator):
+        return tuple(values)  # type: ignore[return-value]
+    return values
 
 
 class _IndexFirst(Exception):
@@ -228,16 +238,19 @@ class OneHopReads(SqliteReads):
         one read transaction): a search ran six to eight statements, each its own hop.
         The first search to reach messages the index lacks indexes them first, off the
         thread (``_search_index_ready``), then runs as before."""
+        # The search may run twice (see below): an iterator given for a set of values
+        # is read once, here, so that the second run sees what the first did (a secret
+        # left out of the redaction would be shown).
         read = functools.partial(
             super().search,
             session_id,
             query,
             limit=limit,
-            kinds=kinds,
+            kinds=_replayable(kinds),
             leaf_id=leaf_id,
             include_inactive=include_inactive,
-            invalidated_ids=invalidated_ids,
-            secrets=secrets,
+            invalidated_ids=_replayable(invalidated_ids),
+            secrets=_replayable(secrets),
         )
         try:
             return await self._hop(read)
