@@ -63,6 +63,8 @@ INTERNAL = {
     "prism_om.testing.postgres_cluster.PostgresUnavailableError",
     # SQLite's point read signalling "redo this with a hop": caught inside the store.
     "prism_om.stores.sqlite.loop_reads.NotAPoint",
+    # A search on SQLite's reader thread signalling "index first, off this thread".
+    "prism_om.stores.sqlite.thread_reads._IndexFirst",
     # A lockless JSONL reader's "the files moved under me, read again": caught inside.
     "prism_om.stores.jsonl.files._FilesMoved",
 }
