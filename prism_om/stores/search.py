@@ -237,58 +237,47 @@ async def run_search(
     full one (measured: 36 ms of a 100 ms search at 100,000 entries).
     """
     with collector_paused():
-        return await _run_search(store, session_id, leaf_id, q, messages, memory)
-
-
-async def _run_search(
-    store: SessionStore,
-    session_id: str,
-    leaf_id: str | None,
-    q: SearchQuery,
-    messages: MessageCandidates,
-    memory: MemoryCandidates,
-) -> builtins.list[SearchHit]:
-    if leaf_id is None:
-        leaf_id = await store.leaf(session_id)
         if leaf_id is None:
-            return []
-    else:
-        await store.entry_count(session_id, leaf_id)  # raises for a leaf off the session
-    if not q.terms:
-        # Nothing left to match (stop words only, or a secret's terms): no hit, as for a
-        # miss, so the answer says nothing about the secret.
-        return []
-    keys = q.keys
-    red = q.redactor
-    docs: builtins.list[tuple[_Item, str, str, str, str]] = []
-    if "message" in q.kinds:
-        for entry_id, timestamp, message in await messages(leaf_id, keys):
-            if entry_id in q.invalidated:
-                continue  # a revoked message keeps no text: it cannot match
-            item: _Item = ("message", entry_id, timestamp, (entry_id,), "active", ())
-            text = redacted_message_text(message, red)
-            docs.append((item, "message", entry_id, timestamp, text))
-    if q.kinds & {"observation", "reflection"}:
-        wanted = await memory(leaf_id, keys)
-        if q.include_inactive or q.invalidated:
-            # Withholding judges the whole ledger (what a reflection rests on).
-            ledger = await store.ledger(session_id, leaf_id)
-        elif wanted is None:
-            ledger = await store.live_ledger(session_id, leaf_id)
+            leaf_id = await store.leaf(session_id)
+            if leaf_id is None:
+                return []
         else:
-            # Only the items the index found: their rows by id, with their drops and
-            # supersessions, give the same active items as the live view, at the cost
-            # of the matches rather than of the whole active memory.
-            subset = await store.memory_subset(session_id, sorted(wanted), leaf_id)
-            ledger = live_ledger(subset)
-        docs.extend(_memory_docs(ledger, q, wanted, keys))
-    ranked = rank(docs, q.terms, q.limit)
-    hits = [
-        SearchHit(kind, id_, r.score, snippet(r.text, q.terms), ts, sources, status, obs)
-        for r in ranked
-        for kind, id_, ts, sources, status, obs in (r.item,)
-    ]
-    return await _with_reflection_sources(store, session_id, leaf_id, hits)
+            await store.entry_count(session_id, leaf_id)  # raises for a leaf off the session
+        if not q.terms:
+            # Nothing left to match (stop words only, or a secret's terms): no hit, as for a
+            # miss, so the answer says nothing about the secret.
+            return []
+        keys = q.keys
+        red = q.redactor
+        docs: builtins.list[tuple[_Item, str, str, str, str]] = []
+        if "message" in q.kinds:
+            for entry_id, timestamp, message in await messages(leaf_id, keys):
+                if entry_id in q.invalidated:
+                    continue  # a revoked message keeps no text: it cannot match
+                item: _Item = ("message", entry_id, timestamp, (entry_id,), "active", ())
+                text = redacted_message_text(message, red)
+                docs.append((item, "message", entry_id, timestamp, text))
+        if q.kinds & {"observation", "reflection"}:
+            wanted = await memory(leaf_id, keys)
+            if q.include_inactive or q.invalidated:
+                # Withholding judges the whole ledger (what a reflection rests on).
+                ledger = await store.ledger(session_id, leaf_id)
+            elif wanted is None:
+                ledger = await store.live_ledger(session_id, leaf_id)
+            else:
+                # Only the items the index found: their rows by id, with their drops and
+                # supersessions, give the same active items as the live view, at the cost
+                # of the matches rather than of the whole active memory.
+                subset = await store.memory_subset(session_id, sorted(wanted), leaf_id)
+                ledger = live_ledger(subset)
+            docs.extend(_memory_docs(ledger, q, wanted, keys))
+        ranked = rank(docs, q.terms, q.limit)
+        hits = [
+            SearchHit(kind, id_, r.score, snippet(r.text, q.terms), ts, sources, status, obs)
+            for r in ranked
+            for kind, id_, ts, sources, status, obs in (r.item,)
+        ]
+        return await _with_reflection_sources(store, session_id, leaf_id, hits)
 
 
 def _memory_docs(

@@ -9,7 +9,6 @@ for every direction, detail, secret and revocation; a damaged row is still named
 
 from __future__ import annotations
 
-import random
 import shutil
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -19,6 +18,7 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg import sql as pgsql
+from support.forked_sessions import forked_session
 from support.old_stores import reference_store
 from support.sql_work import statements
 
@@ -34,26 +34,6 @@ from prism_om.testing.generate import make_message
 
 SECRET = "hunter2-secret"
 V3_FIXTURE = Path(__file__).resolve().parents[1] / "data" / "sqlite" / "store-v3.db"
-
-
-def forked_session() -> list[SessionEntry]:
-    """A trunk of 60 messages with three forks of 25, every role (as the page statement
-    tests of tests/stores build it)."""
-    rng = random.Random(16)
-    roles = ("user", "assistant", "tool", "assistant")
-    entries: list[SessionEntry] = []
-    parent: str | None = None
-    for n in range(60):
-        entry = make_message("p", f"t{n}", parent, roles[n % 4], f"trunk {n}", n)
-        entries.append(entry)
-        parent = entry.id
-    for fork in range(3):
-        parent = f"t{rng.randrange(10, 55)}"
-        for n in range(25):
-            entry = make_message("p", f"f{fork}-{n}", parent, roles[n % 4], f"fork {n}", 100 + n)
-            entries.append(entry)
-            parent = entry.id
-    return entries
 
 
 def session() -> list[SessionEntry]:

@@ -17,14 +17,15 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any, Literal
+from typing import Any
 
 import pytest
+from support.forked_sessions import forked_session
 from support.sql_work import Run, Traced, statements
 
 from bench.data import SESSION_ID, build_dataset
 from prism_om.core.records import REFLECTIONS_RECORDED
-from prism_om.entries import SessionEntry
+from prism_om.entries import Role, SessionEntry
 from prism_om.errors import (
     EntryNotFoundError,
     InvalidInputError,
@@ -58,28 +59,6 @@ PAGE_CALLS_MAX = 44
 handed checked arguments to a private store method; the declared ``page_message_parts``
 (a public store method, so it checks its own arguments) added 11. A bound against a read
 growing a loop or a second pass."""
-
-
-Role = Literal["user", "assistant", "tool"]
-
-
-def forked_session() -> list[SessionEntry]:
-    """A trunk of 60 messages with three forks of 25, every role."""
-    rng = random.Random(16)
-    roles: tuple[Role, ...] = ("user", "assistant", "tool", "assistant")
-    entries: list[SessionEntry] = []
-    parent: str | None = None
-    for n in range(60):
-        entry = make_message("p", f"t{n}", parent, roles[n % 4], f"trunk {n}", n)
-        entries.append(entry)
-        parent = entry.id
-    for fork in range(3):
-        parent = f"t{rng.randrange(10, 55)}"
-        for n in range(25):
-            entry = make_message("p", f"f{fork}-{n}", parent, roles[n % 4], f"fork {n}", 100 + n)
-            entries.append(entry)
-            parent = entry.id
-    return entries
 
 
 def chain(session_id: str, count: int, prefix: str = "t") -> list[SessionEntry]:
