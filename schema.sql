@@ -45,7 +45,9 @@ CREATE INDEX IF NOT EXISTS segments_session ON segments (session_id, segment_id)
 -- session_id, parent_id, kind, timestamp; role and custom_type are copies of fields of its
 -- payload) and body holds the rest as JSON, its payload: a message entry's message object,
 -- a custom entry's data object, a compaction's {"summary", "data"} (schema version 4;
--- up to version 3 body held the whole wire JSON). The other columns are the entry's
+-- up to version 3 body held the whole wire JSON). data holds a message entry's data
+-- object, the record a host keeps with the message, and is NULL on every other row
+-- (added in schema version 7; custom_type then copies its type). The other columns are the entry's
 -- place in the tree. tokens is the entry's estimate made at append with
 -- token_encoding; path_tokens sums the message tokens from the root through this entry,
 -- and is NULL when the path was counted with more than one encoding.
@@ -63,7 +65,8 @@ CREATE TABLE IF NOT EXISTS entries (
     tokens INTEGER NOT NULL,
     token_encoding TEXT NOT NULL,
     path_tokens INTEGER,
-    body TEXT NOT NULL
+    body TEXT NOT NULL,
+    data TEXT
 );
 
 CREATE INDEX IF NOT EXISTS entries_session_seq ON entries (session_id, seq);

@@ -34,6 +34,7 @@ from .ids import create_entry_id
 __all__ = [
     "ENTRY_ID_MAX_CHARS",
     "MAX_ENTRY_DEPTH",
+    "MESSAGE_DATA_RESERVED_PREFIX",
     "ContentPart",
     "EntryKind",
     "ImagePart",
@@ -373,6 +374,10 @@ class WireModel(BaseModel):
                 data.pop(alias if by_alias else name, None)
         return data
 
+    def to_wire(self) -> dict[str, Any]:
+        """The wire form: JSON-ready, camelCase keys, absent optional fields left out."""
+        return self.model_dump(by_alias=True, mode="json")
+
 
 class TextPart(WireModel):
     type: Literal["text"] = "text"
@@ -430,8 +435,18 @@ def _check_timestamp(value: str) -> str:
     return value
 
 
+MESSAGE_DATA_RESERVED_PREFIX: Final = "om."
+"""The ``data.type`` prefix of the memory records, refused on a message entry's data."""
+
+
 class SessionEntry(WireModel):
-    """One node of a session's entry tree."""
+    """One node of a session's entry tree.
+
+    A message entry may carry ``data`` too (from schema version 7): an object with a
+    string ``type`` marker (not ``om.*``) that a host keeps with the message, such as
+    ``PrismSession``'s record of the SDK item the message came from. It is never part
+    of what a model is sent or what a token estimate counts.
+    """
 
     _keep_none: ClassVar[frozenset[str]] = frozenset({"parent_id"})
 
@@ -462,8 +477,20 @@ class SessionEntry(WireModel):
         if self.kind == "message":
             if self.message is None:
                 raise ValueError("a message entry needs 'message'")
-            if self.data is not None or self.summary is not None:
-                raise ValueError("a message entry carries no 'data' or 'summary'")
+            if self.summary is not None:
+                raise ValueError("a message entry carries no 'summary'")
+            if self.data is not None:
+                # A host's record of the message (schema version 7), e.g. the SDK item
+                # it came from. Memory records are custom entries, so their markers
+                # cannot ride on a message: every reader of a marker would take it for one.
+                marker = self.data.get("type")
+                if not isinstance(marker, str) or not marker:
+                    raise ValueError("a message entry's 'data' needs a string 'type' marker")
+                if marker.startswith(MESSAGE_DATA_RESERVED_PREFIX):
+                    raise ValueError(
+                        f"a message entry's data.type {marker!r} is reserved: "
+                        f"{MESSAGE_DATA_RESERVED_PREFIX!r} markers belong to custom entries"
+                    )
         elif self.kind == "custom":
             if self.data is None or not isinstance(self.data.get("type"), str):
                 raise ValueError("a custom entry needs 'data' with a string 'type' marker")
@@ -500,8 +527,10 @@ class SessionEntry(WireModel):
 
     @property
     def custom_type(self) -> str | None:
-        """The ``data.type`` marker of a custom entry, else None."""
-        if self.kind == "custom" and self.data is not None:
+        """The ``data.type`` marker of a custom entry or of a message entry that carries
+        ``data``, else None (a memory record's ``om.*`` marker is only ever a custom
+        entry's)."""
+        if self.kind != "compaction" and self.data is not None:
             marker = self.data.get("type")
             return marker if isinstance(marker, str) else None
         return None
@@ -509,9 +538,6 @@ class SessionEntry(WireModel):
     @property
     def role(self) -> Role | None:
         return self.message.role if self.message is not None else None
-
-    def to_wire(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, mode="json")
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True)
@@ -577,8 +603,10 @@ def message_entry(
     timestamp: str | None = None,
     tool_calls: list[ToolCall] | list[dict[str, Any]] | None = None,
     tool_call_id: str | None = None,
+    data: dict[str, Any] | None = None,
 ) -> SessionEntry:
-    """Build a message entry with a fresh id and the current time unless given."""
+    """Build a message entry with a fresh id and the current time unless given; ``data``
+    is a host's record kept with it (see ``SessionEntry``)."""
     wire: dict[str, Any] = {"role": role, "content": content}
     if tool_calls is not None:
         wire["toolCalls"] = [
@@ -586,16 +614,17 @@ def message_entry(
         ]
     if tool_call_id is not None:
         wire["toolCallId"] = tool_call_id
-    return entry_from_wire(
-        {
-            "id": entry_id or create_entry_id(),
-            "sessionId": session_id,
-            "parentId": parent_id,
-            "kind": "message",
-            "timestamp": timestamp or now_timestamp(),
-            "message": wire,
-        }
-    )
+    entry: dict[str, Any] = {
+        "id": entry_id or create_entry_id(),
+        "sessionId": session_id,
+        "parentId": parent_id,
+        "kind": "message",
+        "timestamp": timestamp or now_timestamp(),
+        "message": wire,
+    }
+    if data is not None:
+        entry["data"] = data
+    return entry_from_wire(entry)
 
 
 def custom_entry(

@@ -281,7 +281,7 @@ def _scan_session(path: str, sid: str) -> tuple[list[SessionEntry], int, int]:
     """
     from ..entries import entry_from_wire
     from ..errors import InvalidEntryError
-    from ..stores._rows import entry_columns, wire_from_row
+    from ..stores._rows import MESSAGE_DATA_SINCE_VERSION, entry_columns, wire_from_row
     from ..stores._schema import SCHEMA_VERSION
 
     conn = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True)
@@ -297,8 +297,9 @@ def _scan_session(path: str, sid: str) -> tuple[list[SessionEntry], int, int]:
             version = SCHEMA_VERSION
         while steps < _MAX_SCAN_STEPS:
             try:
+                columns = entry_columns(data=version >= MESSAGE_DATA_SINCE_VERSION)
                 rows = conn.execute(
-                    f"SELECT seq, {entry_columns()} FROM entries WHERE seq > ? ORDER BY seq",
+                    f"SELECT seq, {columns} FROM entries WHERE seq > ? ORDER BY seq",
                     (last,),
                 )
                 for seq, *row in rows:

@@ -24,7 +24,7 @@ from ..core.ledger import fold_ledger
 from ..core.ledger_views import live_ledger
 from ..entries import entry_from_wire
 from ..errors import InvalidEntryError, PrismMemoryError, StoreVersionError
-from ..stores._rows import entry_columns, wire_from_row
+from ..stores._rows import MESSAGE_DATA_SINCE_VERSION, entry_columns, wire_from_row
 from ..stores._schema import SCHEMA_VERSION
 from ..stores.base import SessionStore
 
@@ -55,9 +55,10 @@ def sqlite_row_problems(path: str, limit: int = 20) -> RowProblems:
         version = int(conn.execute("PRAGMA user_version").fetchone()[0]) or SCHEMA_VERSION
         seen: dict[str, str] = {}  # entry id -> session id, of the rows read so far
         last = 0
+        columns = entry_columns(data=version >= MESSAGE_DATA_SINCE_VERSION)
         while True:
             rows = conn.execute(
-                f"SELECT seq, {entry_columns()} FROM entries WHERE seq > ? ORDER BY seq LIMIT ?",
+                f"SELECT seq, {columns} FROM entries WHERE seq > ? ORDER BY seq LIMIT ?",
                 (last, _CHUNK),
             ).fetchall()
             if not rows:

@@ -9,6 +9,10 @@ of it, and ``body`` holds only the rest, the *payload*:
 - a custom entry: its ``data`` object;
 - a compaction: ``{"summary": ..., "data": ...}`` (the wire less the envelope keys).
 
+From schema version 7 a message entry may carry ``data`` as well (``SessionEntry``): it
+is kept in the ``data`` column beside the message payload (NULL for every other row), so
+the message payloads still parse as one array of messages.
+
 Every entry was validated when it entered the store (``append``, an import), so reads
 build entries from these rows without validating them again: the message payloads of a
 read are parsed in one pydantic-core call with the models' own schema less their
@@ -49,6 +53,8 @@ __all__ = [
     "message_parts",
     "message_serializer",
     "payload_json",
+    "MESSAGE_DATA_SINCE_VERSION",
+    "message_data_json",
     "wire_from_row",
 ]
 
@@ -59,13 +65,20 @@ PAYLOAD_SINCE_VERSION = 4
 # Every read of whole entries selects these columns, in this order.
 _COLUMNS = ("id", "session_id", "parent_id", "kind", "timestamp")
 
+# The first schema version with the ``entries.data`` column (a message entry's data).
+MESSAGE_DATA_SINCE_VERSION = 7
 
-def entry_columns(alias: str = "") -> str:
+
+def entry_columns(alias: str = "", *, data: bool = True) -> str:
     """The column list of an entry row: ``id, session_id, parent_id, kind, timestamp,
-    CAST(body AS BLOB)`` (prefixed with ``alias.``). The cast makes sqlite3 hand back
-    bytes for the JSON parser; PostgreSQL's transpiler drops it (``dialect``)."""
+    CAST(body AS BLOB), CAST(data AS BLOB)`` (prefixed with ``alias.``). The casts make
+    sqlite3 hand back bytes for the JSON parser; PostgreSQL's transpiler drops them
+    (``dialect``). ``data=False`` selects NULL in the last place: for a store older than
+    version 7 (a migration step before it, ``prism-om check`` of an old file), or a
+    read that needs the message text only."""
     prefix = f"{alias}." if alias else ""
-    return ", ".join(f"{prefix}{c}" for c in _COLUMNS) + f", CAST({prefix}body AS BLOB)"
+    last = f"CAST({prefix}data AS BLOB)" if data else "NULL"
+    return ", ".join(f"{prefix}{c}" for c in _COLUMNS) + f", CAST({prefix}body AS BLOB), {last}"
 
 
 def bad_row(entry_id: str, reason: str) -> CorruptStoreError:
@@ -134,6 +147,14 @@ def payload_json(entry: SessionEntry) -> str:
     return _DATA.dump_json(rest).decode()
 
 
+def message_data_json(entry: SessionEntry) -> str | None:
+    """What ``entries.data`` holds for the entry (schema version 7): a message entry's
+    ``data`` as JSON, else None (a custom entry's data is its ``body``)."""
+    if entry.message is None or entry.data is None:
+        return None
+    return _DATA.dump_json(entry.data).decode()
+
+
 # -- reading ---------------------------------------------------------------------------
 
 
@@ -199,12 +220,15 @@ def _entry(
 
 
 _MESSAGE_FIELDS = set(_SET_BY_KIND["message"])
+_MESSAGE_DATA_FIELDS = frozenset(_MESSAGE_FIELDS | {"data"})
 _copy_fields = set.copy
 
 
 def _message_entry(row: Sequence[Any], message: Message) -> SessionEntry:
     """``_entry`` of a message row: the same entry, in one call per row (most rows of
     any read are messages)."""
+    if len(row) > 6 and row[6] is not None:
+        return _message_with_data(row, message)
     entry: SessionEntry = _new(SessionEntry)
     _set(
         entry,
@@ -223,6 +247,21 @@ def _message_entry(row: Sequence[Any], message: Message) -> SessionEntry:
     _set(entry, "__pydantic_fields_set__", _copy_fields(_MESSAGE_FIELDS))
     _set(entry, "__pydantic_extra__", None)
     _set(entry, "__pydantic_private__", None)
+    return entry
+
+
+def _message_with_data(row: Sequence[Any], message: Message) -> SessionEntry:
+    """A message row whose ``data`` column is set (schema version 7)."""
+    try:
+        data = from_json(row[6])
+    except ValueError as exc:
+        raise bad_row(
+            str(row[0]), f"its stored message data no longer parses ({_first_line(exc)})"
+        ) from exc
+    if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+        raise bad_row(str(row[0]), "its stored message data is not an object with a string 'type'")
+    entry = _entry(row, message, data, None)
+    _set(entry, "__pydantic_fields_set__", set(_MESSAGE_DATA_FIELDS))
     return entry
 
 
@@ -400,6 +439,12 @@ def wire_from_row(row: Sequence[Any], version: int) -> Any:
         value = None
     if kind == "message":
         wire["message"] = value
+        stored = row[6] if len(row) > 6 else None
+        if stored is not None:
+            try:
+                wire["data"] = from_json(stored)
+            except ValueError:
+                wire["data"] = stored  # validation then names the entry and the field
     elif kind == "custom":
         wire["data"] = value
     elif isinstance(value, dict):

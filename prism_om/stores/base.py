@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Final, Literal, Protocol, Self, runtime_checkable
+from typing import Any, Final, Literal, NamedTuple, Protocol, Self, runtime_checkable
 
 from ..core.branch_reads import entries_after_cursor, last_eligible_messages, page_around_cursor
 from ..core.branch_snapshot import BranchSnapshot
@@ -66,6 +66,7 @@ __all__ = [
     "AnyMemoryHead",
     "AppendFault",
     "ErasureReport",
+    "MarkedData",
     "MessagePart",
     "SOURCES_READ_AHEAD",
     "StoreLifecycle",
@@ -84,6 +85,15 @@ __all__ = [
 
 SOURCES_READ_AHEAD: Final = 64
 """Source entries ``memory_with_sources`` reads with a memory's rows at least."""
+
+
+class MarkedData(NamedTuple):
+    """One entry of ``SessionStore.marked_data``: its ``data``, and its message as wire
+    JSON (camelCase keys, absent fields left out) when it is a message entry, else None."""
+
+    data: dict[str, Any]
+    message: dict[str, Any] | None
+
 
 MessagePart = tuple[str, str, Message]
 """(entry id, timestamp, message) of one message of a page: what a SQL store's
@@ -348,17 +358,19 @@ class SessionStore(SessionTree, Protocol):
     ) -> SessionEntry | None:
         """The latest compaction entry on the branch, or None."""
 
-    async def custom_data(
+    async def marked_data(
         self, session_id: str, custom_type: str, leaf_id: str | None = None
-    ) -> builtins.list[dict[str, Any]]:
-        """The ``data`` of the branch's custom entries marked ``custom_type``, root first.
+    ) -> builtins.list[MarkedData]:
+        """The ``data`` of the branch's entries marked ``custom_type`` (custom entries, and
+        message entries that carry data), root first, each with its message's wire form
+        when it is a message entry.
 
-        Equal to ``[e.data for e in await self.entries(...) if e.custom_type == custom_type]``,
-        as fresh objects the caller may change. A reader of one record type (such as
-        ``PrismSession.get_items()``, of its ``openai-agents.item`` entries) costs the rows
-        it returns: SQL stores read those rows' payload column only and build no entry.
-        ``InvalidInputError`` for a ``custom_type`` that is not a non-empty string; raises
-        what ``entries`` raises for ``leaf_id``.
+        Equal to ``[MarkedData(e.data, e.message.to_wire() if e.message else None) for e
+        in await self.entries(...) if e.custom_type == custom_type]``, as fresh objects the
+        caller may change. A reader of one record type (such as ``PrismSession.get_items()``,
+        of its SDK items) costs the rows it returns: SQL stores read those rows' payload
+        columns only and build no entry. ``InvalidInputError`` for a ``custom_type`` that
+        is not a non-empty string; raises what ``entries`` raises for ``leaf_id``.
         """
 
     async def snapshot(
@@ -720,7 +732,7 @@ class StoreBase(StoreLifecycle):
     ``StoreLifecycle``), ``get_many``, ``is_on_branch`` and every read of
     ``SessionStore`` beyond the tree: ``ledger``, ``live_ledger``, ``memory_subset``,
     ``scope_map``, ``recent_messages``, ``entries_after``, ``page_messages``,
-    ``entry_count``, ``branch_tokens``, ``last_compaction``, ``custom_data`` and ``search``.
+    ``entry_count``, ``branch_tokens``, ``last_compaction``, ``marked_data`` and ``search``.
     Each is derived from ``entries()`` with the pure reference functions, costs O(branch),
     and raises what ``entries()`` raises, plus ``EntryNotFoundError`` /
     ``InvalidInputError`` where ``SessionStore`` says so. The conformance suite
@@ -944,14 +956,18 @@ class StoreBase(StoreLifecycle):
         branch = await self.entries(session_id, check_leaf_id(leaf_id))
         return next((e for e in reversed(branch) if e.kind == "compaction"), None)
 
-    async def custom_data(
+    async def marked_data(
         self, session_id: str, custom_type: str, leaf_id: str | None = None
-    ) -> builtins.list[dict[str, Any]]:
-        """The data of the branch's custom entries marked ``custom_type``, as copies."""
+    ) -> builtins.list[MarkedData]:
+        """The data of the branch's entries marked ``custom_type``, as copies."""
         check_custom_type(custom_type)
         branch = await self.entries(session_id, check_leaf_id(leaf_id))
-        # A JSON round trip copies plain data faster than copy.deepcopy.
-        return [_copy_data(e.data) for e in branch if e.custom_type == custom_type]
+        # A JSON round trip copies plain data faster than copy.deepcopy; to_wire is fresh.
+        return [
+            MarkedData(_copy_data(e.data), None if e.message is None else e.message.to_wire())
+            for e in branch
+            if e.custom_type == custom_type
+        ]
 
     async def search(
         self,

@@ -212,7 +212,7 @@ _LEAF_CALLS: dict[str, tuple[str, Call]] = {
     "entry_count": ("leaf_id", lambda s, v: s.entry_count(_SID, v)),
     "branch_tokens": ("leaf_id", lambda s, v: s.branch_tokens(_SID, v)),
     "last_compaction": ("leaf_id", lambda s, v: s.last_compaction(_SID, v)),
-    "custom_data": ("leaf_id", lambda s, v: s.custom_data(_SID, OBSERVATIONS_RECORDED, v)),
+    "marked_data": ("leaf_id", lambda s, v: s.marked_data(_SID, OBSERVATIONS_RECORDED, v)),
     "page_message_parts(leaf)": (
         "leaf_id",
         lambda s, v: s.page_message_parts(_SID, "m0", 10, "forward", v),
@@ -249,7 +249,7 @@ _SESSION_CALLS: dict[str, Call] = {
     "entry_count": lambda s, v: s.entry_count(v),
     "branch_tokens": lambda s, v: s.branch_tokens(v),
     "last_compaction": lambda s, v: s.last_compaction(v),
-    "custom_data": lambda s, v: s.custom_data(v, OBSERVATIONS_RECORDED),
+    "marked_data": lambda s, v: s.marked_data(v, OBSERVATIONS_RECORDED),
     "page_message_parts": lambda s, v: s.page_message_parts(v, "m0", 10),
     "memory_with_sources": lambda s, v: s.memory_with_sources(v, _OBSERVED[0]),
     "snapshot": lambda s, v: s.snapshot(v),
@@ -390,8 +390,8 @@ class InputsConformance:
 
     async def test_bad_custom_types_are_refused(self, seeded: SessionStore) -> None:
         for value in ["", "om\x00x", "om\ud800", None, 3, b"om.x", [OBSERVATIONS_RECORDED]]:
-            exc = await _refused(seeded.custom_data(_SID, value))  # type: ignore[arg-type]
-            case = f"custom_data(custom_type={value!r})"
+            exc = await _refused(seeded.marked_data(_SID, value))  # type: ignore[arg-type]
+            case = f"marked_data(custom_type={value!r})"
             assert type(exc) is InvalidInputError, f"{case}: {type(exc).__name__} {exc}"
             assert exc.field == "custom_type", case
 
@@ -562,7 +562,7 @@ class InputsConformance:
             lambda s, v: s.recent_messages(_SID, v),
             lambda s, v: s.page_messages(_SID, "m0", v),
             lambda s, v: s.page_messages(_SID, "m0", 10, v),
-            lambda s, v: s.custom_data(_SID, v),
+            lambda s, v: s.marked_data(_SID, v),
             lambda s, v: s.append(v),
         ]
         for call in calls:

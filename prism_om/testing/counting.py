@@ -50,7 +50,7 @@ READS: Final = frozenset(
         "entry_count",
         "branch_tokens",
         "last_compaction",
-        "custom_data",
+        "marked_data",
         "snapshot",
     }
 )

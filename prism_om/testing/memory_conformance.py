@@ -26,7 +26,7 @@ from ..observational_memory import (
     recall_observational_memory_branch_page,
     unscanned_entries,
 )
-from ..stores.base import SOURCES_READ_AHEAD, SessionStore
+from ..stores.base import SOURCES_READ_AHEAD, MarkedData, SessionStore
 from ..tokens import get_estimator
 from ._requires import pytest
 from .conformance import StoreOpener, snapshot
@@ -79,12 +79,19 @@ class MemoryConformance(SupersessionConformance, SearchConformance):
         compactions = [e for e in branch if e.kind == "compaction"]
         assert await store.last_compaction(sid, leaf) == (compactions[-1] if compactions else None)
         for marker in {e.custom_type for e in branch if e.custom_type} | {"no-such-type"}:
-            wanted = [e.data for e in branch if e.custom_type == marker]
-            assert await store.custom_data(sid, marker, leaf) == wanted
+            wanted = [
+                MarkedData(e.data or {}, None if e.message is None else e.message.to_wire())
+                for e in branch
+                if e.custom_type == marker
+            ]
+            assert await store.marked_data(sid, marker, leaf) == wanted
             if wanted:
                 # Fresh objects: what a caller does to them is not in the next read.
-                (await store.custom_data(sid, marker, leaf))[0]["type"] = "changed"
-                assert await store.custom_data(sid, marker, leaf) == wanted
+                changed = await store.marked_data(sid, marker, leaf)
+                changed[0].data["type"] = "changed"
+                if changed[0].message is not None:
+                    changed[0].message["role"] = "changed"
+                assert await store.marked_data(sid, marker, leaf) == wanted
         assert await store.scope_map(sid, leaf) == fold_work_scope_map(branch)
         for count in (0, 1, 8, 50):
             assert await store.recent_messages(sid, count, leaf) == last_eligible_messages(

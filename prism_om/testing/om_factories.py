@@ -170,6 +170,10 @@ class BranchBuilder:
             kwargs["tool_calls"] = [
                 {"id": f"call_{self._tool_calls + 1}", "name": "search", "arguments": {"q": body}}
             ]
+        if role in ("user", "assistant") and len(self.model.messages) % 5 == 3:
+            # Some messages carry a host's data (schema version 7), as PrismSession's
+            # items do; chosen without the rng, so the seeded branches stay as they were.
+            kwargs["data"] = {"type": "host.item", "n": len(self.model.messages), "text": ""}
         entry = message_entry(
             self.session_id,
             role,  # type: ignore[arg-type]

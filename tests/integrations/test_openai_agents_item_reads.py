@@ -13,6 +13,7 @@ import pytest
 from support.sql_work import statements
 
 from prism_om.integrations.openai_agents import ITEM_TYPE, PrismSession
+from prism_om.integrations.openai_agents.items import item_of_data
 from prism_om.stores import open_store
 from prism_om.stores.postgres import PostgresStore
 from prism_om.stores.sqlite import SqliteStore
@@ -59,18 +60,31 @@ async def test_get_items_without_memory_reads_only_the_items(
         session = PrismSession("plain", store)  # type: ignore[arg-type]
         items = [item for n in range(8) for item in turn(n)]
         await session.add_items(items)
-        # Two entries carry the user message, the call, the output and the reply.
-        assert len(await inner.entries("plain")) > len(items) + 30
+        # One entry per item (schema version 7), after the session's root marker; the
+        # message items' entries are messages, their text stored once.
+        stored = await inner.entries("plain")
+        assert len(stored) == len(items) + 1
+        assert [e.kind for e in stored[1:6]] == [
+            "message",
+            "custom",
+            "message",
+            "message",
+            "message",
+        ]
+        assert all(e.custom_type == ITEM_TYPE for e in stored[1:])
+        texts = [json.dumps(e.data) for e in stored if e.kind == "message"]
+        assert not any("Ticket" in t or "Noted" in t for t in texts)
         with store.counting() as calls, traced.counting() as run:
             got = await session.get_items()
         assert got == items
         # One public read, of the item rows alone: no whole branch, no message entry.
-        assert calls.read_names() == ["custom_data"]
+        assert calls.read_names() == ["marked_data"]
         if isinstance(inner, (SqliteStore, PostgresStore)):
             # The leaf's position (one row), then exactly one row per item returned.
             assert run.rows == 1 + len(items)
         # What it read is exactly what it returned.
-        assert [d["item"] for d in await inner.custom_data("plain", ITEM_TYPE)] == items
+        marked = await inner.marked_data("plain", ITEM_TYPE)
+        assert [item_of_data(m.data, m.message) for m in marked] == items
     finally:
         await inner.close()
 
@@ -156,7 +170,7 @@ async def test_a_store_written_by_the_two_entry_shape_reads_back(kind: str, tmp_
         # The branch the pop left behind still holds its items, the popped one last.
         current = await store.leaf("plain")
         (behind,) = [leaf for leaf in await store.leaves("plain") if leaf != current]
-        old = [d["item"] for d in await store.custom_data("plain", ITEM_TYPE, behind)]
+        old = [item_of_data(m.data) for m in await store.marked_data("plain", ITEM_TYPE, behind)]
         assert old == [*EXPECTED["after_pop"], EXPECTED["popped"]]
         assert await PrismSession("mem", store).get_items() == EXPECTED["mem"]
         # Appending to an old store continues its sessions.
@@ -184,7 +198,7 @@ async def test_add_items_without_memory_reads_nothing_once_the_session_exists(
         await session.clear_session()
         await session.add_items(turn(4))
         assert await session.get_items() == turn(4)
-        roots = [d for d in await inner.custom_data("writes", "openai-agents.session")]
+        roots = [m.data for m in await inner.marked_data("writes", "openai-agents.session")]
         assert len(roots) == 1
     finally:
         await inner.close()

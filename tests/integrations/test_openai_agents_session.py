@@ -159,7 +159,7 @@ def test_prism_session_implements_the_sdk_session_protocol() -> None:
     assert isinstance(PrismSession("proto", "memory:"), Session)
 
 
-async def test_items_with_a_message_meaning_become_message_entries_beside_the_item() -> None:
+async def test_each_item_is_one_entry_and_a_message_item_is_a_message_entry() -> None:
     items: list[Any] = [
         {"role": "user", "content": "Book a table for two."},
         {"type": "reasoning", "id": "rs_1", "summary": []},
@@ -177,21 +177,19 @@ async def test_items_with_a_message_meaning_become_message_entries_beside_the_it
         store = session._store
         assert store is not None
         branch = await store.entries("kinds")
+        assert await session.get_items() == items
     assert branch[0].custom_type == ROOT_TYPE
     shapes = [(e.kind, e.role or e.custom_type) for e in branch[1:]]
     assert shapes == [
         ("message", "user"),
-        ("custom", ITEM_TYPE),
         ("custom", ITEM_TYPE),  # reasoning: no message meaning
         ("message", "assistant"),
-        ("custom", ITEM_TYPE),
         ("message", "tool"),
-        ("custom", ITEM_TYPE),
         ("custom", ITEM_TYPE),  # a system message: not a user/assistant/tool message
         ("message", "assistant"),
-        ("custom", ITEM_TYPE),
     ]
-    user, call, output, reply = branch[1], branch[4], branch[6], branch[9]
+    assert all(e.custom_type == ITEM_TYPE for e in branch[1:])
+    user, call, output, reply = branch[1], branch[3], branch[4], branch[6]
     assert user.message is not None and user.message.content == "Book a table for two."
     assert call.message is not None and call.message.tool_calls is not None
     assert call.message.tool_calls[0].model_dump() == {
@@ -202,9 +200,16 @@ async def test_items_with_a_message_meaning_become_message_entries_beside_the_it
     assert output.message is not None and output.message.tool_call_id == "c1"
     assert output.message.text() == "booked"
     assert reply.message is not None and reply.message.text() == "Done."
-    # Each item entry keeps the item verbatim and names its message entry.
-    assert branch[2].data == {"type": ITEM_TYPE, "item": items[0], "messageId": user.id}
-    assert branch[3].data == {"type": ITEM_TYPE, "item": items[1]}
+    # The item's text is in its message only; the rest of the item is in its data.
+    assert user.data == {
+        "type": ITEM_TYPE,
+        "item": {"role": "user", "content": ""},
+        "textInMessage": True,
+    }
+    assert reply.data is not None and reply.data["item"]["content"][0]["text"] == ""
+    # A call's arguments stay in the item as given (the message holds them parsed).
+    assert call.data == {"type": ITEM_TYPE, "item": items[2]}
+    assert branch[2].data == {"type": ITEM_TYPE, "item": items[1]}
 
 
 async def test_returned_items_are_copies() -> None:

@@ -1,10 +1,13 @@
 """OpenAI Agents SDK input items <-> session entries (pure, no SDK import).
 
-Every item is stored verbatim in one custom entry, ``{"type": "openai-agents.item",
-"item": <the item>}``, so ``get_items()`` gives back exactly what ``add_items()`` was
-given. An item with a message meaning is also written as an ordinary message entry right
-before it, which the observer reads and recall cites; the item's entry names it
-(``"messageId"``):
+Every item is one entry (schema version 7). An item with a message meaning is a message
+entry, which the observer reads and recall cites, carrying the item in its ``data``:
+``{"type": "openai-agents.item", "item": <the item>, "textInMessage": true}``, where the
+item's text that the message holds word for word is left empty (``""``) and filled back
+from the message on read, so the text is stored once. Any other item is one custom entry,
+``{"type": "openai-agents.item", "item": <the item>}``. Either way ``get_items()`` gives
+back exactly what ``add_items()`` was given: the split is checked when the entry is built,
+and an item that would not come back whole keeps all its text in ``data``.
 
 ===========================  =====================================================
 item                         message entry
@@ -16,8 +19,13 @@ message, role assistant      assistant message (output text; refusal as text)
                              ``name``, parsed ``arguments``)
 ``function_call_output``     tool message answering ``call_id``
 anything else                none: reasoning, system/developer messages, hosted
-                             tool calls, ... are only the custom entry
+                             tool calls, ... are a custom entry
 ===========================  =====================================================
+
+Stores written before version 7 hold each message item as two entries, the message and
+then a custom entry with the whole item naming it (``"messageId"``); they are read as
+they are (the message entry alone is no item), so an older history and newer items on
+it read back alike. Entries are never rewritten: their ids are what memory cites.
 """
 
 from __future__ import annotations
@@ -34,9 +42,10 @@ from ...importers.content import parse_arguments
 __all__ = [
     "ITEM_TYPE",
     "ROOT_TYPE",
-    "entries_for_item",
+    "entry_for_item",
     "item_message",
     "item_of",
+    "item_of_data",
     "normalize_items",
     "withheld_item",
 ]
@@ -117,30 +126,110 @@ def item_message(item: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def entries_for_item(session_id: str, item: dict[str, Any], *, index: int) -> list[SessionEntry]:
-    """The entries that store one (normalized) item: its message entry, if any, then
-    the item's own custom entry. ``InvalidEntryError`` names the item by ``index``."""
-    data: dict[str, Any] = {"type": ITEM_TYPE, "item": item}
-    entries: list[SessionEntry] = []
+def _text_key(item: Mapping[str, Any]) -> str | None:
+    """The key of the item's text that its message entry holds, if any."""
+    kind = item.get("type", "message")
+    if kind == "message":
+        return "content"
+    if kind == "function_call_output":
+        return "output"
+    return None
+
+
+def _message_texts(content: object) -> str | list[str | None] | None:
+    """A message's texts in item order: its string content, or each part's text."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts: list[str | None] = []
+        for part in content:
+            text = part.get("text") if isinstance(part, dict) else getattr(part, "text", None)
+            texts.append(text if isinstance(text, str) else None)
+        return texts
+    return None
+
+
+def _fill(item: dict[str, Any], texts: str | list[str | None] | None) -> dict[str, Any]:
+    """``item`` (changed in place) with its emptied text set back from the message's
+    ``texts``: the inverse of ``_emptied`` for what ``item_message`` copied."""
+    key = _text_key(item)
+    value = item.get(key) if key is not None else None
+    if isinstance(value, str) and isinstance(texts, str):
+        item[key] = texts  # type: ignore[index]
+    elif isinstance(value, list) and isinstance(texts, list) and len(texts) == len(value):
+        for part, text in zip(value, texts, strict=True):
+            if _is_text_part(part) and text is not None:
+                part["text"] = text
+    return item
+
+
+def _is_text_part(part: object) -> bool:
+    return (
+        isinstance(part, dict)
+        and part.get("type") in _TEXT_PARTS
+        and isinstance(part.get("text"), str)
+    )
+
+
+def _emptied(item: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``item`` with the text its message holds word for word set to ``""``."""
+    residue = copy.deepcopy(item)
+    key = _text_key(residue)
+    value = residue.get(key) if key is not None else None
+    if isinstance(value, str):
+        residue[key] = ""  # type: ignore[index]
+    elif isinstance(value, list):
+        for part in value:
+            if _is_text_part(part):
+                part["text"] = ""
+    return residue
+
+
+def entry_for_item(session_id: str, item: dict[str, Any], *, index: int) -> SessionEntry:
+    """The one entry that stores a (normalized) item: a message entry carrying the item
+    in its data when the item has a message meaning, else a custom entry.
+    ``InvalidEntryError`` names the item by ``index``."""
     fields = item_message(item)
     try:
-        if fields is not None:
-            role, content = fields.pop("role"), fields.pop("content")
-            message = message_entry(session_id, role, content, **fields)
-            entries.append(message)
-            data["messageId"] = message.id
-        entries.append(custom_entry(session_id, data))
+        if fields is None:
+            return custom_entry(session_id, {"type": ITEM_TYPE, "item": item})
+        role, content = fields.pop("role"), fields.pop("content")
+        residue = _emptied(item)
+        # Stored without its text only when the message gives it back word for word.
+        whole = _fill(copy.deepcopy(residue), _message_texts(content)) == item
+        data: dict[str, Any] = (
+            {"type": ITEM_TYPE, "item": residue, "textInMessage": True}
+            if whole and residue != item
+            else {"type": ITEM_TYPE, "item": item}
+        )
+        return message_entry(session_id, role, content, data=data, **fields)
     except InvalidEntryError as exc:
         raise InvalidEntryError(f"item {index}: {exc}", session_id=session_id) from None
-    return entries
+
+
+def item_of_data(data: Mapping[str, Any], message: Any = None) -> dict[str, Any] | None:
+    """The item that an item entry's ``data`` holds, as a fresh copy (None if none):
+    ``message`` is the entry's message (a ``Message`` or its wire form) when the data
+    left its text there (``"textInMessage"``)."""
+    item = data.get("item")
+    if not isinstance(item, dict):
+        return None
+    found = copy.deepcopy(item)
+    if data.get("textInMessage") is True:
+        content = getattr(message, "content", None)
+        if content is None and isinstance(message, Mapping):
+            content = message.get("content")
+        _fill(found, _message_texts(content))
+    return found
 
 
 def item_of(entry: SessionEntry) -> dict[str, Any] | None:
-    """A copy of the item an item entry holds (the caller may change it), else None."""
+    """A copy of the item an item entry holds (the caller may change it), else None.
+
+    A message entry without item data (the first half of a pre-version-7 item) is none."""
     if entry.custom_type != ITEM_TYPE or entry.data is None:
         return None
-    item = entry.data.get("item")
-    return copy.deepcopy(item) if isinstance(item, dict) else None
+    return item_of_data(entry.data, entry.message)
 
 
 def withheld_item(item: Mapping[str, Any], entry_id: str) -> dict[str, Any] | None:

@@ -24,7 +24,15 @@ from ...stores import SessionStore, open_store
 from ...workers.model import Model
 from ...workers.runtime import FlushResult, ObservationalMemoryRuntime
 from ..conversation import check_store_and_memory, find_call, memory_parts
-from .items import ITEM_TYPE, ROOT_TYPE, entries_for_item, item_of, normalize_items, withheld_item
+from .items import (
+    ITEM_TYPE,
+    ROOT_TYPE,
+    entry_for_item,
+    item_of,
+    item_of_data,
+    normalize_items,
+    withheld_item,
+)
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -49,10 +57,10 @@ class PrismSession:
     ``store`` is a store URL (``sqlite:agent.db``, ``jsonl:dir``, ``memory:``,
     ``postgresql://...``; opened on first use and closed by ``close()``) or an open
     ``SessionStore`` (left open). Items round-trip exactly as ``SQLiteSession`` keeps them
-    (as JSON gives them back); how each is stored is in
+    (as JSON gives them back), one entry per item; how each is stored is in
     ``prism_om.integrations.openai_agents.items``. Without memory, ``get_items()`` reads
-    the item entries' data alone (``SessionStore.custom_data``: on SQL stores their
-    payload column, one row per item, no entry built). The session id must be a prism-om
+    the item entries' payloads alone (``SessionStore.marked_data``: on SQL stores their
+    payload columns, one row per item, no entry built). The session id must be a prism-om
     session id (``InvalidSessionIdError`` otherwise).
 
     History is a branch of the session's entry tree, so nothing is ever deleted:
@@ -137,9 +145,10 @@ class PrismSession:
             items = await self._memory_items(store)
         elif wanted is None and self.memory is None:
             # Nothing is withheld without memory: the item rows' payloads are the answer,
-            # read alone (no message entry, no entry model; fresh objects to hand out).
-            data = await store.custom_data(self.session_id, ITEM_TYPE)
-            items = [d["item"] for d in data if isinstance(d.get("item"), dict)]
+            # read alone (no entry model; fresh objects to hand out).
+            marked = await store.marked_data(self.session_id, ITEM_TYPE)
+            found = (item_of_data(m.data, m.message) for m in marked)
+            items = [item for item in found if item is not None]
         else:
             items = await self._read_items(await self._tail(store, wanted))
             items = items if wanted is None else items[-wanted:]
@@ -151,9 +160,10 @@ class PrismSession:
         store = await self._ready()
         if not normalized:
             return
-        batch: list[SessionEntry] = []
-        for index, item in enumerate(normalized):
-            batch.extend(entries_for_item(self.session_id, item, index=index))
+        batch = [
+            entry_for_item(self.session_id, item, index=index)
+            for index, item in enumerate(normalized)
+        ]
         async with self._writing:
             held = None if self._provider is None else self._provider.view.snapshot
             # Once the session has entries it keeps them (nothing here deletes any), so
@@ -318,8 +328,9 @@ class PrismSession:
     async def _tail(self, store: SessionStore, count: int | None) -> list[SessionEntry]:
         """Branch entries holding at least the last ``count`` items (all when None).
 
-        Each item with a message meaning has a message entry, so the entries from the
-        ``count``-th newest message on hold ``count`` items; the store reads them by index.
+        Each item with a message meaning is a message entry (before version 7: a message
+        entry and then the item's own), so the entries from the ``count``-th newest
+        message on hold ``count`` items; the store reads them by index.
         """
         sid = self.session_id
         if count is None:
@@ -332,7 +343,8 @@ class PrismSession:
         return await store.entries(sid)
 
     async def _item_start(self, store: SessionStore, entry: SessionEntry) -> SessionEntry:
-        """The first entry of an item: its message entry (right before it), or itself."""
+        """The first entry of an item: itself, or (an item stored before version 7) its
+        message entry right before it."""
         assert entry.data is not None
         message_id = entry.data.get("messageId")
         if message_id is not None and message_id == entry.parent_id:

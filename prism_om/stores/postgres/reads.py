@@ -107,13 +107,14 @@ cursor_at AS (
     WHERE e.id = %(cursor)s AND e.segment_id = bp.segment_id
       AND e.depth BETWEEN bp.lo AND bp.hi
 )
-SELECT l.leaf_id, l.owner, c.depth, c.kind, c.role, r.id, r.parent_id, r.timestamp, r.body
+SELECT l.leaf_id, l.owner, c.depth, c.kind, c.role, r.id, r.parent_id, r.timestamp, r.body,
+       r.data
 FROM leaf l
 LEFT JOIN cursor_at c ON true
 LEFT JOIN LATERAL (
-    SELECT p.depth, p.id, p.parent_id, p.timestamp, p.body
+    SELECT p.depth, p.id, p.parent_id, p.timestamp, p.body, p.data
     FROM branch_path bp CROSS JOIN LATERAL (
-        SELECT e.depth, e.id, e.parent_id, e.timestamp, e.body
+        SELECT e.depth, e.id, e.parent_id, e.timestamp, e.body, e.data
         FROM entries e
         WHERE e.segment_id = bp.segment_id AND {{range}}
           AND e.kind = 'message' AND e.role IN ({_ROLES})
@@ -164,22 +165,22 @@ found AS (
       AND o.depth BETWEEN bp.lo AND bp.hi
 )
 {{header}}SELECT {OBSERVATION_ROW}, f.depth, f.ordinal, f.memory_id, f.entry_id, f.recorded_at,
-       f.body, NULL, NULL
+       f.body, NULL, NULL, NULL
 FROM found f
 UNION ALL
 SELECT {REFLECTION_ROW}, r.depth, r.ordinal, r.memory_id, r.entry_id, r.recorded_at, r.body,
-       NULL, NULL
+       NULL, NULL, NULL
 FROM om_reflections r CROSS JOIN branch_path bp
 WHERE r.memory_id {{match}} AND r.segment_id BETWEEN bp.segment_id AND bp.segment_id
   AND r.depth BETWEEN bp.lo AND bp.hi
 UNION ALL
-SELECT {DROP_ROW}, d.depth, d.ordinal, d.memory_id, NULL, NULL, NULL, NULL, NULL
+SELECT {DROP_ROW}, d.depth, d.ordinal, d.memory_id, NULL, NULL, NULL, NULL, NULL, NULL
 FROM om_drops d CROSS JOIN branch_path bp
 WHERE d.memory_id {{match}} AND d.segment_id BETWEEN bp.segment_id AND bp.segment_id
   AND d.depth BETWEEN bp.lo AND bp.hi
 {{supersessions}}UNION ALL
 SELECT {SOURCE_ROW}, NULL::bigint, NULL::bigint, e.id, e.session_id, e.timestamp, e.body,
-       e.parent_id, e.kind
+       e.parent_id, e.kind, e.data
 FROM found f CROSS JOIN LATERAL (
     SELECT s.source_entry_id FROM om_observation_sources s
     WHERE s.entry_seq = f.entry_seq AND s.ordinal = f.ordinal
@@ -191,7 +192,7 @@ _MATCH = {"one": "= %(id)s", "many": "= ANY(%(ids)s)"}
 _HEADER = {
     "session": "",
     "given": f"SELECT {LEAF_ROW}, NULL::bigint, NULL::bigint, l.owner, l.leaf_id, NULL, NULL,"
-    " NULL, NULL"
+    " NULL, NULL, NULL"
     " FROM leaf l\n"
     "UNION ALL\n",
 }
@@ -199,7 +200,7 @@ _HEADER = {
 # docs/design.md, "Supersession of reflections").
 _SUPERSESSIONS = f"""UNION ALL
 SELECT {SUPERSESSION_ROW}, s.depth, s.ordinal, s.memory_id, s.superseded_by, NULL, NULL, NULL,
-       NULL
+       NULL, NULL
 FROM om_supersessions s CROSS JOIN branch_path bp
 WHERE s.memory_id {{match}} AND s.segment_id BETWEEN bp.segment_id AND bp.segment_id
   AND s.depth BETWEEN bp.lo AND bp.hi
@@ -213,7 +214,7 @@ MEMORY_SUBSET_SQL: dict[tuple[str, str], str] = {
     for ids, match in _MATCH.items()
     for leaf in _LEAF
 }
-_ENTRY_COLUMNS = "id, session_id, parent_id, kind, timestamp, body"
+_ENTRY_COLUMNS = "id, session_id, parent_id, kind, timestamp, body, data"
 BODIES_BY_IDS_SQL = f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE id = ANY(%s)"
 BODY_BY_ID_SQL = f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE id = %s"
 
@@ -328,5 +329,7 @@ class PostgresReads(SqlReads):
             return [(row[5], row[7], row[8]) for row in rows if row[5] is not None]
         # Whole entry rows (``_rows.entry_columns``) for ``page_messages``.
         return [
-            (row[5], owner, row[6], "message", row[7], row[8]) for row in rows if row[5] is not None
+            (row[5], owner, row[6], "message", row[7], row[8], row[9])
+            for row in rows
+            if row[5] is not None
         ]

@@ -66,6 +66,7 @@ from ..sql.statements import (
     INSERT_ENTRY_SQL,
     INSERT_SEGMENT_SQL,
     LEAF_BY_SESSION_SQL,
+    MESSAGE_DATA_COLUMN_SQL,
     ROW_DEPTH,
     ROW_SEGMENT,
     ROW_SEQ,
@@ -174,11 +175,20 @@ async def _v6_search_marks(conn: PgConnection) -> None:
     await backfill_search_marks(conn)
 
 
+async def _v7_message_data(conn: PgConnection) -> None:
+    """Version 6 to 7: the entries.data column of a message entry's data (NULL on every
+    row so far; PostgreSQL adds a nullable column without rewriting the table)."""
+    await conn.raw.execute(
+        MESSAGE_DATA_COLUMN_SQL.replace("ADD COLUMN", "ADD COLUMN IF NOT EXISTS")
+    )
+
+
 MIGRATIONS: dict[int, Callable[[PgConnection], Awaitable[None]]] = {
     2: _add_supersessions,
     3: _v4,
     4: _v5_search_index,
     5: _v6_search_marks,
+    6: _v7_message_data,
 }
 
 

@@ -176,7 +176,7 @@ async def backfill_supersessions(conn: SqlConnection) -> None:
     schema version that added it). ``conn`` is the migrating connection: aiosqlite's, or
     the PostgreSQL adapter's, which speaks the same SQL through the transpiler."""
     sql = (
-        f"SELECT seq, segment_id, depth, {entry_columns()} FROM entries "
+        f"SELECT seq, segment_id, depth, {entry_columns(data=False)} FROM entries "
         "WHERE custom_type = ? ORDER BY seq"
     )
     rows: list[tuple[Any, ...]] = []

@@ -29,7 +29,7 @@ from ...errors import (
     UnknownParentError,
 )
 from ...tokens import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
-from .._rows import message_serializer, payload_json
+from .._rows import message_data_json, message_serializer, payload_json
 from .connection import Params, SqlReader
 from .statements import (
     BRANCH_PIECES_SQL,
@@ -142,6 +142,7 @@ class Placer:
             self.encoding,
             path_tokens,
             body,
+            message_data_json(entry),
         )
 
     def place_chain(
@@ -190,15 +191,16 @@ class ChainRows(NamedTuple):
 
 
 def is_message_chain(batch: Sequence[SessionEntry]) -> bool:
-    """True when every entry is a message and each after the first names the one before
-    as its parent: what an agent appends (a turn, a transcript), and the shape whose rule
-    checks and placement need only look at the first entry."""
+    """True when every entry is a message without ``data`` and each after the first
+    names the one before as its parent: what an agent appends (a turn, a transcript), and
+    the shape whose rule checks and placement need only look at the first entry."""
     previous = None
     for entry in batch:
         # (A message without one is possible only through model_copy: the general path.)
         if (
             entry.kind != "message"
             or entry.message is None
+            or entry.data is not None  # a chain row has no data column: the general path
             or (previous is not None and entry.parent_id != previous)
         ):
             return False

@@ -14,7 +14,7 @@ import builtins
 import json
 import operator
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Literal, TypeVar
 
 from ..._gc import collector_paused
 from ...core.branch_snapshot import BranchSnapshot
@@ -38,6 +38,7 @@ from ..arguments import (
 )
 from ..base import (
     ErasureReport,
+    MarkedData,
     MessagePart,
     SessionSummary,
     StoreLifecycle,
@@ -73,7 +74,6 @@ from .statements import (
     BRANCH_ENTRIES_SQL,
     BRANCH_PIECES_SQL,
     BRANCH_TOKENS_SQL,
-    CUSTOM_DATA_SQL,
     DEPTH_ON_BRANCH_SQL,
     ELIGIBLE_ROLES,
     ENTRY_COLUMNS,
@@ -85,6 +85,7 @@ from .statements import (
     LIVE_OBSERVATIONS_SQL,
     LIVE_REFLECTIONS_SQL,
     LOOKUP_CHUNK,
+    MARKED_DATA_SQL,
     MEMORY_SUBSET_WITH_SUPERSESSIONS_AT_LEAF_SQL,
     MEMORY_SUBSET_WITH_SUPERSESSIONS_SQL,
     RECENT_MESSAGES_SQL,
@@ -98,6 +99,20 @@ _T = TypeVar("_T")
 
 _DEPTH = operator.itemgetter(BRANCH_DEPTH_COLUMN)
 _FIRST = operator.itemgetter(0)
+
+
+def _json_array(texts: builtins.list[Any]) -> builtins.list[Any]:
+    """JSON texts parsed as one array, in one call: SQLite hands a cast column back as
+    bytes, PostgreSQL's text column as str."""
+    if not texts:
+        return []
+    if isinstance(texts[0], str):
+        found: builtins.list[Any] = json.loads("[" + ",".join(texts) + "]")
+    else:
+        found = json.loads(b"[" + b",".join(texts) + b"]")
+    if len(found) != len(texts):
+        raise ValueError("a payload holds more than one JSON value")
+    return found
 
 
 class SqlReads(StoreLifecycle):
@@ -445,13 +460,14 @@ class SqlReads(StoreLifecycle):
                 return await self.get(rows[0][0])
         return None
 
-    async def custom_data(
+    async def marked_data(
         self, session_id: str, custom_type: str, leaf_id: str | None = None
-    ) -> builtins.list[dict[str, Any]]:
-        """The payload column of the branch's rows of one record type, parsed in one call.
+    ) -> builtins.list[MarkedData]:
+        """The payload columns of the branch's rows of one record type, parsed in one call.
 
-        No entry is built: the rows were validated at append, and a custom entry's
-        ``body`` is exactly its ``data`` (``stores/_rows.py``).
+        No entry is built: the rows were validated at append, a custom entry's ``body`` is
+        exactly its ``data``, and a message entry's ``data`` column and ``body`` are its
+        data and its message's wire JSON (``stores/_rows.py``).
         """
         check_custom_type(custom_type)
         position = await self._leaf_position(session_id, leaf_id)
@@ -459,19 +475,14 @@ class SqlReads(StoreLifecycle):
             return []
         params = {**position.params(0, position.depth), "custom_type": custom_type}
         with collector_paused():
-            rows = await self._fetch(CUSTOM_DATA_SQL, params)
+            rows = await self._fetch(MARKED_DATA_SQL, params)
             rows.sort(key=_FIRST)
-            bodies = [row[1] for row in rows]
-            # One parse of all the payloads as one JSON array: no call per row. (SQLite
-            # hands the cast column back as bytes, PostgreSQL's text column as str.)
-            joined: bytes | str
-            if bodies and isinstance(bodies[0], str):
-                joined = "[" + ",".join(bodies) + "]"
-            else:
-                joined = b"[" + b",".join(bodies) + b"]"
             try:
-                found = json.loads(joined)
-                if not all(isinstance(data, dict) for data in found):
+                found = _json_array([row[1] for row in rows])
+                messages = _json_array([row[2] for row in rows if row[2] is not None])
+                if not all(isinstance(data, dict) for data in found) or not all(
+                    isinstance(message, dict) for message in messages
+                ):
                     raise ValueError("a payload is not a JSON object")
             except ValueError as exc:
                 error = CorruptStoreError(
@@ -482,7 +493,11 @@ class SqlReads(StoreLifecycle):
                 )
                 self._mark_damaged(error)
                 raise error from None
-        return cast("builtins.list[dict[str, Any]]", found)
+            next_message = iter(messages).__next__
+            return [
+                MarkedData(data, None if row[2] is None else next_message())
+                for row, data in zip(rows, found, strict=True)
+            ]
 
     async def damaged_sessions(self) -> dict[str, StoreError]:
         """None: a SQL store's damage is the whole file's (``prism-om check``)."""

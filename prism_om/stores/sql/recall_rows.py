@@ -31,12 +31,13 @@ __all__ = [
 ]
 
 # The kind column (the first) of a recall statement's rows, on both engines. Every row
-# has the kind and eight columns, typed alike per column (PostgreSQL's UNION wants it):
-# (depth, ordinal, memory_id, entry_id, recorded_at, body, parent_id, entry_kind). A
-# memory row fills the first six from its fold table (a supersession's entry_id column
-# holds the superseding reflection); a source row is the cited entry, with depth and
-# ordinal NULL and (memory_id, entry_id, recorded_at, body, parent_id, entry_kind) its
-# (id, session_id, timestamp, body, parent_id, kind); a leaf row (PostgreSQL's read at a
+# has the kind and nine columns, typed alike per column (PostgreSQL's UNION wants it):
+# (depth, ordinal, memory_id, entry_id, recorded_at, body, parent_id, entry_kind,
+# entry_data). A memory row fills the first six from its fold table (a supersession's
+# entry_id column holds the superseding reflection); a source row is the cited entry,
+# with depth and ordinal NULL and (memory_id, entry_id, recorded_at, body, parent_id,
+# entry_kind, entry_data) its (id, session_id, timestamp, body, parent_id, kind, data:
+# a message entry's data, schema version 7); a leaf row (PostgreSQL's read at a
 # given leaf) holds the leaf's session and id in the memory_id and entry_id columns.
 OBSERVATION_ROW, REFLECTION_ROW, DROP_ROW, SUPERSESSION_ROW, SOURCE_ROW, LEAF_ROW = range(6)
 
@@ -57,30 +58,30 @@ WITH RECURSIVE branch_path(segment_id, lo, hi, parent_segment_id) AS (
 _ON_BRANCH = "{t}.segment_id = +bp.segment_id AND {t}.depth BETWEEN bp.lo AND bp.hi"
 _MEMORY = f"""
 SELECT {OBSERVATION_ROW}, o.depth, o.ordinal, o.memory_id, o.entry_id, o.recorded_at, o.body,
-       NULL, NULL
+       NULL, NULL, NULL
 FROM om_observations o CROSS JOIN branch_path bp
 WHERE o.memory_id = ?2 AND {_ON_BRANCH.format(t="o")}
 UNION ALL
 SELECT {REFLECTION_ROW}, r.depth, r.ordinal, r.memory_id, r.entry_id, r.recorded_at, r.body,
-       NULL, NULL
+       NULL, NULL, NULL
 FROM om_reflections r CROSS JOIN branch_path bp
 WHERE r.memory_id = ?2 AND {_ON_BRANCH.format(t="r")}
 UNION ALL
-SELECT {DROP_ROW}, d.depth, d.ordinal, d.memory_id, NULL, NULL, NULL, NULL, NULL
+SELECT {DROP_ROW}, d.depth, d.ordinal, d.memory_id, NULL, NULL, NULL, NULL, NULL, NULL
 FROM om_drops d CROSS JOIN branch_path bp
 WHERE d.memory_id = ?2 AND {_ON_BRANCH.format(t="d")}"""
 # A superseded reflection names its successor.
 _SUPERSESSIONS = f"""
 UNION ALL
 SELECT {SUPERSESSION_ROW}, s.depth, s.ordinal, s.memory_id, s.superseded_by, NULL, NULL, NULL,
-       NULL
+       NULL, NULL
 FROM om_supersessions s CROSS JOIN branch_path bp
 WHERE s.memory_id = ?2 AND {_ON_BRANCH.format(t="s")}"""
 # A source row, in the columns above (OBSERVATION_ROW's comment).
 _SOURCES = f"""
 UNION ALL
 SELECT {SOURCE_ROW}, NULL, NULL, e.id, e.session_id, e.timestamp, CAST(e.body AS BLOB),
-       e.parent_id, e.kind
+       e.parent_id, e.kind, CAST(e.data AS BLOB)
 FROM (
     SELECT s.source_entry_id
     FROM om_observations o CROSS JOIN branch_path bp
@@ -118,8 +119,8 @@ def split_recall_rows(rows: Sequence[Sequence[Any]]) -> RecallRows:
         if kind == OBSERVATION_ROW:
             split.observations.append(row[1:7])
         elif kind == SOURCE_ROW:
-            # As an entry row: (id, session_id, parent_id, kind, timestamp, body).
-            split.sources.append((row[3], row[4], row[7], row[8], row[5], row[6]))
+            # As an entry row: (id, session_id, parent_id, kind, timestamp, body, data).
+            split.sources.append((row[3], row[4], row[7], row[8], row[5], row[6], row[9]))
         elif kind == REFLECTION_ROW:
             split.reflections.append(row[1:7])
         elif kind == DROP_ROW:

@@ -65,7 +65,7 @@ PENDING_SEGMENTS_SQL = (
 )
 _ROLES = tuple(sorted(ELIGIBLE_SOURCE_ROLES))
 _MESSAGES_AFTER_SQL = (
-    f"SELECT depth, {entry_columns()} FROM entries WHERE segment_id = ? AND depth > ?"
+    f"SELECT depth, {entry_columns(data=False)} FROM entries WHERE segment_id = ? AND depth > ?"
     f" AND kind = 'message' AND role IN ({', '.join('?' * len(_ROLES))}) ORDER BY depth"
 )
 
@@ -129,7 +129,7 @@ def search_messages_sql(count: int) -> str:
     return (
         f"{BRANCH_PATH_CTE},\n"
         f"hits(segment_id, depth) AS (\n{per_key})\n"
-        f"SELECT {entry_columns('e')} FROM hits h CROSS JOIN entries e\n"
+        f"SELECT {entry_columns('e', data=False)} FROM hits h CROSS JOIN entries e\n"
         "WHERE e.segment_id = h.segment_id AND e.depth = h.depth"
     )
 
@@ -225,7 +225,7 @@ async def backfill_search_index(conn: Any) -> None:
     roles = sorted(ELIGIBLE_SOURCE_ROLES)
     marks = ", ".join("?" * len(roles))
     sql = (
-        f"SELECT segment_id, depth, {entry_columns()} FROM entries "
+        f"SELECT segment_id, depth, {entry_columns(data=False)} FROM entries "
         f"WHERE kind = 'message' AND role IN ({marks}) ORDER BY seq"
     )
     rows: builtins.list[tuple[int, ...]] = []

@@ -88,14 +88,20 @@ def scope_records_query() -> str:
 
 # Rows of whole entries select ENTRY_COLUMNS (stores/_rows.py: the envelope, then body).
 ENTRY_COLUMNS = entry_columns()
-# The depth last, so a row is handed to the parser as it is (it reads the first six).
+# The depth last, so a row is handed to the parser as it is (it reads the first seven).
 BRANCH_ENTRIES_SQL = branch_rows_sql(f"{entry_columns('e')}, e.depth", "entries", "e")
-BRANCH_DEPTH_COLUMN = 6
+BRANCH_DEPTH_COLUMN = 7
 BRANCH_PIECES_SQL = f"{BRANCH_PATH_CTE}\nSELECT segment_id, lo, hi FROM branch_path"
-# The payloads (schema 4: a custom entry's data object) of one record type on the branch;
-# the depth first, as pieces come leaf side first and are put in order in Python.
-CUSTOM_DATA_SQL = branch_rows_sql(
-    "e.depth, CAST(e.body AS BLOB)", "entries", "e", "e.custom_type = :custom_type"
+# The data of one record type's entries on the branch (schema 4: a custom entry's data
+# object is its body; schema 7: a message entry's is its data column), then a message
+# entry's message payload (NULL for a custom entry); the depth first, as pieces come leaf
+# side first and are put in order in Python.
+MARKED_DATA_SQL = branch_rows_sql(
+    "e.depth, CAST(coalesce(e.data, e.body) AS BLOB),"
+    " CAST(CASE WHEN e.data IS NULL THEN NULL ELSE e.body END AS BLOB)",
+    "entries",
+    "e",
+    "e.custom_type = :custom_type",
 )
 # Segments belong to one session, so a row on the pieces is of the leaf's session.
 DEPTH_ON_BRANCH_SQL = f"""{BRANCH_PATH_CTE}
@@ -160,16 +166,19 @@ FROM entries p WHERE p.id IN ({marks})"""
 STATE_AND_PARENTS_SQL = (
     f"SELECT 0, *, NULL, NULL, NULL FROM ({STATE_SQL})\nUNION ALL\nSELECT 1, * FROM ({PARENTS_SQL})"
 )
+# The migration to schema version 7 (schema.sql: entries.data); the same text for both
+# engines.
+MESSAGE_DATA_COLUMN_SQL = "ALTER TABLE entries ADD COLUMN data TEXT"
 INSERT_ENTRY_SQL = """
 INSERT INTO entries (seq, id, session_id, parent_id, kind, role, custom_type, timestamp,
-                     depth, segment_id, tokens, token_encoding, path_tokens, body)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+                     depth, segment_id, tokens, token_encoding, path_tokens, body, data)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 # Positions in an entry row as Placer.place builds it, in the column order above.
 ROW_SEQ, ROW_DEPTH, ROW_SEGMENT, ROW_TOKENS = 0, 8, 9, 10
-# At most this many rows per INSERT: 64 x 14 values stays under 999, SQLite's smallest
+# At most this many rows per INSERT: 64 x 15 values stays under 999, SQLite's smallest
 # default limit of bound values (before 3.32).
 ENTRY_ROWS_PER_INSERT = 64
-_ONE_ENTRY_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_ONE_ENTRY_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 
 @functools.cache
@@ -215,7 +224,7 @@ def insert_chain_sql(count: int) -> str:
         parent = "?6" if n == 0 else f"?{first - CHAIN_ROW_VALUES}"
         rows.append(
             f"(?3 + {n}, {entry_id}, ?1, {parent}, 'message', {role}, NULL, {timestamp}, "
-            f"?4 + {n}, ?5, {tokens}, ?2, {path}, {body})"
+            f"?4 + {n}, ?5, {tokens}, ?2, {path}, {body}, NULL)"
         )
     return INSERT_ENTRY_SQL.replace(_ONE_ENTRY_ROW, ", ".join(rows))
 

@@ -32,7 +32,7 @@ from .._schema import (
 from ..sql.live_pool import backfill_live_pool
 from ..sql.memory_folds import backfill_supersessions
 from ..sql.search_index import backfill_search_index, backfill_search_marks
-from ..sql.statements import SUMMARIES_FROM_ENTRIES_SQL, fetch_first_row
+from ..sql.statements import MESSAGE_DATA_COLUMN_SQL, SUMMARIES_FROM_ENTRIES_SQL, fetch_first_row
 from .loop_reads import NotAPoint, PointConnection
 from .translate import close_quietly, primary_code, retrying, rollback_quietly, translate_error
 from .worker_thread import ThreadWorkConnection, new_connection
@@ -463,6 +463,16 @@ async def _v6_search_marks(conn: aiosqlite.Connection) -> None:
     await backfill_search_marks(conn)
 
 
+async def _v7_message_data(conn: aiosqlite.Connection) -> None:
+    """Version 6 to 7: the entries.data column of a message entry's data (NULL on every
+    row so far: no entry of an older version carries any). SQLite adds a nullable column
+    in the schema alone, without rewriting a row. (A step run again on a file whose
+    version stamp lags its tables finds the column there.)"""
+    columns = await conn.execute_fetchall("SELECT name FROM pragma_table_info('entries')")
+    if all(name != "data" for (name,) in columns):
+        await conn.execute(MESSAGE_DATA_COLUMN_SQL)
+
+
 # Migration steps, keyed by the version they start from. Each runs inside the one
 # transaction of _migrate, after every CREATE ... IF NOT EXISTS of schema.sql has made the
 # new tables and indexes; it fills them from the entries.
@@ -472,6 +482,7 @@ MIGRATIONS: dict[int, Callable[[aiosqlite.Connection], Awaitable[None]]] = {
     3: _v4,
     4: _v5_search_index,
     5: _v6_search_marks,
+    6: _v7_message_data,
 }
 
 

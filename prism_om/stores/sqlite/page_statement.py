@@ -10,8 +10,8 @@ cursor's are read by one more statement per piece (``PAGE_FORWARD_SQL`` /
 ``RECENT_MESSAGES_SQL``), and only when the cursor's piece runs out first: a page that
 crosses a fork.
 
-Rows: ``(0, leaf_id, owner, cursor depth, cursor kind, cursor role, NULL)``, then
-``(1, segment_id, lo, hi, NULL, NULL, NULL)`` per piece, then
+Rows: ``(0, leaf_id, owner, cursor depth, cursor kind, cursor role, NULL, NULL)``, then
+``(1, segment_id, lo, hi, NULL, NULL, NULL, NULL)`` per piece, then
 ``(2, <the entry row of stores/_rows.entry_columns>)`` per message.
 """
 
@@ -67,9 +67,9 @@ cursor_at AS (
     FROM branch_path bp CROSS JOIN entries e
     WHERE e.id = :cursor AND e.segment_id = bp.segment_id AND e.depth BETWEEN bp.lo AND bp.hi
 )
-SELECT 0, l.leaf_id, l.owner, c.depth, c.kind, c.role, NULL FROM leaf l LEFT JOIN cursor_at c
+SELECT 0, l.leaf_id, l.owner, c.depth, c.kind, c.role, NULL, NULL FROM leaf l LEFT JOIN cursor_at c
 UNION ALL
-SELECT 1, segment_id, lo, hi, NULL, NULL, NULL FROM branch_path
+SELECT 1, segment_id, lo, hi, NULL, NULL, NULL, NULL FROM branch_path
 UNION ALL
 SELECT * FROM (
     SELECT 2, {columns}
@@ -134,11 +134,13 @@ PIECE_ROWS_SQL: dict[tuple[bool, bool], str] = {
     for parts in (True, False)
 }
 assert all(PART_COLUMNS in PIECE_ROWS_SQL[way, True] for way in (True, False))
-# The loop's ``page_messages`` (schema 4 or later) reads a part's columns and the parent
-# id: every row of a page is a message of the page's own session (its branch's segments
+# The loop's ``page_messages`` (schema 7) reads a part's columns, the parent id and the
+# data: every row of a page is a message of the page's own session (its branch's segments
 # are the session's), so those two columns need not be read and converted per row.
 ENTRY_PART_ROWS_SQL: dict[bool, str] = {
-    way: PIECE_ROWS_SQL[way, True].replace(PART_COLUMNS, f"{PART_COLUMNS}, parent_id", 1)
+    way: PIECE_ROWS_SQL[way, True].replace(
+        PART_COLUMNS, f"{PART_COLUMNS}, parent_id, CAST(data AS BLOB)", 1
+    )
     for way in (True, False)
 }
 

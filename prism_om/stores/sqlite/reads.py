@@ -90,7 +90,7 @@ class SqliteReads(SqlReads):
         params = {"session_id": session_id, "leaf_id": leaf_id, "cursor": cursor, "want": want}
         key = ("forward" if forward else "backward", "session" if leaf_id is None else "given")
         rows = await self._fetch(PAGE_SQL[key], params)
-        _, current, owner, depth, kind, role, _ = rows[0]
+        current, owner, depth, kind, role = rows[0][1:6]
         pieces = [row[1:4] for row in rows if row[0] == 1]
         if parts:
             found = [(row[1], row[5], row[6]) for row in rows if row[0] == 2]

@@ -22,7 +22,7 @@ from ...core.scope_map import WorkScopeMap
 from ...entries import SessionEntry
 from ...errors import CorruptStoreError
 from ..arguments import check_count, check_entry_id, check_id_list, check_leaf_id, check_page_args
-from ..base import MessagePart, SessionSummary
+from ..base import MarkedData, MessagePart, SessionSummary
 from ..search import SearchHit, SearchKind
 from ..sql.connection import Params
 from ..sql.placement import check_page_head
@@ -278,11 +278,11 @@ class OneHopReads(SqliteReads):
     ) -> SessionEntry | None:
         return await self._hop(super().last_compaction, session_id, leaf_id)
 
-    async def custom_data(
+    async def marked_data(
         self, session_id: str, custom_type: str, leaf_id: str | None = None
-    ) -> builtins.list[dict[str, Any]]:
+    ) -> builtins.list[MarkedData]:
         # The leaf, the rows and their parse in one hop, the parse off the event loop.
-        return await self._hop(super().custom_data, session_id, custom_type, leaf_id)
+        return await self._hop(super().marked_data, session_id, custom_type, leaf_id)
 
     async def snapshot(
         self,
@@ -321,7 +321,7 @@ class OneHopReads(SqliteReads):
                 super().page_messages, session_id, cursor, limit, direction, leaf_id
             )
         # The whole entry rows (_rows.entry_columns) they stand for.
-        rows = [(row[0], session_id, row[3], "message", row[1], row[2]) for row in rows]
+        rows = [(row[0], session_id, row[3], "message", row[1], row[2], row[4]) for row in rows]
         return self._entries_page(rows, limit, direction)
 
     async def page_message_parts(
