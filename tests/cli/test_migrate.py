@@ -123,11 +123,15 @@ async def _set_back_one_version(postgres_url: str) -> None:
     from prism_om.stores.postgres.store import split_postgres_url
 
     conninfo, schema, _ = split_postgres_url(postgres_url)
-    # Version 6 added search_indexed: without it, and stamped 5, the store is a version 5.
+    # Version 7 added entries.data: without it (the demo's rows hold none), and stamped 6,
+    # the store is a version 6.
+    table = pgsql.Identifier(schema, "entries")
     async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
-        await conn.execute(
-            pgsql.SQL("DROP TABLE {}.search_indexed").format(pgsql.Identifier(schema))
+        cursor = await conn.execute(
+            pgsql.SQL("SELECT count(*) FROM {} WHERE data IS NOT NULL").format(table)
         )
+        assert await cursor.fetchone() == (0,)
+        await conn.execute(pgsql.SQL("ALTER TABLE {} DROP COLUMN data").format(table))
         await conn.execute(
             pgsql.SQL("UPDATE {}.prism_meta SET value = %s WHERE name = 'schema_version'").format(
                 pgsql.Identifier(schema)
@@ -137,7 +141,7 @@ async def _set_back_one_version(postgres_url: str) -> None:
 
 
 def test_postgres_store_set_back_a_version_is_migrated(postgres_url: str, tmp_path: Path) -> None:
-    assert SCHEMA_VERSION == 6, "set_back_one_version emulates version 5: update it"
+    assert SCHEMA_VERSION == 7, "set_back_one_version emulates version 6: update it"
     assert main(["demo", "--db", postgres_url]) == 0
 
     async def before() -> dict[str, object]:

@@ -136,30 +136,28 @@ def _text_key(item: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _message_texts(content: object) -> str | list[str | None] | None:
-    """A message's texts in item order: its string content, or each part's text."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts: list[str | None] = []
-        for part in content:
-            text = part.get("text") if isinstance(part, dict) else getattr(part, "text", None)
-            texts.append(text if isinstance(text, str) else None)
-        return texts
-    return None
-
-
-def _fill(item: dict[str, Any], texts: str | list[str | None] | None) -> dict[str, Any]:
-    """``item`` (changed in place) with its emptied text set back from the message's
-    ``texts``: the inverse of ``_emptied`` for what ``item_message`` copied."""
+def _fill(item: dict[str, Any], content: object) -> dict[str, Any]:
+    """``item`` (changed in place) with its emptied text set back from its message's
+    ``content`` (a string, or parts as models or wire dicts, one per item part): the
+    inverse of ``_emptied`` for what ``item_message`` copied. Run once per item a read
+    returns, so it is written flat."""
     key = _text_key(item)
-    value = item.get(key) if key is not None else None
-    if isinstance(value, str) and isinstance(texts, str):
-        item[key] = texts  # type: ignore[index]
-    elif isinstance(value, list) and isinstance(texts, list) and len(texts) == len(value):
-        for part, text in zip(value, texts, strict=True):
-            if _is_text_part(part) and text is not None:
-                part["text"] = text
+    if key is None:
+        return item
+    value = item.get(key)
+    if isinstance(value, str):
+        if isinstance(content, str):
+            item[key] = content
+    elif isinstance(value, list) and isinstance(content, list) and len(content) == len(value):
+        for part, source in zip(value, content, strict=True):
+            if _is_text_part(part):
+                text = (
+                    source.get("text")
+                    if isinstance(source, dict)
+                    else getattr(source, "text", None)
+                )
+                if isinstance(text, str):
+                    part["text"] = text
     return item
 
 
@@ -196,7 +194,7 @@ def entry_for_item(session_id: str, item: dict[str, Any], *, index: int) -> Sess
         role, content = fields.pop("role"), fields.pop("content")
         residue = _emptied(item)
         # Stored without its text only when the message gives it back word for word.
-        whole = _fill(copy.deepcopy(residue), _message_texts(content)) == item
+        whole = _fill(copy.deepcopy(residue), content) == item
         data: dict[str, Any] = (
             {"type": ITEM_TYPE, "item": residue, "textInMessage": True}
             if whole and residue != item
@@ -207,19 +205,22 @@ def entry_for_item(session_id: str, item: dict[str, Any], *, index: int) -> Sess
         raise InvalidEntryError(f"item {index}: {exc}", session_id=session_id) from None
 
 
-def item_of_data(data: Mapping[str, Any], message: Any = None) -> dict[str, Any] | None:
-    """The item that an item entry's ``data`` holds, as a fresh copy (None if none):
-    ``message`` is the entry's message (a ``Message`` or its wire form) when the data
-    left its text there (``"textInMessage"``)."""
+def item_of_data(
+    data: Mapping[str, Any], message: Any = None, *, copy_item: bool = True
+) -> dict[str, Any] | None:
+    """The item that an item entry's ``data`` holds (None if none): ``message`` is the
+    entry's message (a ``Message`` or its wire form) when the data left its text there
+    (``"textInMessage"``). A fresh copy unless ``copy_item=False``, for data that is
+    already the caller's own (``SessionStore.marked_data`` hands out fresh objects)."""
     item = data.get("item")
     if not isinstance(item, dict):
         return None
-    found = copy.deepcopy(item)
+    found = copy.deepcopy(item) if copy_item else item
     if data.get("textInMessage") is True:
-        content = getattr(message, "content", None)
-        if content is None and isinstance(message, Mapping):
-            content = message.get("content")
-        _fill(found, _message_texts(content))
+        if isinstance(message, dict):
+            _fill(found, message.get("content"))
+        elif message is not None:
+            _fill(found, message.content)
     return found
 
 

@@ -147,7 +147,7 @@ class PrismSession:
             # Nothing is withheld without memory: the item rows' payloads are the answer,
             # read alone (no entry model; fresh objects to hand out).
             marked = await store.marked_data(self.session_id, ITEM_TYPE)
-            found = (item_of_data(m.data, m.message) for m in marked)
+            found = (item_of_data(m.data, m.message, copy_item=False) for m in marked)
             items = [item for item in found if item is not None]
         else:
             items = await self._read_items(await self._tail(store, wanted))
