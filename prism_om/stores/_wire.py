@@ -17,7 +17,7 @@ from pydantic_core import SchemaSerializer
 
 from ..core.records import Observation
 from ..entries import SessionEntry
-from ._rows import _message_serializer, _without_drop_absent
+from ._rows import _DATA, _message_serializer, _without_drop_absent
 
 __all__ = ["entry_wire", "observation_wire"]
 
@@ -29,11 +29,12 @@ def _observation_serializer() -> SchemaSerializer:
 
 def entry_wire(entry: SessionEntry) -> dict[str, Any]:
     """``entry.to_wire()``: a message entry's envelope around its message serialised in
-    Rust (a message entry carries no ``data`` or ``summary``); other kinds as they are."""
+    Rust (a message entry carries no ``summary``; its ``data``, from schema version 7,
+    follows the message as in the model's own field order); other kinds as they are."""
     message = entry.message
     if message is None:
         return entry.to_wire()
-    return {
+    wire = {
         "id": entry.id,
         "sessionId": entry.session_id,
         "parentId": entry.parent_id,  # kept when None: the root's
@@ -43,6 +44,9 @@ def entry_wire(entry: SessionEntry) -> dict[str, Any]:
             message, by_alias=True, exclude_none=True, mode="json"
         ),
     }
+    if entry.data is not None:
+        wire["data"] = _DATA.dump_python(entry.data, mode="json")
+    return wire
 
 
 def observation_wire(observation: Observation) -> dict[str, Any]:

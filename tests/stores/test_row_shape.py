@@ -31,6 +31,7 @@ from prism_om.errors import CorruptStoreError
 from prism_om.stores import SessionStore, open_store
 from prism_om.stores._rows import (
     entries_from_rows,
+    message_data_json,
     payload_json,
     stored_entry,
     wire_from_row,
@@ -53,11 +54,29 @@ def version_of(path: Path) -> int:
         conn.close()
 
 
+# Every column of a version 3-6 entry row, body last (version 7 adds data after it).
+_ROW_COLUMNS = (
+    "seq, id, session_id, parent_id, kind, role, custom_type, timestamp, depth, segment_id,"
+    " tokens, token_encoding, path_tokens, body"
+)
+
+
 def entry_rows(path: Path) -> list[tuple[Any, ...]]:
-    """Every column of every entry row, in append order."""
+    """Every column of every entry row but version 7's ``data``, in append order."""
     conn = sqlite3.connect(path)
     try:
-        return conn.execute("SELECT * FROM entries ORDER BY seq").fetchall()
+        return conn.execute(f"SELECT {_ROW_COLUMNS} FROM entries ORDER BY seq").fetchall()
+    finally:
+        conn.close()
+
+
+def message_data_rows(path: Path) -> int:
+    """How many rows hold a message entry's data (schema version 7's column)."""
+    conn = sqlite3.connect(path)
+    try:
+        return int(
+            conn.execute("SELECT count(*) FROM entries WHERE data IS NOT NULL").fetchone()[0]
+        )
     finally:
         conn.close()
 
@@ -65,7 +84,16 @@ def entry_rows(path: Path) -> list[tuple[Any, ...]]:
 def row_of(entry: SessionEntry, body: bytes | str | None = None) -> tuple[Any, ...]:
     """The row a version 4 store holds for ``entry`` (stores/_rows.entry_columns)."""
     stored = payload_json(entry).encode() if body is None else body
-    return (entry.id, entry.session_id, entry.parent_id, entry.kind, entry.timestamp, stored)
+    data = message_data_json(entry)
+    return (
+        entry.id,
+        entry.session_id,
+        entry.parent_id,
+        entry.kind,
+        entry.timestamp,
+        stored,
+        None if data is None else data.encode(),
+    )
 
 
 async def every_view(store: SessionStore) -> dict[str, object]:
@@ -135,6 +163,15 @@ def every_shape() -> list[SessionEntry]:
         ),
         compaction_entry("s", "so far", parent_id="c", entry_id="k1"),
         compaction_entry("s", "more", {"type": "om.folded", "n": 3}, parent_id="k1", entry_id="k2"),
+        # Schema version 7: a message carrying a host's data (kept in entries.data).
+        message_entry(
+            "s",
+            "user",
+            "with data",
+            parent_id="k2",
+            entry_id="m6",
+            data={"type": "host.item", "item": {"n": [1, None, "é"]}},
+        ),
     ]
 
 
@@ -213,6 +250,8 @@ async def test_sqlite_bodies_hold_the_payload_alone(tmp_path: Path) -> None:
     for entry in shapes:
         assert json.loads(rows[entry.id][-1]) == json.loads(payload_json(entry))
         assert "sessionId" not in rows[entry.id][-1]
+    # A message entry's data is beside its message payload, in entries.data.
+    assert message_data_rows(path) == 1
     assert version_of(path) == SCHEMA_VERSION
 
 
@@ -286,6 +325,7 @@ async def test_a_version_three_store_migrates_and_reads_back_identical(v3_store:
         assert await every_view(store) == expected
         await assert_ledgers_equal_the_fold(store)
     new_rows = entry_rows(v3_store)
+    assert message_data_rows(v3_store) == 0  # no entry before version 7 carried any
     # Only body changed, to the payload of the entry its old body held.
     assert [r[:-1] for r in new_rows] == [r[:-1] for r in old_rows]
     for old, new in zip(old_rows, new_rows, strict=True):

@@ -310,9 +310,10 @@ async def test_a_page_with_a_bad_session_fails_before_reading(pair: Any) -> None
     assert run.everything == []
 
 
-async def test_a_page_reads_four_columns_a_row(pair: Any) -> None:
-    # The rows statement read six columns a row (the whole entry row); the session and the
-    # kind are the page's own, so it reads four and builds the same entries.
+async def test_a_page_reads_five_columns_a_row(pair: Any) -> None:
+    # The rows statement read seven columns a row (the whole entry row); the session and
+    # the kind are the page's own, so it reads five (id, timestamp, body, parent, data)
+    # and builds the same entries.
     store, memory, traced = pair
     await store.page_messages("p", "t10", 20)
     with traced.counting() as run:
@@ -323,7 +324,7 @@ async def test_a_page_reads_four_columns_a_row(pair: Any) -> None:
     assert rows, run.statements
     for statement in rows:
         columns = statement.split("SELECT", 1)[1].split("FROM", 1)[0]
-        assert columns.count(",") + 1 == 4, statement
+        assert columns.count(",") + 1 == 5, statement
 
 
 def plans(path: Path, run: Run) -> list[tuple[str, list[str], list[str]]]:
