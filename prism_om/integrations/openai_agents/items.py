@@ -46,6 +46,7 @@ __all__ = [
     "item_message",
     "item_of",
     "item_of_data",
+    "items_of_marked",
     "normalize_items",
     "withheld_item",
 ]
@@ -222,6 +223,28 @@ def item_of_data(
         elif message is not None:
             _fill(found, message.content)
     return found
+
+
+def items_of_marked(marked: Iterable[tuple[Mapping[str, Any], Any]]) -> list[dict[str, Any]]:
+    """The items of ``SessionStore.marked_data`` rows ((data, message) pairs, the caller's
+    own objects), in order: ``item_of_data`` of each, written flat for the read of a
+    whole history (``get_items()`` without memory), with a string text put back in one
+    step."""
+    items: list[dict[str, Any]] = []
+    append = items.append
+    for data, message in marked:
+        item = data.get("item")
+        if not isinstance(item, dict):
+            continue
+        if message is not None and data.get("textInMessage") is True:
+            content = message.get("content") if isinstance(message, dict) else message.content
+            key = "output" if item.get("type") == "function_call_output" else "content"
+            if isinstance(content, str) and isinstance(item.get(key), str):
+                item[key] = content
+            else:
+                _fill(item, content)
+        append(item)
+    return items
 
 
 def item_of(entry: SessionEntry) -> dict[str, Any] | None:

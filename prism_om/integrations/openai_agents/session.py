@@ -29,7 +29,7 @@ from .items import (
     ROOT_TYPE,
     entry_for_item,
     item_of,
-    item_of_data,
+    items_of_marked,
     normalize_items,
     withheld_item,
 )
@@ -146,9 +146,7 @@ class PrismSession:
         elif wanted is None and self.memory is None:
             # Nothing is withheld without memory: the item rows' payloads are the answer,
             # read alone (no entry model; fresh objects to hand out).
-            marked = await store.marked_data(self.session_id, ITEM_TYPE)
-            found = (item_of_data(m.data, m.message, copy_item=False) for m in marked)
-            items = [item for item in found if item is not None]
+            items = items_of_marked(await store.marked_data(self.session_id, ITEM_TYPE))
         else:
             items = await self._read_items(await self._tail(store, wanted))
             items = items if wanted is None else items[-wanted:]

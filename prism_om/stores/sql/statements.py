@@ -92,13 +92,12 @@ ENTRY_COLUMNS = entry_columns()
 BRANCH_ENTRIES_SQL = branch_rows_sql(f"{entry_columns('e')}, e.depth", "entries", "e")
 BRANCH_DEPTH_COLUMN = 7
 BRANCH_PIECES_SQL = f"{BRANCH_PATH_CTE}\nSELECT segment_id, lo, hi FROM branch_path"
-# The data of one record type's entries on the branch (schema 4: a custom entry's data
-# object is its body; schema 7: a message entry's is its data column), then a message
-# entry's message payload (NULL for a custom entry); the depth first, as pieces come leaf
-# side first and are put in order in Python.
+# The data and body columns of one record type's entries on the branch (schema 4: a
+# custom entry's data object is its body; schema 7: a message entry's is its data column,
+# its body the message); the depth first, as pieces come leaf side first and are put in
+# order in Python.
 MARKED_DATA_SQL = branch_rows_sql(
-    "e.depth, CAST(coalesce(e.data, e.body) AS BLOB),"
-    " CAST(CASE WHEN e.data IS NULL THEN NULL ELSE e.body END AS BLOB)",
+    "e.depth, CAST(e.data AS BLOB), CAST(e.body AS BLOB)",
     "entries",
     "e",
     "e.custom_type = :custom_type",
