@@ -16,6 +16,13 @@ Ratios are paired per round: a system's turn over the reference's turn of the sa
 (``sqlite-session:20``), median over the rounds where the system ran no memory worker (an
 *ordinary* turn). The PostgreSQL server's own CPU is not in ``process_time``: its wall is.
 
+Flat, side by side: windows taken minutes apart compare a machine with itself at two
+moments (a shared machine's speed drifts by more than the 10% the target allows), so
+after the last checkpoint each ``agent:*`` system plays ``--turns`` more turns interleaved
+with a second instance of itself fast-forwarded to ``FLAT_BASE`` turns (its own file or
+schema), and the flat figure is the median over rounds of late / early CPU, ordinary
+turns of both only.
+
     python -m bench.turns                              # checkpoints 0, 1k, 5k, 20k
     python -m bench.turns --at 0,1000 --turns 30 --systems agent:sqlite,sqlite-session:20
     python -m bench.turns --docs docs                  # also rewrite docs/turns.md
@@ -45,6 +52,8 @@ from .turn_systems import SYSTEM_NAMES, System, TurnCost, make_system
 
 REFERENCE = "sqlite-session:20"
 DEFAULT_AT = (0, 1000, 5000, 20000)
+# The early instance of the side-by-side flat window starts here.
+FLAT_BASE = 1000
 
 
 @dataclass
@@ -66,6 +75,8 @@ class Run:
     at: list[int]
     turns: int
     windows: dict[str, list[Window]] = field(default_factory=dict)
+    # Per agent system, the side-by-side flat window: (late turn, early turn) per round.
+    flat: dict[str, list[tuple[TurnCost, TurnCost]]] = field(default_factory=dict)
     load: str = ""
     seconds: float = 0.0
 
@@ -117,9 +128,45 @@ async def _measure(run: Run, dialog: list[DialogTurn], workdir: str, pg_url: str
                 window.store_bytes = system.store_bytes()
                 run.windows[system.name].append(window)
             print(f"  window at {at:,} done", file=sys.stderr)
+        if run.at[-1] > FLAT_BASE:
+            for system in systems:
+                if system.name.startswith("agent:"):
+                    await _flat_window(run, system, dialog, played, workdir, pg_url)
     finally:
         for system in systems:
             await system.close()
+
+
+async def _flat_window(
+    run: Run, late: System, dialog: list[DialogTurn], played: int, workdir: str, pg_url: str | None
+) -> None:
+    """``late`` (at the last checkpoint) and a fresh instance at ``FLAT_BASE`` turns, turn
+    by turn, the first of each round alternating."""
+    early = make_system(late.name)
+    where = os.path.join(workdir, f"flat-{late.name.replace(':', '-')}")
+    os.makedirs(where)
+    url = None
+    if pg_url is not None:
+        from prism_om.testing.postgres_cluster import with_fresh_schema
+
+        url = with_fresh_schema(pg_url, f"turns_flat_{os.getpid()}")
+    await early.open(where, url)
+    try:
+        print(f"  fast-forward a second {late.name} to {FLAT_BASE:,} turns", file=sys.stderr)
+        await early.fast_forward(dialog[:FLAT_BASE])
+        gc.collect()
+        pairs: list[tuple[TurnCost, TurnCost]] = []
+        for r in range(run.turns):
+            if r % 2:
+                e = await early.turn(dialog[FLAT_BASE + r])
+                lt = await late.turn(dialog[played + r])
+            else:
+                lt = await late.turn(dialog[played + r])
+                e = await early.turn(dialog[FLAT_BASE + r])
+            pairs.append((lt, e))
+        run.flat[late.name] = pairs
+    finally:
+        await early.close()
 
 
 def _verdict(ok: bool | None) -> str:
@@ -187,17 +234,22 @@ def _targets(run: Run) -> list[str]:
                 "| agent:sqlite faster than `sqlite-session` (whole history) from 1,000 turns | "
                 f"{shown} | {_verdict(all(r < 1 for _, r in pairs))} |"
             )
-    if 1000 in run.at and 20000 in run.at:
-        first, last = run.at.index(1000), run.at.index(20000)
-        for name in run.systems:
-            if not name.startswith("agent:"):
-                continue
-            a = _ms([c.cpu for c in run.windows[name][first].ordinary()])
-            b = _ms([c.cpu for c in run.windows[name][last].ordinary()])
-            out.append(
-                f"| flat: {name} median ordinary turn at 20k ≤ 1.1x at 1k | "
-                f"{a:.2f} → {b:.2f} ms ({b / a:.2f}x) | {_verdict(b / a <= 1.1)} |"
-            )
+    last_at = run.at[-1]
+    for name in run.systems:
+        if not name.startswith("agent:") or last_at <= FLAT_BASE:
+            continue
+        apart = ""
+        if FLAT_BASE in run.at:
+            a = _ms([c.cpu for c in run.windows[name][run.at.index(FLAT_BASE)].ordinary()])
+            b = _ms([c.cpu for c in run.windows[name][-1].ordinary()])
+            apart = f"; windows apart: {a:.2f} → {b:.2f} ms ({b / a:.2f}x)"
+        rounds = [(lt, e) for lt, e in run.flat.get(name, ()) if not (lt.worker or e.worker)]
+        side = statistics.median(lt.cpu / e.cpu for lt, e in rounds) if rounds else float("nan")
+        out.append(
+            f"| flat: {name} median ordinary turn at {last_at:,} ≤ 1.1x at {FLAT_BASE:,} | "
+            f"side by side ({len(rounds)} rounds): {side:.2f}x{apart} | "
+            f"{_verdict(side <= 1.1 if rounds else None)} |"
+        )
     if {"prism-session", "sqlite-session"} <= have:
         for part, limit in (("get_items", 1.2), ("add_items", 1.5)):
             figures = []
@@ -300,7 +352,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n".join(_rss(systems, at[-1], args.turns)))
         return 0
     run = Run(systems, at, args.turns, load=_load())
-    dialog = list(dialog_turns(at[-1] + args.turns * len(at)))
+    # Every checkpoint's window, then the flat window's.
+    dialog = list(dialog_turns(at[-1] + args.turns * (len(at) + 1)))
     started = time.perf_counter()
     with ExitStack() as stack:
         pg = _pg(stack, systems)
