@@ -170,17 +170,23 @@ def _is_text_part(part: object) -> bool:
     )
 
 
-def _emptied(item: dict[str, Any]) -> dict[str, Any]:
-    """A copy of ``item`` with the text its message holds word for word set to ``""``."""
-    residue = copy.deepcopy(item)
+def _emptied(item: dict[str, Any], text: str | None = "") -> dict[str, Any]:
+    """A copy of ``item`` with the text its message holds word for word set to ``text``
+    (``""``; None: left as it is). Only the objects on the way to that text are copied:
+    the rest is shared with ``item``, which is the caller's own (``normalize_items``)."""
+    residue = dict(item)
     key = _text_key(residue)
     value = residue.get(key) if key is not None else None
     if isinstance(value, str):
-        residue[key] = ""  # type: ignore[index]
+        if text is not None:
+            residue[key] = text  # type: ignore[index]
     elif isinstance(value, list):
-        for part in value:
-            if _is_text_part(part):
-                part["text"] = ""
+        residue[key] = [  # type: ignore[index]
+            {**part, "text": part["text"] if text is None else text}
+            if _is_text_part(part)
+            else part
+            for part in value
+        ]
     return residue
 
 
@@ -194,8 +200,9 @@ def entry_for_item(session_id: str, item: dict[str, Any], *, index: int) -> Sess
             return custom_entry(session_id, {"type": ITEM_TYPE, "item": item})
         role, content = fields.pop("role"), fields.pop("content")
         residue = _emptied(item)
-        # Stored without its text only when the message gives it back word for word.
-        whole = _fill(copy.deepcopy(residue), content) == item
+        # Stored without its text only when the message gives it back word for word
+        # (filled into a copy of the objects _fill changes).
+        whole = _fill(_emptied(residue, None), content) == item
         data: dict[str, Any] = (
             {"type": ITEM_TYPE, "item": residue, "textInMessage": True}
             if whole and residue != item
