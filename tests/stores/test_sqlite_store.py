@@ -502,8 +502,10 @@ def test_two_processes_append_to_one_file(tmp_path: Path) -> None:
         )
         for n in range(2)
     ]
-    for proc in procs:
-        out, err = proc.communicate(timeout=180)
+    # Every worker is waited for before any assertion, so a failure leaves no process
+    # running into the next test.
+    results = [(proc, *proc.communicate(timeout=180)) for proc in procs]
+    for proc, out, err in results:
         assert proc.returncode == 0, err
         assert out.strip() == "done"
         assert "sqlite3" not in err and "Traceback" not in err

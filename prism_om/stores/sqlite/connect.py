@@ -76,9 +76,12 @@ async def open_read_only(url: str, location: str, busy_timeout_ms: int) -> aiosq
             conn = await _immutable_connection(url, location, busy_timeout_ms, exc)
             version, app_id = await retrying(url, "open", lambda: _file_marks(conn))
         if version == 0:
-            (tables,) = await retrying(
-                url, "open", lambda: fetch_first_row(conn, "SELECT count(*) FROM sqlite_master")
+            # Read again with the tables in one snapshot: a writer creating the store may
+            # have committed since (prepare_file, _FILE_STATE_SQL).
+            version, app_id, tables = await retrying(
+                url, "open", lambda: fetch_first_row(conn, _FILE_STATE_SQL)
             )
+        if version == 0:
             if not tables:
                 raise StoreNotFoundError(
                     f"no store at {location!r} ({url}): the file is empty, and a read "
@@ -335,9 +338,12 @@ async def prepare_file(
     Another program's SQLite file is refused before anything is written to it: switching
     it to WAL alone would rewrite its header.
     """
-    version, app_id = await retrying(url, "open", lambda: _file_marks(conn))
-    (tables,) = await retrying(
-        url, "open", lambda: fetch_first_row(conn, "SELECT count(*) FROM sqlite_master")
+    # One statement, so one snapshot: read apart, another process's schema creation (its
+    # tables and version stamp in one commit) could land between them, and the file would
+    # read as tables without a version, a foreign file (seen with two processes opening a
+    # new file at once).
+    version, app_id, tables = await retrying(
+        url, "open", lambda: fetch_first_row(conn, _FILE_STATE_SQL)
     )
     if not create and version == 0 and not tables:
         # An empty file reads as a database of version 0; without create it stays empty.
@@ -370,6 +376,14 @@ async def prepare_file(
         _check_marks(url, version, app_id)
         if version < SCHEMA_VERSION:
             await retrying(url, "migrate", lambda: _migrate(url, conn, schema))
+
+
+# The file's (user_version, application_id, tables) in one statement (prepare_file).
+_FILE_STATE_SQL = (
+    "SELECT (SELECT user_version FROM pragma_user_version),"
+    " (SELECT application_id FROM pragma_application_id),"
+    " (SELECT count(*) FROM sqlite_master)"
+)
 
 
 async def _file_marks(conn: aiosqlite.Connection) -> tuple[int, int]:
