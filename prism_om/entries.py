@@ -614,17 +614,28 @@ def message_entry(
         ]
     if tool_call_id is not None:
         wire["toolCallId"] = tool_call_id
-    entry: dict[str, Any] = {
-        "id": entry_id or create_entry_id(),
-        "sessionId": session_id,
-        "parentId": parent_id,
-        "kind": "message",
-        "timestamp": timestamp or now_timestamp(),
-        "message": wire,
-    }
+    entry = _envelope("message", session_id, parent_id, entry_id, timestamp)
+    entry["message"] = wire
     if data is not None:
         entry["data"] = data
     return entry_from_wire(entry)
+
+
+def _envelope(
+    kind: EntryKind,
+    session_id: str,
+    parent_id: str | None,
+    entry_id: str | None,
+    timestamp: str | None,
+) -> dict[str, Any]:
+    """The wire keys every new entry has: a fresh id and the current time unless given."""
+    return {
+        "id": entry_id or create_entry_id(),
+        "sessionId": session_id,
+        "parentId": parent_id,
+        "kind": kind,
+        "timestamp": timestamp or now_timestamp(),
+    }
 
 
 def custom_entry(
@@ -636,16 +647,9 @@ def custom_entry(
     timestamp: str | None = None,
 ) -> SessionEntry:
     """Build a custom entry; ``data`` must carry its ``type`` marker."""
-    return entry_from_wire(
-        {
-            "id": entry_id or create_entry_id(),
-            "sessionId": session_id,
-            "parentId": parent_id,
-            "kind": "custom",
-            "timestamp": timestamp or now_timestamp(),
-            "data": data,
-        }
-    )
+    wire = _envelope("custom", session_id, parent_id, entry_id, timestamp)
+    wire["data"] = data
+    return entry_from_wire(wire)
 
 
 def compaction_entry(
@@ -658,14 +662,8 @@ def compaction_entry(
     timestamp: str | None = None,
 ) -> SessionEntry:
     """Build a compaction entry."""
-    wire: dict[str, Any] = {
-        "id": entry_id or create_entry_id(),
-        "sessionId": session_id,
-        "parentId": parent_id,
-        "kind": "compaction",
-        "timestamp": timestamp or now_timestamp(),
-        "summary": summary,
-    }
+    wire = _envelope("compaction", session_id, parent_id, entry_id, timestamp)
+    wire["summary"] = summary
     if data is not None:
         wire["data"] = data
     return entry_from_wire(wire)

@@ -213,45 +213,30 @@ def entry_for_item(session_id: str, item: dict[str, Any], *, index: int) -> Sess
         raise InvalidEntryError(f"item {index}: {exc}", session_id=session_id) from None
 
 
-def item_of_data(
-    data: Mapping[str, Any], message: Any = None, *, copy_item: bool = True
-) -> dict[str, Any] | None:
-    """The item that an item entry's ``data`` holds (None if none): ``message`` is the
-    entry's message (a ``Message`` or its wire form) when the data left its text there
-    (``"textInMessage"``). A fresh copy unless ``copy_item=False``, for data that is
-    already the caller's own (``SessionStore.marked_data`` hands out fresh objects)."""
+def _filled(data: Mapping[str, Any], message: Any, item: dict[str, Any]) -> dict[str, Any]:
+    """``item`` (the caller's own) with the text its data left in ``message`` (a
+    ``Message`` or its wire form) put back, when it left any (``"textInMessage"``)."""
+    if message is not None and data.get("textInMessage") is True:
+        _fill(item, message.get("content") if isinstance(message, dict) else message.content)
+    return item
+
+
+def item_of_data(data: Mapping[str, Any], message: Any = None) -> dict[str, Any] | None:
+    """A fresh copy of the item that an item entry's ``data`` holds (None if none):
+    ``message`` is the entry's message when the data left its text there."""
     item = data.get("item")
-    if not isinstance(item, dict):
-        return None
-    found = copy.deepcopy(item) if copy_item else item
-    if data.get("textInMessage") is True:
-        if isinstance(message, dict):
-            _fill(found, message.get("content"))
-        elif message is not None:
-            _fill(found, message.content)
-    return found
+    return _filled(data, message, copy.deepcopy(item)) if isinstance(item, dict) else None
 
 
 def items_of_marked(marked: Iterable[tuple[Mapping[str, Any], Any]]) -> list[dict[str, Any]]:
-    """The items of ``SessionStore.marked_data`` rows ((data, message) pairs, the caller's
-    own objects), in order: ``item_of_data`` of each, written flat for the read of a
-    whole history (``get_items()`` without memory), with a string text put back in one
-    step."""
-    items: list[dict[str, Any]] = []
-    append = items.append
-    for data, message in marked:
-        item = data.get("item")
-        if not isinstance(item, dict):
-            continue
-        if message is not None and data.get("textInMessage") is True:
-            content = message.get("content") if isinstance(message, dict) else message.content
-            key = "output" if item.get("type") == "function_call_output" else "content"
-            if isinstance(content, str) and isinstance(item.get(key), str):
-                item[key] = content
-            else:
-                _fill(item, content)
-        append(item)
-    return items
+    """The items of ``SessionStore.marked_data`` rows ((data, message) pairs, already the
+    caller's own objects, so nothing is copied), in order: the read of a whole history
+    (``get_items()`` without memory)."""
+    return [
+        _filled(data, message, item)
+        for data, message in marked
+        if isinstance(item := data.get("item"), dict)
+    ]
 
 
 def item_of(entry: SessionEntry) -> dict[str, Any] | None:
