@@ -224,17 +224,103 @@ def find_lone_surrogate(value: object, path: str = "") -> str | None:
     return None
 
 
-def _plain_message_text(entry: SessionEntry) -> str | None:
-    """Every text field of a plain message (string content, no tool calls, no data) joined,
-    for checks that one test of the whole can settle; None for any other entry."""
-    message = entry.message
-    if (
-        message is None
-        or entry.data is not None
-        or not isinstance(message.content, str)
-        or message.tool_calls
-    ):
+# Message data (a host's record kept with its message) of at most this many values,
+# nested at most this deep, is checked with its message in one walk by the plain-message
+# fast paths below; deeper or bigger data takes the field-by-field checks.
+_PLAIN_DATA_DEPTH = 8
+_PLAIN_DATA_VALUES = 256
+# Bytes one value of such data can take when serialised besides its strings' characters
+# (counted apart): punctuation, a 64-bit int, a finite float's repr, true/false/null.
+_DATA_VALUE_BYTES = 32
+_INT64 = 1 << 63
+_INF = float("inf")
+
+
+def _plain_data_strings(data: object, out: list[str]) -> int | None:
+    """Append every key and string of ``data`` to ``out`` and return how many values it
+    holds (itself included), or None when it is not plain JSON for the fast paths: a
+    type other than exactly dict (of str keys), list, str, bool, None, a 64-bit int or
+    a finite float, more than ``_PLAIN_DATA_VALUES`` values, or nesting deeper than
+    ``_PLAIN_DATA_DEPTH`` (far within ``MAX_ENTRY_DEPTH``). Only containers are stacked:
+    the leaves are settled where they are met, since this runs twice per append."""
+    if type(data) is not dict and type(data) is not list:
         return None
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    values = 1
+    while stack:
+        container, depth = stack.pop()
+        if type(container) is dict:
+            for key in container:
+                if type(key) is not str:
+                    return None
+                out.append(key)
+            children = container.values()
+        else:
+            children = container
+        values += len(children)
+        if values > _PLAIN_DATA_VALUES:
+            return None
+        for child in children:
+            kind = type(child)
+            if kind is str:
+                out.append(child)
+            elif kind is dict or kind is list:
+                if depth + 1 > _PLAIN_DATA_DEPTH:
+                    return None
+                stack.append((child, depth + 1))
+            elif kind is int:
+                if not -_INT64 <= child < _INT64:
+                    return None
+            elif kind is float:
+                if child != child or child in (_INF, -_INF):
+                    return None
+            elif child is not None and kind is not bool:
+                return None
+    return values
+
+
+def _plain_message_data(data: object, out: list[str]) -> int | None:
+    """``_plain_data_strings`` of a message's data whose marker is a string outside the
+    reserved ``om.`` namespace (what validation checks; an entry changed with
+    ``model_copy`` may not hold it, and is left to the field-by-field checks)."""
+    marker = data.get("type") if type(data) is dict else None
+    if type(marker) is not str or marker.startswith(MESSAGE_DATA_RESERVED_PREFIX):
+        return None
+    return _plain_data_strings(data, out)
+
+
+def _plain_content(content: object) -> tuple[str, int] | None:
+    """A message's content as one string, with the bytes its parts take besides their
+    text: a string as is, a list of text parts joined (an SDK assistant message); None
+    for any other content (images, thinking, a value set by ``model_copy``)."""
+    if isinstance(content, str):
+        return content, 0
+    if type(content) is not list or any(type(part) is not TextPart for part in content):
+        return None
+    try:
+        return "".join([part.text for part in content]), _DATA_VALUE_BYTES * len(content)
+    except TypeError:
+        return None
+
+
+def _plain_message_text(entry: SessionEntry) -> tuple[str, int] | None:
+    """Every text field of a plain message (string content, no tool calls, data None or
+    plain: ``_plain_data_strings``) joined, with the bytes its data's values take besides
+    their strings, for checks that one test of the whole can settle; None for any other
+    entry."""
+    message = entry.message
+    if message is None or message.tool_calls:
+        return None
+    content = _plain_content(message.content)
+    if content is None:
+        return None
+    text, extra = content
+    texts: list[str] = []
+    if entry.data is not None:
+        values = _plain_message_data(entry.data, texts)
+        if values is None:
+            return None
+        extra += _DATA_VALUE_BYTES * values
     try:
         return "".join(
             (
@@ -243,11 +329,12 @@ def _plain_message_text(entry: SessionEntry) -> str | None:
                 "" if entry.parent_id is None else entry.parent_id,
                 entry.timestamp,
                 "" if entry.summary is None else entry.summary,
-                message.content,
+                text,
                 "" if message.tool_call_id is None else message.tool_call_id,
                 "" if message.name is None else message.name,
+                *texts,
             )
-        )
+        ), extra
     except TypeError:  # a field set to a non-string by model_copy: searched field by field
         return None
 
@@ -257,7 +344,7 @@ def _entry_surrogate(entry: SessionEntry) -> str | None:
     message = entry.message
     plain = _plain_message_text(entry)
     # Most messages are ASCII: one test of all their text, and no surrogate can hide.
-    if plain is not None and plain.isascii():
+    if plain is not None and plain[0].isascii():
         return None
     for name in ("id", "session_id", "parent_id", "timestamp", "summary"):
         if _bad(getattr(entry, name)):
@@ -694,10 +781,17 @@ def _cheap_size_bound(entry: SessionEntry) -> int | None:
     calls, so only entries that might be near the cap pay for a serialisation.
     """
     message = entry.message
-    if message is None or not isinstance(message.content, str) or message.tool_calls:
+    if (
+        message is None
+        or not isinstance(message.content, str)
+        or message.tool_calls
+        # A message's data can be of any size: such an entry is serialised and measured.
+        or entry.data is not None
+    ):
         return None
     chars = (
         len(message.content)
+        + len(entry.summary or "")
         + len(entry.id)
         + len(entry.session_id)
         + len(entry.parent_id or "")
@@ -709,15 +803,18 @@ def _cheap_size_bound(entry: SessionEntry) -> int | None:
 
 
 def plain_ascii_message_within(entry: SessionEntry, max_bytes: int) -> bool:
-    """True when ``entry`` is a message of plain ASCII text (no parts, no tool calls, no
-    data) whose size bound is within ``max_bytes``: then neither ``check_entry_size`` nor
+    """True when ``entry`` is a message of plain ASCII text (string content or text parts
+    only, no tool calls, data None or plain: ``_plain_data_strings``) whose size bound is
+    within ``max_bytes``: then neither ``check_entry_size`` nor
     ``find_lone_surrogate`` can fail for it, and an append checks it with one call, not
     one per check (False: run those checks)."""
-    text = _plain_message_text(entry)
-    # ASCII holds no surrogate; the bound is _cheap_size_bound's (it adds the summary).
-    if text is None or not text.isascii():
+    plain = _plain_message_text(entry)
+    # ASCII holds no surrogate; the bound is _cheap_size_bound's (it adds the summary and
+    # the data's strings and values).
+    if plain is None or not plain[0].isascii():
         return False
-    return _MAX_BYTES_PER_CHAR * len(text) + _ENVELOPE_BYTES <= max_bytes
+    text, extra = plain
+    return _MAX_BYTES_PER_CHAR * len(text) + _ENVELOPE_BYTES + extra <= max_bytes
 
 
 def plain_ascii_messages_within(batch: Sequence[object], max_bytes: int) -> bool:
@@ -731,25 +828,31 @@ def plain_ascii_messages_within(batch: Sequence[object], max_bytes: int) -> bool
         return False
     session_id = first.session_id
     parts: list[str] = []
+    # The strings of messages' data, and the bytes their values take besides them.
+    data_texts: list[str] = []
+    extra = 0
     for entry in batch:
         if not isinstance(entry, SessionEntry):
             return False
         message = entry.message
-        if (
-            message is None
-            or entry.data is not None
-            or entry.session_id != session_id
-            or not isinstance(message.content, str)
-            or message.tool_calls
-        ):
+        if message is None or entry.session_id != session_id or message.tool_calls:
             return False
+        content = _plain_content(message.content)
+        if content is None:
+            return False
+        extra += content[1]
+        if entry.data is not None:
+            values = _plain_message_data(entry.data, data_texts)
+            if values is None:
+                return False
+            extra += _DATA_VALUE_BYTES * values
         # A field None where a string may be None, as is: a non-string fails the join.
         parts += (
             entry.id,
             "" if entry.parent_id is None else entry.parent_id,
             entry.timestamp,
             "" if entry.summary is None else entry.summary,
-            message.content,
+            content[0],
             "" if message.tool_call_id is None else message.tool_call_id,
             "" if message.name is None else message.name,
         )
@@ -757,7 +860,7 @@ def plain_ascii_messages_within(batch: Sequence[object], max_bytes: int) -> bool
     try:
         if len(set(ids)) != len(batch):
             return False
-        text = "".join(parts)
+        text = "".join(parts) + "".join(data_texts)
     except TypeError:  # a field set to a non-string by model_copy: the slow path says which
         return False
     # Each entry's bound (its text with the session id) is within the bound of the sum.
@@ -765,8 +868,9 @@ def plain_ascii_messages_within(batch: Sequence[object], max_bytes: int) -> bool
     return (
         text.isascii()
         and session_id.isascii()
-        and _MAX_BYTES_PER_CHAR * chars + _ENVELOPE_BYTES <= max_bytes
-        # find_unstorable's rules: ids of 1-256 characters, no NUL in an envelope field.
+        and _MAX_BYTES_PER_CHAR * chars + _ENVELOPE_BYTES + extra <= max_bytes
+        # find_unstorable's rules: ids of 1-256 characters, no NUL in an envelope field
+        # (nor, to be safe, in data, where only data.type may not hold one).
         and "\x00" not in text
         and min(map(len, ids)) > 0
         and max(map(len, ids)) <= ENTRY_ID_MAX_CHARS

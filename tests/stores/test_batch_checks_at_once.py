@@ -15,7 +15,9 @@ from bench.data import build_dataset, continuation
 from prism_om import errors as prism_errors
 from prism_om.core.limits import MAX_ENTRY_BYTES
 from prism_om.entries import (
+    ImagePart,
     SessionEntry,
+    TextPart,
     message_entry,
     plain_ascii_message_within,
     plain_ascii_messages_within,
@@ -74,8 +76,45 @@ _kinds = st.sampled_from(
         "empty_id",
         "int_parent",
         "deep_data",
+        "data_plain",
+        "data_plain",
+        "parts_plain",
+        "parts_unicode",
+        "data_unicode",
+        "data_surrogate",
+        "data_surrogate_key",
+        "data_int_key",
+        "data_om_marker",
+        "data_no_marker",
+        "data_tuple",
+        "data_nan",
+        "data_big_int",
+        "data_deep_message",
+        "data_huge",
+        "data_huge_ascii",
+        "data_nul",
+        "parts_surrogate",
+        "parts_image",
+        "data_depth_10",
+        "data_many_values",
     ]
 )
+# The kinds the whole-batch test settles (a batch of only these passes it at once).
+_PLAIN_KINDS = {"plain", "data_plain", "parts_plain"}
+# A host's record kept with a message, shaped as an SDK item's residue.
+_ITEM_DATA = {
+    "type": "host.item",
+    "item": {"id": "msg_1", "type": "message", "content": [{"type": "output_text", "text": ""}]},
+    "n": 3,
+    "f": 1.5,
+    "ok": True,
+    "none": None,
+}
+
+
+def _with_data(entry: SessionEntry, data: Any) -> SessionEntry:
+    """``entry`` holding ``data`` without validation (what model_copy allows)."""
+    return entry.model_copy(update={"data": data})
 
 
 def _build(kinds: list[str]) -> list[Any]:
@@ -134,6 +173,67 @@ def _build(kinds: list[str]) -> list[Any]:
                 timestamp=TS,
                 data={"type": "t", "v": deep},
             )
+        elif kind == "data_plain":
+            entry = _message("s", f"e{n}", f"hello {n}", data=_ITEM_DATA)
+        elif kind in ("parts_plain", "parts_unicode", "parts_surrogate"):
+            text = {"parts_plain": "a reply", "parts_unicode": "répondu ✓"}.get(kind, "x\udc00")
+            entry = message_entry(
+                "s",
+                "assistant",
+                [TextPart(text="one "), TextPart(text="two")],
+                entry_id=f"e{n}",
+                timestamp=TS,
+                data=_ITEM_DATA,
+            )
+            parts = [TextPart(text="one "), TextPart.model_construct(text=text)]
+            entry = entry.model_copy(
+                update={"message": entry.message.model_copy(update={"content": parts})}
+            )
+        elif kind == "parts_image":
+            entry = message_entry(
+                "s",
+                "user",
+                [TextPart(text="see"), ImagePart(url="https://x/y.png")],
+                entry_id=f"e{n}",
+                timestamp=TS,
+            )
+        elif kind == "data_unicode":
+            entry = _message("s", f"e{n}", "hi", data={"type": "host.item", "v": ["é"]})
+        elif kind == "data_surrogate":
+            entry = _with_data(entry, {"type": "host.item", "v": [{"w": "x\ud800"}]})
+        elif kind == "data_surrogate_key":
+            entry = _with_data(entry, {"type": "host.item", "\udfff": 1})
+        elif kind == "data_int_key":
+            entry = _with_data(entry, {"type": "host.item", 1: "x"})
+        elif kind == "data_om_marker":
+            entry = _with_data(entry, {"type": "om.observations.recorded", "observations": []})
+        elif kind == "data_no_marker":
+            entry = _with_data(entry, {"v": 1})
+        elif kind == "data_tuple":
+            entry = _with_data(entry, {"type": "host.item", "v": (1, 2)})
+        elif kind == "data_nan":
+            entry = _with_data(entry, {"type": "host.item", "v": float("nan")})
+        elif kind == "data_big_int":
+            entry = _with_data(entry, {"type": "host.item", "v": 10**40})
+        elif kind == "data_deep_message":
+            deep = "x"
+            for _ in range(200):
+                deep = [deep]
+            entry = _with_data(entry, {"type": "host.item", "v": deep})
+        elif kind == "data_depth_10":
+            nested: Any = 1
+            for _ in range(9):
+                nested = {"v": nested}
+            entry = _message("s", f"e{n}", "hi", data={"type": "host.item", "v": nested})
+        elif kind == "data_many_values":
+            many = {"type": "host.item", "v": list(range(300))}
+            entry = _message("s", f"e{n}", "hi", data=many)
+        elif kind == "data_huge":
+            entry = _message("s", f"e{n}", "hi", data={"type": "host.item", "v": "é" * 5_000_000})
+        elif kind == "data_huge_ascii":
+            entry = _message("s", f"e{n}", "hi", data={"type": "host.item", "v": "x" * 9_000_000})
+        elif kind == "data_nul":
+            entry = _message("s", f"e{n}", "hi", data={"type": "host.item", "v": "a\x00b"})
         batch.append(entry)
     return batch
 
@@ -154,10 +254,17 @@ def test_the_whole_batch_test_answers_as_the_checks_entry_by_entry(kinds: list[s
     base_module.plain_ascii_messages_within = lambda batch, max_bytes: False
     try:
         one_by_one = _outcome(batch)
+        # And with no fast path at all: every check run on every entry.
+        real_one = base_module.plain_ascii_message_within
+        base_module.plain_ascii_message_within = lambda entry, max_bytes: False
+        try:
+            every_check = _outcome(batch)
+        finally:
+            base_module.plain_ascii_message_within = real_one
     finally:
         base_module.plain_ascii_messages_within = real
-    assert at_once == one_by_one
-    if all(kind == "plain" for kind in kinds) and kinds:
+    assert at_once == one_by_one == every_check
+    if kinds and set(kinds) <= _PLAIN_KINDS:
         assert plain_ascii_messages_within(batch, MAX_ENTRY_BYTES)
 
 
@@ -166,7 +273,10 @@ def test_the_whole_batch_test_answers_as_the_checks_entry_by_entry(kinds: list[s
 def test_a_batch_is_accepted_or_refused_with_a_typed_error(kinds: list[str]) -> None:
     outcome = _outcome(_build(kinds))
     assert outcome[0] == "ok" or hasattr(prism_errors, outcome[0]), outcome
-    if {"nul_id", "empty_id", "int_parent", "int_id", "list_id", "deep_data"} & set(kinds):
+    refused = {"nul_id", "empty_id", "int_parent", "int_id", "list_id", "deep_data"}
+    refused |= {"data_surrogate", "data_surrogate_key", "parts_surrogate", "data_deep_message"}
+    refused |= {"data_huge", "data_huge_ascii"}
+    if refused & set(kinds):
         assert outcome[0] != "ok"
 
 
@@ -178,3 +288,33 @@ def test_the_size_bound_of_the_batch_holds_each_entrys() -> None:
     assert plain_ascii_messages_within(batch[:1], MAX_ENTRY_BYTES)
     assert not plain_ascii_messages_within([*batch, _message("s", "c", big)], MAX_ENTRY_BYTES)
     assert check_batch_shape(batch) == batch
+
+
+def test_a_batch_of_sdk_items_makes_no_per_entry_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    # PrismSession's entries: messages carrying the item in data, an assistant's text in
+    # parts. Before, each took every per-entry check (~50 us an item of add_items).
+    from prism_om.integrations.openai_agents.items import entry_for_item
+
+    items: list[dict[str, Any]] = []
+    for n in range(50):
+        items.append({"role": "user", "content": f"On 2026-03-0{n % 9 + 1} Dana paid ${n}.50"})
+        items.append(
+            {
+                "id": f"msg_{n}",
+                "type": "message",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": f"Noted: {n}", "annotations": []}],
+            }
+        )
+    batch = [entry_for_item("s", item, index=n) for n, item in enumerate(items)]
+    assert all(entry.data is not None for entry in batch)
+    calls: list[str] = []
+
+    def counting(entry: SessionEntry, max_bytes: int) -> bool:
+        calls.append(entry.id)
+        return plain_ascii_message_within(entry, max_bytes)
+
+    monkeypatch.setattr(base_module, "plain_ascii_message_within", counting)
+    assert check_batch_shape(batch) == batch
+    assert calls == []
