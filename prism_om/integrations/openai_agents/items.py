@@ -232,11 +232,27 @@ def items_of_marked(marked: Iterable[tuple[Mapping[str, Any], Any]]) -> list[dic
     """The items of ``SessionStore.marked_data`` rows ((data, message) pairs, already the
     caller's own objects, so nothing is copied), in order: the read of a whole history
     (``get_items()`` without memory)."""
-    return [
-        _filled(data, message, item)
-        for data, message in marked
-        if isinstance(item := data.get("item"), dict)
-    ]
+    items: list[dict[str, Any]] = []
+    append = items.append
+    for data, message in marked:
+        item = data.get("item")
+        if not isinstance(item, dict):
+            continue
+        if message is not None and data.get("textInMessage") is True:
+            content = message.get("content") if isinstance(message, dict) else message.content
+            value = item.get("content")
+            # A user's or system's text item (the most common kind) is filled here, in
+            # line; every other shape as _filled fills it.
+            if (
+                type(value) is str
+                and type(content) is str
+                and item.get("type", "message") == "message"
+            ):
+                item["content"] = content
+            else:
+                _fill(item, content)
+        append(item)
+    return items
 
 
 def item_of(entry: SessionEntry) -> dict[str, Any] | None:
