@@ -105,6 +105,12 @@ def _bad(text: str | None) -> bool:
     return isinstance(text, str) and not text.isascii() and _SURROGATE.search(text) is not None
 
 
+def _valid_text(text: str) -> bool:
+    """No surrogate in ``text``: one C test for ASCII, one regex scan for the rest (a
+    real conversation's accents, dashes and curly quotes)."""
+    return text.isascii() or _SURROGATE.search(text) is None
+
+
 def id_problem(value: object) -> str | None:
     """Why ``value`` cannot be an entry or memory id a store holds, or None when it can be.
 
@@ -343,8 +349,8 @@ def _entry_surrogate(entry: SessionEntry) -> str | None:
     # Field by field rather than through model_fields: this runs on every append.
     message = entry.message
     plain = _plain_message_text(entry)
-    # Most messages are ASCII: one test of all their text, and no surrogate can hide.
-    if plain is not None and plain[0].isascii():
+    # One test of all their text: a plain message holds no surrogate anywhere else.
+    if plain is not None and _valid_text(plain[0]):
         return None
     for name in ("id", "session_id", "parent_id", "timestamp", "summary"):
         if _bad(getattr(entry, name)):
@@ -802,27 +808,27 @@ def _cheap_size_bound(entry: SessionEntry) -> int | None:
     return _MAX_BYTES_PER_CHAR * chars + _ENVELOPE_BYTES
 
 
-def plain_ascii_message_within(entry: SessionEntry, max_bytes: int) -> bool:
-    """True when ``entry`` is a message of plain ASCII text (string content or text parts
-    only, no tool calls, data None or plain: ``_plain_data_strings``) whose size bound is
-    within ``max_bytes``: then neither ``check_entry_size`` nor
+def plain_message_within(entry: SessionEntry, max_bytes: int) -> bool:
+    """True when ``entry`` is a plain message (string content or text parts only, no
+    tool calls, data None or plain: ``_plain_data_strings``) of valid Unicode whose size
+    bound is within ``max_bytes``: then neither ``check_entry_size`` nor
     ``find_lone_surrogate`` can fail for it, and an append checks it with one call, not
     one per check (False: run those checks)."""
     plain = _plain_message_text(entry)
-    # ASCII holds no surrogate; the bound is _cheap_size_bound's (it adds the summary and
-    # the data's strings and values).
-    if plain is None or not plain[0].isascii():
+    # The bound is _cheap_size_bound's (it adds the summary and the data's strings and
+    # values): 6 bytes a character covers UTF-8's 4 and a control character's escape.
+    if plain is None or not _valid_text(plain[0]):
         return False
     text, extra = plain
     return _MAX_BYTES_PER_CHAR * len(text) + _ENVELOPE_BYTES + extra <= max_bytes
 
 
-def plain_ascii_messages_within(batch: Sequence[object], max_bytes: int) -> bool:
+def plain_messages_within(batch: Sequence[object], max_bytes: int) -> bool:
     """True when every item of ``batch`` is a ``SessionEntry`` passing
-    ``plain_ascii_message_within``, all of one session (the first's), no id twice and no
+    ``plain_message_within``, all of one session (the first's), no id twice and no
     NUL in its text: then every per-entry append check passes, settled for the whole
-    batch in one loop, one ``isascii`` and one size sum (False: check entry by entry,
-    which names the culprit)."""
+    batch in one loop, one surrogate test of all its text and one size sum (False: check
+    entry by entry, which names the culprit)."""
     first = batch[0] if batch else None
     if not isinstance(first, SessionEntry) or not isinstance(first.session_id, str):
         return False
@@ -866,7 +872,7 @@ def plain_ascii_messages_within(batch: Sequence[object], max_bytes: int) -> bool
     # Each entry's bound (its text with the session id) is within the bound of the sum.
     chars = len(text) + len(session_id) * len(batch)
     return (
-        text.isascii()
+        _valid_text(text)
         and session_id.isascii()
         and _MAX_BYTES_PER_CHAR * chars + _ENVELOPE_BYTES + extra <= max_bytes
         # find_unstorable's rules: ids of 1-256 characters, no NUL in an envelope field

@@ -1,8 +1,9 @@
-"""The lone-surrogate rule on append costs one text test for a plain ASCII message.
+"""The lone-surrogate rule on append costs one text test for a plain message.
 
-``check_batch_shape`` runs it on every appended entry; a message whose text is all ASCII
-cannot hold a surrogate, so one ``isascii`` over its joined text answers for all of its
-fields. Anything else still gets the field-by-field search that names the field.
+``check_batch_shape`` runs it on every appended entry; one test over a plain message's
+joined text (``isascii``, else one regex scan) answers for all of its fields. A message
+that holds a surrogate, or any other entry, still gets the field-by-field search that
+names the field.
 """
 
 from __future__ import annotations
@@ -61,13 +62,20 @@ def test_a_surrogate_outside_the_content_is_still_named(update: dict[str, str], 
     assert find_lone_surrogate(entry.model_copy(update=update)) == field
 
 
-def test_a_non_ascii_message_is_searched_field_by_field(monkeypatch: pytest.MonkeyPatch) -> None:
-    entry = message_entry("s", "user", "na\u00efve text", entry_id="a", timestamp=TS)
+def test_a_non_ascii_message_needs_one_scan_and_a_bad_one_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Real text (accents, dashes, curly quotes): one regex scan of the joined text.
+    entry = message_entry(
+        "s", "user", "na\u00efve \u2014 \u201ctext\u201d", entry_id="a", timestamp=TS
+    )
     bad = entry.model_copy(
         update={"message": entry.message.model_copy(update={"content": "x\udfff"})}  # type: ignore[union-attr]
     )
     calls = counted_field_checks(monkeypatch)
     assert find_lone_surrogate(entry) is None
-    assert len(calls) > 1
+    assert calls == []
+    # A surrogate is still searched field by field, and its field named.
     with pytest.raises(InvalidEntryError, match=r"message\.content"):
         check_batch_shape([bad])
+    assert len(calls) > 1

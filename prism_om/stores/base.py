@@ -30,8 +30,8 @@ from ..entries import (
     check_entry_size,
     find_lone_surrogate,
     find_unstorable,
-    plain_ascii_message_within,
-    plain_ascii_messages_within,
+    plain_message_within,
+    plain_messages_within,
     validate_session_id,
 )
 from ..errors import (
@@ -476,7 +476,7 @@ def _check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[Session
         return batch
     # The usual batch (a turn, a transcript): every check below passes for it, unless it
     # is for a tombstone session, which holds no messages.
-    if plain_ascii_messages_within(batch, MAX_ENTRY_BYTES) and not _in_tombstones(batch[0]):
+    if plain_messages_within(batch, MAX_ENTRY_BYTES) and not _in_tombstones(batch[0]):
         validate_session_id(batch[0].session_id)
         return batch
     seen: set[str] = set()
@@ -520,7 +520,7 @@ def _check_batch_shape(entries: Iterable[SessionEntry]) -> builtins.list[Session
         # A tombstone session holds only well-formed tombstone records (core.tombstones):
         # one that the read path would have to skip is refused here, on every adapter.
         check_tombstone_entry(entry)
-        if plain_ascii_message_within(entry, MAX_ENTRY_BYTES):
+        if plain_message_within(entry, MAX_ENTRY_BYTES):
             # The usual entry: within the size cap, no record to cap, no surrogate.
             continue
         # Before any store work: an oversized entry would otherwise cost its tokenisation

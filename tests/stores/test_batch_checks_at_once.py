@@ -1,5 +1,5 @@
 """The store-free batch checks of every append (``check_batch_shape``) settled for a whole
-batch of plain ASCII messages at once (issue 16, append_many of 100): the per-entry
+batch of plain messages at once (issue 16, append_many of 100): the per-entry
 check calls counted, and every outcome equal to the entry-by-entry checks'.
 """
 
@@ -19,8 +19,8 @@ from prism_om.entries import (
     SessionEntry,
     TextPart,
     message_entry,
-    plain_ascii_message_within,
-    plain_ascii_messages_within,
+    plain_message_within,
+    plain_messages_within,
 )
 from prism_om.errors import PrismMemoryError
 from prism_om.stores import base as base_module
@@ -37,9 +37,9 @@ def test_a_batch_of_100_plain_messages_makes_no_per_entry_check(
 
     def counting(entry: SessionEntry, max_bytes: int) -> bool:
         calls.append(entry.id)
-        return plain_ascii_message_within(entry, max_bytes)
+        return plain_message_within(entry, max_bytes)
 
-    monkeypatch.setattr(base_module, "plain_ascii_message_within", counting)
+    monkeypatch.setattr(base_module, "plain_message_within", counting)
     assert check_batch_shape(batch) == batch
     # One call per entry before.
     assert calls == []
@@ -100,7 +100,7 @@ _kinds = st.sampled_from(
     ]
 )
 # The kinds the whole-batch test settles (a batch of only these passes it at once).
-_PLAIN_KINDS = {"plain", "data_plain", "parts_plain"}
+_PLAIN_KINDS = {"plain", "data_plain", "parts_plain", "unicode", "parts_unicode", "data_unicode"}
 # A host's record kept with a message, shaped as an SDK item's residue.
 _ITEM_DATA = {
     "type": "host.item",
@@ -250,22 +250,22 @@ def _outcome(batch: list[Any]) -> Any:
 def test_the_whole_batch_test_answers_as_the_checks_entry_by_entry(kinds: list[str]) -> None:
     batch = _build(kinds)
     at_once = _outcome(batch)
-    real = base_module.plain_ascii_messages_within
-    base_module.plain_ascii_messages_within = lambda batch, max_bytes: False
+    real = base_module.plain_messages_within
+    base_module.plain_messages_within = lambda batch, max_bytes: False
     try:
         one_by_one = _outcome(batch)
         # And with no fast path at all: every check run on every entry.
-        real_one = base_module.plain_ascii_message_within
-        base_module.plain_ascii_message_within = lambda entry, max_bytes: False
+        real_one = base_module.plain_message_within
+        base_module.plain_message_within = lambda entry, max_bytes: False
         try:
             every_check = _outcome(batch)
         finally:
-            base_module.plain_ascii_message_within = real_one
+            base_module.plain_message_within = real_one
     finally:
-        base_module.plain_ascii_messages_within = real
+        base_module.plain_messages_within = real
     assert at_once == one_by_one == every_check
     if kinds and set(kinds) <= _PLAIN_KINDS:
-        assert plain_ascii_messages_within(batch, MAX_ENTRY_BYTES)
+        assert plain_messages_within(batch, MAX_ENTRY_BYTES)
 
 
 @settings(max_examples=300, deadline=None)
@@ -284,9 +284,9 @@ def test_the_size_bound_of_the_batch_holds_each_entrys() -> None:
     # Each entry alone is within the cap, the sum of the batch is not: entry by entry.
     big = "x" * ((MAX_ENTRY_BYTES - 1024) // 6 // 2)
     batch = [_message("s", "a", big), _message("s", "b", big, parent_id="a")]
-    assert all(plain_ascii_message_within(e, MAX_ENTRY_BYTES) for e in batch)
-    assert plain_ascii_messages_within(batch[:1], MAX_ENTRY_BYTES)
-    assert not plain_ascii_messages_within([*batch, _message("s", "c", big)], MAX_ENTRY_BYTES)
+    assert all(plain_message_within(e, MAX_ENTRY_BYTES) for e in batch)
+    assert plain_messages_within(batch[:1], MAX_ENTRY_BYTES)
+    assert not plain_messages_within([*batch, _message("s", "c", big)], MAX_ENTRY_BYTES)
     assert check_batch_shape(batch) == batch
 
 
@@ -313,8 +313,8 @@ def test_a_batch_of_sdk_items_makes_no_per_entry_check(monkeypatch: pytest.Monke
 
     def counting(entry: SessionEntry, max_bytes: int) -> bool:
         calls.append(entry.id)
-        return plain_ascii_message_within(entry, max_bytes)
+        return plain_message_within(entry, max_bytes)
 
-    monkeypatch.setattr(base_module, "plain_ascii_message_within", counting)
+    monkeypatch.setattr(base_module, "plain_message_within", counting)
     assert check_batch_shape(batch) == batch
     assert calls == []

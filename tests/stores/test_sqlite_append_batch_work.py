@@ -241,10 +241,10 @@ def test_latest_timestamp_of_one_shape_is_the_max_of_every_parse(
     assert latest_timestamp(values) == expected
 
 
-# -- the batch checks: one call for a plain ASCII message ------------------------------
+# -- the batch checks: one call for a plain message -----------------------------------
 
 
-def test_plain_ascii_messages_are_checked_in_one_call(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plain_messages_are_checked_in_one_call(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
     for name in ("check_entry_size", "find_lone_surrogate", "check_memory_record_caps"):
         real = getattr(base_module, name)
@@ -258,9 +258,15 @@ def test_plain_ascii_messages_are_checked_in_one_call(monkeypatch: pytest.Monkey
     assert base_module.check_batch_shape(more) == more
     # Three checks per entry before: 300 calls.
     assert calls == []
-    # Text that is not ASCII still takes each check.
-    other = message_entry("s", "user", "café")
+    # Text that is not ASCII (accents, dashes, curly quotes, an emoji) is settled too.
+    other = message_entry(
+        "s", "user", "caf\u00e9 \u2014 l\u2019\u00e9t\u00e9 \u201cchaud\u201d \u2600\ufe0f"
+    )
     base_module.check_batch_shape([other])
+    assert calls == []
+    # A message the fast test cannot settle (an image part) still takes each check.
+    image = message_entry("s", "user", [ImagePart(url="https://x/y.png")])
+    base_module.check_batch_shape([image])
     assert sorted(calls) == ["check_entry_size", "check_memory_record_caps", "find_lone_surrogate"]
 
 
