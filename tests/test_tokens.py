@@ -102,3 +102,60 @@ def test_a_large_batch_is_encoded_on_the_token_threads() -> None:
     seen.clear()
     assert estimator.count_many(["hi", "there"]) == [1, 1]
     assert seen == {threading.current_thread().name}
+
+
+def test_counting_releases_the_gil_as_a_known_releasing_call_does() -> None:
+    # What count_many's threads rest on. A Python thread counts while the main thread
+    # makes one long call; it can run only while that call has released the GIL. The
+    # controls have known answers: sha256 of a large buffer releases it, sum() over a
+    # range holds it (the counter then moves only at the call's edges, within a switch
+    # interval). Each call lasts ~the same wall time, so a busy machine slows the
+    # counter alike in all three; the test compares counts, not times.
+    import hashlib
+    import threading
+    import time
+
+    counter = [0]
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            counter[0] += 1
+
+    text = "the budget review moved to thursday afternoon, said Dana. " * 80_000
+    started = time.perf_counter()
+    ESTIMATOR.count(text)
+    target = max(time.perf_counter() - started, 0.05)
+
+    def scaled(call: Any, size: int) -> int:
+        # The size at which ``call(size)`` takes about ``target`` seconds (the best of
+        # three timings: a busy moment must not make the control short).
+        took = []
+        for _ in range(3):
+            started = time.perf_counter()
+            call(size)
+            took.append(time.perf_counter() - started)
+        return max(size, int(size * target / max(min(took), 1e-4)))
+
+    sample = b"x" * (1 << 22)
+    buffer = b"x" * scaled(lambda n: hashlib.sha256(memoryview(sample)[:n]).digest(), 1 << 22)
+    span = scaled(lambda n: sum(range(n)), 1 << 20)
+    thread = threading.Thread(target=spin, daemon=True)
+    thread.start()
+    try:
+        progress: dict[str, int] = {}
+        for name, call in (
+            ("holds", lambda: sum(range(span))),
+            ("releases", lambda: hashlib.sha256(buffer).digest()),
+            ("count", lambda: ESTIMATOR.count(text)),
+        ):
+            before = counter[0]
+            call()
+            progress[name] = counter[0] - before
+    finally:
+        stop.set()
+        thread.join()
+    floor = 5 * max(progress["holds"], 1)
+    # The method tells the two controls apart, and counting is on the releasing side.
+    assert progress["releases"] > floor, progress
+    assert progress["count"] > floor, progress
