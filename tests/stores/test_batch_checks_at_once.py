@@ -29,10 +29,8 @@ from prism_om.stores.base import check_batch_shape
 TS = "2026-06-01T00:00:00.000Z"
 
 
-def test_a_batch_of_100_plain_messages_makes_no_per_entry_check(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    batch = continuation(build_dataset(50), 100, "x")
+def _per_entry_checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids of the entries ``check_batch_shape`` checks one by one, from now on."""
     calls: list[str] = []
 
     def counting(entry: SessionEntry, max_bytes: int) -> bool:
@@ -40,6 +38,14 @@ def test_a_batch_of_100_plain_messages_makes_no_per_entry_check(
         return plain_message_within(entry, max_bytes)
 
     monkeypatch.setattr(base_module, "plain_message_within", counting)
+    return calls
+
+
+def test_a_batch_of_100_plain_messages_makes_no_per_entry_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    batch = continuation(build_dataset(50), 100, "x")
+    calls = _per_entry_checks(monkeypatch)
     assert check_batch_shape(batch) == batch
     # One call per entry before.
     assert calls == []
@@ -309,12 +315,6 @@ def test_a_batch_of_sdk_items_makes_no_per_entry_check(monkeypatch: pytest.Monke
         )
     batch = [entry_for_item("s", item, index=n) for n, item in enumerate(items)]
     assert all(entry.data is not None for entry in batch)
-    calls: list[str] = []
-
-    def counting(entry: SessionEntry, max_bytes: int) -> bool:
-        calls.append(entry.id)
-        return plain_message_within(entry, max_bytes)
-
-    monkeypatch.setattr(base_module, "plain_message_within", counting)
+    calls = _per_entry_checks(monkeypatch)
     assert check_batch_shape(batch) == batch
     assert calls == []
