@@ -46,6 +46,45 @@ async def load_builder(store: SessionStore, builder: BranchBuilder, batch: int =
         await store.checkout(builder.session_id, builder.path[-1].id)
 
 
+def _marked_batch(sid: str) -> list[SessionEntry]:
+    """A root and entries marked ``host.item`` whose message contents hold every shape
+    a content can (text that looks like JSON, escapes, any Unicode, parts of every kind,
+    none), tool calls, and one unmarked message: what ``marked_data`` must give back."""
+    mark = {"type": "host.item"}
+    texts = [
+        "plain words",
+        'a quote " a backslash \\ a newline \n a tab \t and \\u00e9 written out',
+        "accents é, CJK 漢字, an emoji 🧭, a line separator \u2028 and \x7f",
+        '{"looks": ["like", "json"], "n": 1}',
+        '"quoted"',
+        "",
+    ]
+    batch: list[SessionEntry] = [custom_entry(sid, {"type": "host.root"})]
+    for n, text in enumerate(texts):
+        batch.append(message_entry(sid, "user", text, data={**mark, "n": n}))
+    parts = [
+        {"type": "text", "text": texts[1]},
+        {"type": "image", "url": "https://example.com/a.png", "mimeType": "image/png"},
+        {"type": "thinking", "thinking": texts[2]},
+        {"type": "text", "text": ""},
+    ]
+    batch += [
+        message_entry(sid, "assistant", parts, data={**mark, "n": "parts"}),
+        message_entry(sid, "assistant", [], data={**mark, "n": "no parts"}),
+        message_entry(
+            sid,
+            "assistant",
+            "",
+            data={**mark, "n": "call"},
+            tool_calls=[{"id": "call_1", "name": "look", "arguments": {"q": texts[3]}}],
+        ),
+        message_entry(sid, "tool", parts[:1], tool_call_id="call_1", data={**mark, "n": 9}),
+        custom_entry(sid, {**mark, "n": "custom", "text": texts[2]}),
+        message_entry(sid, "user", "unmarked"),
+    ]
+    return batch
+
+
 class MemoryConformance(SupersessionConformance, SearchConformance):
     """Memory queries of the store under test against the pure functions (supersession
     of reflections included: see ``SupersessionConformance``; search against the
@@ -221,6 +260,24 @@ class MemoryConformance(SupersessionConformance, SearchConformance):
             sid, {"type": OBSERVATIONS_RECORDED, "observations": [], "coversUpToId": head.leaf_id}
         )
         assert advance_snapshot(head, await store.append_at_leaf([record])) is None
+
+    async def test_marked_data_gives_each_marked_message_as_stored(
+        self, store: SessionStore
+    ) -> None:
+        """A marked message comes back exactly as its wire form, whatever its content
+        holds: text that looks like JSON, escapes, any Unicode, parts of every kind, none
+        (SQL stores parse the stored columns without building an entry, so each shape of
+        what a host such as PrismSession keeps is checked)."""
+        sid = "marked-content"
+        batch = _marked_batch(sid)
+        stored = await store.append_at_leaf(batch)
+        wanted = [
+            MarkedData(e.data or {}, None if e.message is None else e.message.to_wire())
+            for e in stored
+            if e.custom_type == "host.item"
+        ]
+        assert len(wanted) == 11
+        assert await store.marked_data(sid, "host.item") == wanted
 
     async def test_memory_survives_reopen(self, store_opener: StoreOpener) -> None:
         builder = random_builder(11, steps=80, session_id="om-reopen")
