@@ -70,17 +70,24 @@ EntryKind = Literal["message", "custom", "compaction"]
 SESSION_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 
 
-def validate_session_id(session_id: object) -> str:
-    """Return ``session_id`` when it is a safe name, else raise ``InvalidSessionIdError``."""
+def validate_session_id(session_id: object, *, field: str | None = None) -> str:
+    """Return ``session_id`` when it is a safe name, else raise ``InvalidSessionIdError``.
+
+    ``field``: the argument the error names, when the caller knows it (many callers check
+    a scope or a principal id with this, so there is no default name).
+    """
     if not isinstance(session_id, str) or not SESSION_ID_PATTERN.fullmatch(session_id):
         raise InvalidSessionIdError(
             f"invalid session id {session_id!r}: use 1-128 characters of [A-Za-z0-9._:-], "
             "starting with a letter or digit",
+            field=field,
             session_id=session_id if isinstance(session_id, str) else None,
         )
     if ".." in session_id:
         raise InvalidSessionIdError(
-            f"invalid session id {session_id!r}: '..' is not allowed", session_id=session_id
+            f"invalid session id {session_id!r}: '..' is not allowed",
+            field=field,
+            session_id=session_id,
         )
     return session_id
 

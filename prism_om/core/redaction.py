@@ -60,13 +60,25 @@ class Redactor:
         self, secrets: Iterable[str] | None = None, *, marker: str = REDACTION_MARKER
     ) -> None:
         self.marker = marker
+        # Every refusal names ``secrets``: the argument of every public call that takes
+        # secrets (a store's search, recall, pages) and is handed on to here as it is.
         if isinstance(secrets, str | bytes):
             # Iterating one string would redact each of its characters.
-            raise InvalidInputError("secrets must be a collection of strings, not one string")
+            raise InvalidInputError(
+                "secrets must be a collection of strings, not one string", field="secrets"
+            )
+        if secrets is not None and not isinstance(secrets, Iterable):
+            # Refused here, not by the loop below as a bare TypeError.
+            raise InvalidInputError(
+                f"secrets must be a collection of strings, got {type(secrets).__name__}",
+                field="secrets",
+            )
         unique: set[str] = set()
         for secret in secrets or ():
             if not isinstance(secret, str):
-                raise InvalidInputError(f"a secret must be a string, got {type(secret).__name__}")
+                raise InvalidInputError(
+                    f"a secret must be a string, got {type(secret).__name__}", field="secrets"
+                )
             if secret:
                 unique.add(secret)
         self.secrets: tuple[str, ...] = tuple(sorted(unique, key=lambda s: (-len(s), s)))

@@ -61,26 +61,36 @@ def check_invalidation_source(source: object, *, name: str = "invalidated_ids") 
     if isinstance(source, str | bytes) or not isinstance(source, Iterable):
         raise InvalidInputError(
             f"{name} must be a collection of ids or a callable returning one, "
-            f"got {type(source).__name__}"
+            f"got {type(source).__name__}",
+            field=name,
         )
     return _checked_ids(source, name)
 
 
-def check_invalidation_ids(ids: Iterable[Any], name: str = "invalidated_ids") -> frozenset[str]:
+def check_invalidation_ids(ids: object, name: str = "invalidated_ids") -> frozenset[str]:
     """``ids`` as a frozenset of id strings; one string or a non-string id is refused."""
     return _checked_ids(ids, name)
 
 
-def _checked_ids(ids: Iterable[Any], name: str) -> frozenset[str]:
+def _checked_ids(ids: object, name: str) -> frozenset[str]:
+    # ``name`` is the caller's argument, so every refusal names it as its ``field``.
     if isinstance(ids, str | bytes):
         # Iterating one id would withhold each of its characters.
-        raise InvalidInputError(f"{name} must be a collection of ids, not one string")
-    out = frozenset(ids)
-    bad = [i for i in out if not isinstance(i, str)]
+        raise InvalidInputError(f"{name} must be a collection of ids, not one string", field=name)
+    if not isinstance(ids, Iterable):
+        # A callable source may return anything; frozenset() would raise a bare TypeError.
+        raise InvalidInputError(
+            f"{name} must be a collection of ids, got {type(ids).__name__}", field=name
+        )
+    items = tuple(ids)  # an iterator is read once
+    bad = [i for i in items if not isinstance(i, str)]
     if bad:
-        # A None among the ids is as wrong as any other non-string.
-        raise InvalidInputError(f"{name} holds a {type(bad[0]).__name__}, not an id string")
-    return out
+        # Checked before hashing, so an unhashable id (a list) is refused the same way,
+        # and a None among the ids is as wrong as any other non-string.
+        raise InvalidInputError(
+            f"{name} holds a {type(bad[0]).__name__}, not an id string", field=name
+        )
+    return frozenset(items)
 
 
 async def resolve_invalidation(

@@ -983,7 +983,7 @@ class StoreBase(StoreLifecycle):
     ) -> builtins.list[SearchHit]:
         """Search from ``entries()``: each eligible message's keys are computed once and
         kept (an entry's text never changes), the memory from the ledger."""
-        validate_session_id(session_id)
+        validate_session_id(session_id, field="session_id")
         leaf_id = check_leaf_id(leaf_id)
         q = check_search(
             query,

@@ -185,12 +185,8 @@ def check_search(
         )
     from ..core.withheld import check_invalidation_ids
 
-    if invalidated_ids is not None and not isinstance(invalidated_ids, Iterable):
-        raise InvalidInputError(
-            f"invalidated_ids must be a collection of ids, got {shown(invalidated_ids)}",
-            field="invalidated_ids",
-        )
-    invalid = check_invalidation_ids(invalidated_ids or ())
+    # Only None means "nothing revoked": a falsy non-collection (0, "") is refused there.
+    invalid = check_invalidation_ids(() if invalidated_ids is None else invalidated_ids)
     return SearchQuery(query, terms, limit, _check_kinds(kinds), include_inactive, invalid, red)
 
 

@@ -346,7 +346,8 @@ class SqlReads(StoreLifecycle):
         the cost follows the matches on the branch. A message's rows are written by the
         first search that reaches it (``_search_index_ready``); a store that cannot write
         scans the branch's messages instead."""
-        session_id = self._session(session_id)
+        self._check_open()
+        session_id = validate_session_id(session_id, field="session_id")
         leaf_id = check_leaf_id(leaf_id)
         q = check_search(
             query,
