@@ -544,9 +544,13 @@ def _describe(exc: BaseException) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``prism-om`` console script; returns the exit code."""
     given = list(sys.argv[1:] if argv is None else argv)
+    try:
+        env_secrets = cli_secrets(argparse.Namespace())
+    except CliUsageError as exc:  # PRISM_SECRETS is read before anything can catch it
+        return _usage_error(exc)
     # A usage error quotes the command line: the passwords of its URLs are redacted
     # whole, spaces and all, where a line's own URL rule would see only a piece.
-    with redacting_stderr([*cli_secrets(argparse.Namespace()), *_passwords_in(given)]):
+    with redacting_stderr([*env_secrets, *_passwords_in(given)]):
         args = build_parser().parse_args(given)
     handler: Handler = args.handler
     from .output import set_width
@@ -556,6 +560,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     # quote an entry's field, and a damaged field can hold a secret.
     with redacting_stderr(cli_secrets(args)), warning_lines():
         return _run(handler, args)
+
+
+def _usage_error(exc: CliUsageError) -> int:
+    """The one error line of a usage error met before a command runs, and its exit code."""
+    sys.stderr.write(f"prism-om: error: {exc}\n")
+    return EXIT_USAGE
 
 
 def _passwords_in(argv: Sequence[str]) -> list[str]:

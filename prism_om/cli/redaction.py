@@ -23,6 +23,8 @@ from typing import Any, Final, TextIO
 from urllib.parse import quote, quote_plus
 
 from ..core.redaction import Redactor, hide_url_passwords
+from ..entries import find_lone_surrogate
+from .common import CliUsageError
 
 __all__ = [
     "SECRETS_ENV",
@@ -33,6 +35,7 @@ __all__ = [
     "cli_secrets",
     "log_redactor",
     "redacting_stderr",
+    "secret_argument",
 ]
 
 SECRETS_ENV: Final = "PRISM_SECRETS"
@@ -42,16 +45,47 @@ SECRETS_HELP: Final = (
 )
 
 
+# Neither message quotes the value: it is a secret, and nothing redacts it yet.
+_NOT_UTF8: Final = (
+    "a secret must be UTF-8 text; this one holds a byte that is not (its value is not shown)"
+)
+
+
 def add_secret_option(parser: argparse.ArgumentParser) -> None:
     """Add ``--secret VALUE`` (repeatable) to ``parser``."""
-    parser.add_argument("--secret", action="append", default=[], metavar="VALUE", help=SECRETS_HELP)
+    parser.add_argument(
+        "--secret",
+        action="append",
+        default=[],
+        type=secret_argument,
+        metavar="VALUE",
+        help=SECRETS_HELP,
+    )
+
+
+def secret_argument(text: str) -> str:
+    """An argparse type: a ``--secret`` value, refused when it is not UTF-8.
+
+    A byte that is not UTF-8 reaches Python as a lone surrogate, which no redactor of
+    encoded text (a URL-quoted log line) can match: refused as a usage error up front.
+    """
+    if find_lone_surrogate(text) is not None:
+        raise argparse.ArgumentTypeError(_NOT_UTF8)
+    return text
 
 
 def cli_secrets(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> list[str]:
-    """The secrets of one command: ``--secret`` values, then ``PRISM_SECRETS`` lines."""
+    """The secrets of one command: ``--secret`` values, then ``PRISM_SECRETS`` lines.
+
+    ``CliUsageError`` for a line of the variable that is not UTF-8 (``--secret`` values
+    are refused by ``secret_argument`` as the command line is parsed).
+    """
     given = [s for s in getattr(args, "secret", None) or () if s.strip()]
     raw = (environ if environ is not None else os.environ).get(SECRETS_ENV, "")
     lines = [line.removesuffix("\r") for line in raw.split("\n")]
+    for number, line in enumerate(lines, 1):
+        if find_lone_surrogate(line) is not None:
+            raise CliUsageError(f"{SECRETS_ENV} line {number}: {_NOT_UTF8}", field=SECRETS_ENV)
     # A blank line would match every run of spaces: almost certainly not a secret.
     return given + [line for line in lines if line.strip()]
 
