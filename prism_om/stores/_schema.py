@@ -27,7 +27,7 @@ __all__ = [
 
 # The version of schema.sql, kept in PRAGMA user_version; bump it with every change there,
 # and add the step from the version before to MIGRATIONS (stores/sqlite/connect.py).
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 # PRAGMA application_id of a prism_om file: "PrOm", so foreign SQLite files are refused.
 APPLICATION_ID = 0x50724F6D
 

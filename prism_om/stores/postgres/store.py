@@ -58,6 +58,7 @@ from ..sql.search_index import (
     backfill_search_index,
     backfill_search_marks,
     index_pending_messages,
+    pack_search_terms,
 )
 from ..sql.statements import (
     ADD_TO_SUMMARY_SQL,
@@ -106,7 +107,7 @@ ANALYZED_ROWS_SQL = (
 )
 _ANALYZED_TABLES = (
     "entries, segments, om_observations, om_observation_sources, om_reflections, "
-    "om_drops, om_markers, om_scope_records, om_supersessions, search_terms, search_indexed"
+    "om_drops, om_markers, om_scope_records, om_supersessions, search_blocks, search_indexed"
 )
 DEFAULT_SCHEMA = "public"
 # PostgreSQL-only statements (user_version, advisory locks and sequences have no SQLite
@@ -183,12 +184,23 @@ async def _v7_message_data(conn: PgConnection) -> None:
     )
 
 
+async def _v8_packed_search(conn: PgConnection) -> None:
+    """Version 7 to 8: create search_blocks, pack the search index's postings into it and
+    drop search_terms (if a run before did not: the step may run again)."""
+    for statement in postgres_schema():
+        await conn.raw.execute(cast(Any, statement))
+    old = await conn.fetch_native("SELECT to_regclass('search_terms') IS NOT NULL")
+    if old and old[0][0]:
+        await pack_search_terms(conn)
+
+
 MIGRATIONS: dict[int, Callable[[PgConnection], Awaitable[None]]] = {
     2: _add_supersessions,
     3: _v4,
     4: _v5_search_index,
     5: _v6_search_marks,
     6: _v7_message_data,
+    7: _v8_packed_search,
 }
 
 

@@ -65,9 +65,8 @@ from .placement import (
 )
 from .search_index import (
     PENDING_SEGMENTS_SQL,
-    key_params,
-    search_memory_sql,
-    search_messages_sql,
+    memory_candidate_ids,
+    message_candidate_rows,
 )
 from .statements import (
     BODIES_BY_ID_SQL,
@@ -341,7 +340,7 @@ class SqlReads(StoreLifecycle):
         invalidated_ids: Iterable[str] | None = None,
         secrets: Iterable[str] | Redactor | None = None,
     ) -> builtins.list[SearchHit]:
-        """``SessionStore.search``, its candidates read from the ``search_terms`` index:
+        """``SessionStore.search``, its candidates read from the ``search_blocks`` index:
         one index range search per branch piece and query key (``search_index.py``), so
         the cost follows the matches on the branch. A message's rows are written by the
         first search that reaches it (``_search_index_ready``); a store that cannot write
@@ -365,16 +364,16 @@ class SqlReads(StoreLifecycle):
             if not await self._search_index_ready(session_id, position):
                 branch = await self._branch_range(position, 0, position.depth)
                 return scan_message_candidates(branch, keys)
-            params = {**position.params(), **key_params(keys), "cap": SEARCH_CANDIDATES_PER_TERM}
-            rows = await self._fetch(search_messages_sql(len(keys)), params)
+            rows = await message_candidate_rows(
+                self._fetch, position.params(), keys, SEARCH_CANDIDATES_PER_TERM
+            )
             return [(e.id, e.timestamp, e.message) for e in self._parse_rows(rows) if e.message]
 
         async def memory(leaf: str, keys: frozenset[int]) -> builtins.set[str] | None:
             position = await self._leaf_position(session_id, leaf)
             if position is None:
                 return set()
-            params = {**position.params(), **key_params(keys)}
-            return {row[0] for row in await self._fetch(search_memory_sql(len(keys)), params)}
+            return await memory_candidate_ids(self._fetch, position.params(), keys)
 
         return await run_search(
             self,  # type: ignore[arg-type]  # the reads of SessionStore it calls are here

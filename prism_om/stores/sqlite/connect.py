@@ -31,7 +31,7 @@ from .._schema import (
 )
 from ..sql.live_pool import backfill_live_pool
 from ..sql.memory_folds import backfill_supersessions
-from ..sql.search_index import backfill_search_index, backfill_search_marks
+from ..sql.search_index import backfill_search_index, backfill_search_marks, pack_search_terms
 from ..sql.statements import MESSAGE_DATA_COLUMN_SQL, SUMMARIES_FROM_ENTRIES_SQL, fetch_first_row
 from .loop_reads import NotAPoint, PointConnection
 from .translate import close_quietly, primary_code, retrying, rollback_quietly, translate_error
@@ -487,6 +487,17 @@ async def _v7_message_data(conn: aiosqlite.Connection) -> None:
         await conn.execute(MESSAGE_DATA_COLUMN_SQL)
 
 
+async def _v8_packed_search(conn: aiosqlite.Connection) -> None:
+    """Version 7 to 8: the search index's postings packed into blocks (search_blocks),
+    search_terms dropped. (A file whose version stamp lags its tables may have lost the
+    old table already: then there is nothing to pack.)"""
+    old = await conn.execute_fetchall(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'search_terms'"
+    )
+    if old:
+        await pack_search_terms(conn)
+
+
 # Migration steps, keyed by the version they start from. Each runs inside the one
 # transaction of _migrate, after every CREATE ... IF NOT EXISTS of schema.sql has made the
 # new tables and indexes; it fills them from the entries.
@@ -497,6 +508,7 @@ MIGRATIONS: dict[int, Callable[[aiosqlite.Connection], Awaitable[None]]] = {
     4: _v5_search_index,
     5: _v6_search_marks,
     6: _v7_message_data,
+    7: _v8_packed_search,
 }
 
 
