@@ -29,7 +29,7 @@ async def test_the_baseline_differs_only_by_the_index(tmp_path: Path) -> None:
         conn.close()
         return int(count)
 
-    assert rows("base.db", "search_terms") == 0 < rows("indexed.db", "search_terms")
+    assert rows("base.db", "search_blocks") == 0 < rows("indexed.db", "search_blocks")
     for table in ("entries", "om_observations", "om_live"):
         assert rows("base.db", table) == rows("indexed.db", table) > 0
 

@@ -1,5 +1,6 @@
 """Schema version 5 (the search index): the migration from version 4 on the committed
-SQLite store of that version backfills ``search_terms`` so that every search equals the
+SQLite store of that version backfills the index (``search_blocks`` since version 8) so
+that every search equals the
 in-memory reference over the fixture's own rows, and a read-only open of a version 4
 file is refused, unchanged."""
 
@@ -64,8 +65,8 @@ async def test_a_version_four_store_migrates_and_searches_like_the_reference(
         assert version_of(v4_store) == SCHEMA_VERSION
         assert await assert_searches_equal(store, reference) > 50
     with sqlite3.connect(v4_store) as conn:
-        (rows,) = conn.execute("SELECT count(*) FROM search_terms").fetchone()
-        kinds = {k for (k,) in conn.execute("SELECT DISTINCT kind FROM search_terms")}
+        (rows,) = conn.execute("SELECT count(*) FROM search_blocks").fetchone()
+        kinds = {k for (k,) in conn.execute("SELECT DISTINCT kind FROM search_blocks")}
     conn.close()
     assert rows > 0 and kinds == {0, 1, 2}  # messages, observations and reflections
 
@@ -75,3 +76,4 @@ async def test_a_read_only_open_of_version_four_refuses(v4_store: Path) -> None:
         await SqliteStore.open(v4_store, read_only=True)
     assert version_of(v4_store) == 4
     assert "search_terms" not in tables_of(v4_store)
+    assert "search_blocks" not in tables_of(v4_store)

@@ -60,7 +60,7 @@ async def test_an_append_of_messages_runs_six_statements(store: Any) -> None:
         # rows, COMMIT: the state and parents reads were two statements before, and the
         # search index's rows one more before a message's were left to the first search.
         assert len(seen) == 6, seen
-        assert not any("search_terms" in sql for sql in seen)
+        assert not any("search_blocks" in sql for sql in seen)
         assert seen[0] == "BEGIN IMMEDIATE"
         assert seen[-1] == "COMMIT"
         assert inserts(seen) == 1

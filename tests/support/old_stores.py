@@ -22,6 +22,8 @@ from prism_om.stores.memory import MemoryStore
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "sqlite"
 # The first version whose entries.body holds the payload alone, not the whole wire JSON.
 _PAYLOAD_BODIES = 4
+# The first version whose message entries may carry data (entries.data).
+_MESSAGE_DATA = 7
 
 
 def fixture(version: int) -> Path:
@@ -51,8 +53,9 @@ def copy_of(version: int, directory: Path) -> Path:
 
 def _wire(row: tuple[Any, ...], version: int) -> Any:
     """The entry's wire, from the row's own shape: the whole wire JSON in the body up to
-    version 3, then the envelope columns around the payload."""
-    entry_id, session_id, parent_id, kind, timestamp, body = row
+    version 3, then the envelope columns around the payload (from version 7 a message
+    entry's data in its own column)."""
+    entry_id, session_id, parent_id, kind, timestamp, body, data = row
     if version < _PAYLOAD_BODIES:
         return body
     wire: dict[str, Any] = {
@@ -65,6 +68,8 @@ def _wire(row: tuple[Any, ...], version: int) -> Any:
     payload = json.loads(body)
     if kind == "message":
         wire["message"] = payload
+        if data is not None:
+            wire["data"] = json.loads(data)
     elif kind == "custom":
         wire["data"] = payload
     else:
@@ -77,8 +82,10 @@ def fixture_entries(path: Path) -> tuple[list[SessionEntry], dict[str, str]]:
     version = version_of(path)
     conn = sqlite3.connect(path)
     try:
+        data = "data" if version >= _MESSAGE_DATA else "NULL"
         rows = conn.execute(
-            "SELECT id, session_id, parent_id, kind, timestamp, body FROM entries ORDER BY seq"
+            f"SELECT id, session_id, parent_id, kind, timestamp, body, {data} FROM entries"
+            " ORDER BY seq"
         ).fetchall()
         leaves = dict(conn.execute("SELECT session_id, leaf_id FROM sessions ORDER BY seq"))
     finally:
