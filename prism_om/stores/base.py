@@ -58,7 +58,14 @@ from .arguments import (
     check_leaf_id,
     check_page_args,
 )
-from .search import SearchHit, SearchKind, check_search, run_search, scan_message_candidates
+from .search import (
+    MessageCandidate,
+    SearchHit,
+    SearchKind,
+    check_search,
+    run_search,
+    scan_message_candidates,
+)
 from .snapshot import read_branch_snapshot
 
 __all__ = [
@@ -994,7 +1001,7 @@ class StoreBase(StoreLifecycle):
             secrets=secrets,
         )
 
-        async def messages(leaf: str, keys: frozenset[int]) -> builtins.list[MessagePart]:
+        async def messages(leaf: str, keys: frozenset[int]) -> builtins.list[MessageCandidate]:
             branch = await self.entries(session_id, leaf)
             return scan_message_candidates(branch, keys, self._search_keys, _SEARCH_KEYS_CACHE_SIZE)
 

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from .base import SessionStore
 
 __all__ = [
+    "MessageCandidate",
     "SEARCH_CANDIDATES_PER_TERM",
     "SEARCH_KINDS",
     "SEARCH_LIMIT_HARD_CAP",
@@ -66,9 +67,10 @@ SEARCH_QUERY_MAX_TERMS: Final = 32
 SEARCH_CANDIDATES_PER_TERM: Final = 200
 
 # (leaf id, query keys) -> the candidates on the branch ending at that leaf.
-MessageCandidates = Callable[
-    [str, frozenset[int]], Awaitable[builtins.list[tuple[str, str, Message]]]
-]
+MessageCandidate = tuple[str, str, Message, frozenset[int]]
+"""(entry id, timestamp, message, the query keys it was found by): one message candidate.
+The keys are those whose newest ``SEARCH_CANDIDATES_PER_TERM`` holders it is among."""
+MessageCandidates = Callable[[str, frozenset[int]], Awaitable[builtins.list[MessageCandidate]]]
 MemoryCandidates = Callable[[str, frozenset[int]], Awaitable[builtins.set[str] | None]]
 
 
@@ -247,11 +249,13 @@ async def run_search(
         red = q.redactor
         docs: builtins.list[tuple[_Item, str, str, str, str]] = []
         if "message" in q.kinds:
-            for entry_id, timestamp, message in await messages(leaf_id, keys):
+            for entry_id, timestamp, message, found_by in await messages(leaf_id, keys):
                 if entry_id in q.invalidated:
                     continue  # a revoked message keeps no text: it cannot match
                 item: _Item = ("message", entry_id, timestamp, (entry_id,), "active", ())
                 text = redacted_message_text(message, red)
+                if red and not _found_by_what_shows(text, found_by):
+                    continue
                 docs.append((item, "message", entry_id, timestamp, text))
         if q.kinds & {"observation", "reflection"}:
             wanted = await memory(leaf_id, keys)
@@ -274,6 +278,19 @@ async def run_search(
             for kind, id_, ts, sources, status, obs in (r.item,)
         ]
         return await _with_reflection_sources(store, session_id, leaf_id, hits)
+
+
+def _found_by_what_shows(text: str, found_by: frozenset[int]) -> bool:
+    """Whether a key the message was found by is still in its redacted ``text``.
+
+    A message is a candidate by the raw text's keys, the newest few of each; one found
+    only by a word a secret hides (``hunter2`` of a secret ``unter2``) would otherwise be
+    ranked by its other, visible words and shown, where a wrong guess of the hidden word
+    finds nothing: the answer would confirm the guess. Kept or not, such a message now
+    answers the same for every guess."""
+    if not found_by:
+        return False
+    return not found_by.isdisjoint(index_keys(text))
 
 
 def _memory_docs(
@@ -376,12 +393,12 @@ def scan_message_candidates(
     keys: frozenset[int],
     cache: dict[str, tuple[int, ...]] | None = None,
     cache_size: int = 0,
-) -> builtins.list[tuple[str, str, Message]]:
+) -> builtins.list[MessageCandidate]:
     """The eligible messages of ``branch`` that an index gives for ``keys``: for each key,
     the newest ``SEARCH_CANDIDATES_PER_TERM`` messages whose ``index_keys`` hold it. Found
     by a scan from the leaf back; ``cache`` keeps each message's keys by entry id (at
     most ``cache_size``, oldest evicted first), as an entry's text never changes."""
-    found: builtins.list[tuple[str, str, Message]] = []
+    found: builtins.list[MessageCandidate] = []
     taken = dict.fromkeys(keys, 0)
     cap = SEARCH_CANDIDATES_PER_TERM
     for index in range(len(branch) - 1, -1, -1):
@@ -396,14 +413,14 @@ def scan_message_candidates(
                 if len(cache) >= cache_size:
                     cache.pop(next(iter(cache)))
                 cache[entry.id] = held
-        wanted = False
+        by: builtins.list[int] = []
         for key in held:
             count = taken.get(key)
             if count is not None and count < cap:
                 taken[key] = count + 1
-                wanted = True
-        if wanted:
-            found.append((entry.id, entry.timestamp, message))
+                by.append(key)
+        if by:
+            found.append((entry.id, entry.timestamp, message, frozenset(by)))
         if taken and min(taken.values()) >= cap:
             break  # every key has its newest matches: older ones cannot be candidates
     return found

@@ -184,6 +184,28 @@ class SearchConformance:
         # Without the secret configured, the same store finds it: the rule did the work.
         assert only_secret.id in _ids(await store.search("sec", "4f9a2c"))
 
+    async def test_a_guess_of_a_word_a_secret_hides_finds_what_a_wrong_guess_does(
+        self, store: SessionStore
+    ) -> None:
+        """A secret inside a word (``unter2`` of ``hunter2``): a query naming the whole word
+        must answer as a query naming a word found nowhere, though the raw index holds
+        it. Here the word's message is older than the common word's newest matches, so
+        only the hidden word could bring it in."""
+        b = BranchBuilder(session_id="guess", rng=random.Random(12))
+        hidden = b.message("user", "hunter2 deploy")
+        for n in range(SEARCH_CANDIDATES_PER_TERM + 5):
+            b.message("user", f"deploy note number {n} later today")
+        await _load(store, b.entries, None)
+        secrets = ["unter2"]
+        right = await store.search("guess", "hunter2 deploy", limit=100, secrets=secrets)
+        wrong = await store.search("guess", "hunter3 deploy", limit=100, secrets=secrets)
+        assert [(h.id, h.score, h.text) for h in right] == [
+            (h.id, h.score, h.text) for h in wrong
+        ]
+        assert hidden.id not in _ids(right)
+        # Without the secret the word finds its message: the rule did the work.
+        assert hidden.id in _ids(await store.search("guess", "hunter2 deploy", limit=100))
+
     async def test_inactive_memory_only_when_asked_and_marked(self, store: SessionStore) -> None:
         b = BranchBuilder(session_id="act", rng=random.Random(5))
         m = b.message("user", "the pgbouncer pool size is twenty")

@@ -49,6 +49,7 @@ from ..search import (
     SearchHit,
     SearchKind,
     check_search,
+    MessageCandidate,
     run_search,
     scan_message_candidates,
 )
@@ -357,17 +358,21 @@ class SqlReads(StoreLifecycle):
             secrets=secrets,
         )
 
-        async def messages(leaf: str, keys: frozenset[int]) -> builtins.list[MessagePart]:
+        async def messages(leaf: str, keys: frozenset[int]) -> builtins.list[MessageCandidate]:
             position = await self._leaf_position(session_id, leaf)
             if position is None:
                 return []
             if not await self._search_index_ready(session_id, position):
                 branch = await self._branch_range(position, 0, position.depth)
                 return scan_message_candidates(branch, keys)
-            rows = await message_candidate_rows(
+            rows, found_by = await message_candidate_rows(
                 self._fetch, position.params(), keys, SEARCH_CANDIDATES_PER_TERM
             )
-            return [(e.id, e.timestamp, e.message) for e in self._parse_rows(rows) if e.message]
+            return [
+                (e.id, e.timestamp, e.message, by)
+                for e, by in zip(self._parse_rows(rows), found_by, strict=True)
+                if e.message
+            ]
 
         async def memory(leaf: str, keys: frozenset[int]) -> builtins.set[str] | None:
             position = await self._leaf_position(session_id, leaf)

@@ -216,11 +216,13 @@ def _memory_blocks_sql(count: int) -> str:
 
 @functools.lru_cache(maxsize=16)
 def _entries_at_sql(count: int) -> str:
-    """The entry rows (``stores/_rows.py``, no data) at ``count`` ``(:s<i>, :d<i>)``."""
+    """The entry rows (``stores/_rows.py``, no data) at ``count`` ``(:s<i>, :d<i>)``, each
+    followed by its segment and depth."""
     values = ", ".join(f"(:s{i}, :d{i})" for i in range(count))
     return (
         f"WITH hits(segment_id, depth) AS (VALUES {values})\n"
-        f"SELECT {entry_columns('e', data=False)} FROM hits h CROSS JOIN entries e\n"
+        f"SELECT {entry_columns('e', data=False)}, e.segment_id, e.depth"
+        " FROM hits h CROSS JOIN entries e\n"
         "WHERE e.segment_id = h.segment_id AND e.depth = h.depth"
     )
 
@@ -254,16 +256,17 @@ def key_params(keys: Iterable[int]) -> dict[str, int]:
 
 async def message_candidate_rows(
     fetch: Fetch, position: Mapping[str, Any], keys: frozenset[int], cap: int
-) -> builtins.list[Any]:
+) -> tuple[builtins.list[Any], builtins.list[frozenset[int]]]:
     """The entry rows of the branch's indexed messages among the newest ``cap`` holding
-    each key (what ``search.scan_message_candidates`` finds by a scan), newest first.
+    each key (what ``search.scan_message_candidates`` finds by a scan), with the keys each
+    was found by, row for row.
 
     Each block holds at least one posting, so the newest ``cap`` blocks of a key hold its
     newest ``cap`` postings, but for blocks at a piece's ends, which may hold none inside
     the piece: a margin of blocks is read, and a key whose blocks ran out at the margin
     before ``cap`` postings is read again without it (a branch of many forks)."""
     if not keys:
-        return []
+        return [], []
     ordered = sorted(keys)
     margin = cap + 16
     params = {**position, **key_params(ordered), "blocks": margin}
@@ -271,11 +274,10 @@ async def message_candidate_rows(
     by_key: dict[int, builtins.list[Any]] = {key: [] for key in ordered}
     for row in rows:
         by_key[row[0]].append(row)
-    short = [k for k in ordered if len(by_key[k]) >= margin]
-    for key in short:
+    for key in [k for k in ordered if len(by_key[k]) >= margin]:
         again = {**position, "k0": key, "blocks": 2**62}
         by_key[key] = await fetch(_message_blocks_sql(1), again)
-    hits: set[tuple[int, int]] = set()
+    hits: dict[tuple[int, int], builtins.list[int]] = {}
     for key in ordered:
         found: builtins.list[tuple[int, int]] = []
         for _term, segment_id, kind, block, postings, lo, hi in by_key[key]:
@@ -285,16 +287,24 @@ async def message_candidate_rows(
                 if lo <= depth <= hi
             )
         found.sort(reverse=True)
-        hits.update(found[:cap])
+        for hit in found[:cap]:
+            hits.setdefault(hit, []).append(key)
     out: builtins.list[Any] = []
-    ordered_hits = sorted(hits, reverse=True)
-    for count, chunk in _chunks(ordered_hits):
+    found_by: builtins.list[frozenset[int]] = []
+    for count, chunk in _chunks(sorted(hits, reverse=True)):
         bound: dict[str, int] = {}
         for i in range(count):
             depth, segment_id = chunk[i] if i < len(chunk) else (-1, -1)
             bound[f"s{i}"], bound[f"d{i}"] = segment_id, depth
-        out += await fetch(_entries_at_sql(count), bound)
-    return out
+        rows = await fetch(_entries_at_sql(count), bound)
+        # The rows come back in any order: each is put back with its hit by its place.
+        placed = {(row[-1], row[-2]): row[:-2] for row in rows}
+        for depth, segment_id in chunk:
+            row = placed.get((depth, segment_id))
+            if row is not None:
+                out.append(row)
+                found_by.append(frozenset(hits[(depth, segment_id)]))
+    return out, found_by
 
 
 async def memory_candidate_ids(
