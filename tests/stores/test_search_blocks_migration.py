@@ -92,3 +92,59 @@ def test_packing_keeps_each_posting_in_depth_order() -> None:
 def test_a_memory_postings_ordinal_of_any_size_reads_back(ordinal: int) -> None:
     ((_t, _s, kind, block, packed),) = block_rows([(1, 1, 77, 1, ordinal)])
     assert postings_of_block(kind, block, packed) == [(77, ordinal)]
+
+
+async def test_postgres_version_seven_migrates_packing_every_posting(postgres_url: str) -> None:
+    """A PostgreSQL schema put back to version 7's shape (its postings a row each in
+    ``search_terms``, ``search_blocks`` empty, the stamp 7) packs them at the next open."""
+    import psycopg
+    from psycopg import sql as pgsql
+
+    from prism_om.stores import open_store
+    from prism_om.stores.memory import MemoryStore
+    from prism_om.stores.postgres.store import split_postgres_url
+    from tests.stores.test_search_indexed_by_search import _conversation, _search_all
+
+    entries = _conversation("s", 40)
+    async with await open_store(postgres_url) as store:
+        await store.append_many(entries[:30])
+        await store.search("s", "billing")  # the first thirty indexed, the last ten not
+        await store.append_many(entries[30:])
+    conninfo, schema, _ = split_postgres_url(postgres_url)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(schema)))
+        packed = conn.execute(
+            "SELECT term, segment_id, kind, block, postings FROM search_blocks"
+        ).fetchall()
+        postings = {
+            (term, segment_id, depth, kind, ordinal)
+            for term, segment_id, kind, block, raw in packed
+            for depth, ordinal in postings_of_block(kind, block, bytes(raw))
+        }
+        marks = set(conn.execute("SELECT segment_id, depth FROM search_indexed").fetchall())
+        conn.execute(
+            "CREATE TABLE search_terms (term BIGINT NOT NULL, segment_id BIGINT NOT NULL,"
+            " depth BIGINT NOT NULL, kind BIGINT NOT NULL, ordinal BIGINT NOT NULL,"
+            " PRIMARY KEY (term, segment_id, depth, kind, ordinal))"
+        )
+        with conn.cursor() as cursor:
+            cursor.executemany("INSERT INTO search_terms VALUES (%s, %s, %s, %s, %s)", postings)
+        conn.execute("DELETE FROM search_blocks")
+        conn.execute("UPDATE prism_meta SET value = '7' WHERE name = 'schema_version'")
+    assert postings and marks
+    reference = MemoryStore()
+    await reference.append_many(entries)
+    async with await open_store(postgres_url) as store:
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            conn.execute(pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(schema)))
+            assert conn.execute("SELECT to_regclass('search_terms')").fetchone() == (None,)
+            again = conn.execute("SELECT kind, block, postings FROM search_blocks").fetchall()
+            assert sum(len(postings_of_block(k, b, bytes(p))) for k, b, p in again) == len(
+                postings
+            )
+            assert set(conn.execute("SELECT segment_id, depth FROM search_indexed")) == marks
+            (stamp,) = conn.execute(
+                "SELECT value FROM prism_meta WHERE name = 'schema_version'"
+            ).fetchone()
+        assert int(stamp) == SCHEMA_VERSION
+        await _search_all(store, reference, "s")

@@ -161,7 +161,7 @@ async def _v4(conn: PgConnection) -> None:
 
 
 async def _v5_search_index(conn: PgConnection) -> None:
-    """Version 4 to 5: create the search_terms index and fill it from the entries and
+    """Version 4 to 5: create the search index and fill it from the entries and
     fold rows."""
     for statement in postgres_schema():
         await conn.raw.execute(cast(Any, statement))
