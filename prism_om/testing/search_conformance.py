@@ -199,9 +199,7 @@ class SearchConformance:
         secrets = ["unter2"]
         right = await store.search("guess", "hunter2 deploy", limit=100, secrets=secrets)
         wrong = await store.search("guess", "hunter3 deploy", limit=100, secrets=secrets)
-        assert [(h.id, h.score, h.text) for h in right] == [
-            (h.id, h.score, h.text) for h in wrong
-        ]
+        assert [(h.id, h.score, h.text) for h in right] == [(h.id, h.score, h.text) for h in wrong]
         assert hidden.id not in _ids(right)
         # Without the secret the word finds its message: the rule did the work.
         assert hidden.id in _ids(await store.search("guess", "hunter2 deploy", limit=100))

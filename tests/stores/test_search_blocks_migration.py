@@ -139,9 +139,7 @@ async def test_postgres_version_seven_migrates_packing_every_posting(postgres_ur
             conn.execute(pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(schema)))
             assert conn.execute("SELECT to_regclass('search_terms')").fetchone() == (None,)
             again = conn.execute("SELECT kind, block, postings FROM search_blocks").fetchall()
-            assert sum(len(postings_of_block(k, b, bytes(p))) for k, b, p in again) == len(
-                postings
-            )
+            assert sum(len(postings_of_block(k, b, bytes(p))) for k, b, p in again) == len(postings)
             assert set(conn.execute("SELECT segment_id, depth FROM search_indexed")) == marks
             (stamp,) = conn.execute(
                 "SELECT value FROM prism_meta WHERE name = 'schema_version'"

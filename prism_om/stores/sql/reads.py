@@ -46,10 +46,10 @@ from ..base import (
 )
 from ..search import (
     SEARCH_CANDIDATES_PER_TERM,
+    MessageCandidate,
     SearchHit,
     SearchKind,
     check_search,
-    MessageCandidate,
     run_search,
     scan_message_candidates,
 )

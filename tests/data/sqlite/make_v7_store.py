@@ -116,7 +116,9 @@ async def build(path: Path) -> None:
         # Then om-g grows past its mark, and om-h forks from the middle of its branch.
         tail = await store.leaf("om-g")
         for n in range(6):
-            entry = message_entry("om-g", "user", f"After the search: billing note {n}.", parent_id=tail)
+            entry = message_entry(
+                "om-g", "user", f"After the search: billing note {n}.", parent_id=tail
+            )
             tail = (await store.append_at_leaf([entry]))[0].id
         branch = await store.entries("om-h")
         middle = next(e for e in branch[len(branch) // 2 :] if e.kind == "message")
