@@ -210,27 +210,38 @@ CREATE TABLE IF NOT EXISTS om_live (
 -- The search index (stores/sql/search_index.py): a posting is a distinct term key
 -- (core/search_text.py: a 31-bit hash of a normalised term, never the term) of an
 -- eligible message (kind 0), observation (1) or reflection (2), at the (segment_id,
--- depth) of the entry holding it, with the item's place in its record (ordinal) for
--- memory. Postings are packed, one row per (term, segment_id, kind, block), block being
--- depth >> 8: postings holds each one's depth within the block (one byte) and, for
--- memory, its ordinal (a varint), in depth order; a write appends to it. A search reads
--- it by (term, branch piece), blocks newest first. An observation's or a reflection's
--- postings are written in the append transaction of its record; a message's by the first
--- search that reaches it (search_indexed), so an append pays nothing for them. Erased
--- with the session. Added in schema version 5 as one row per posting (search_terms);
--- packed in version 8 (a row per posting cost 20-25 bytes of the file, a packed posting
--- one to a few).
+-- depth) of the entry holding it; ordinal is the item's place in its record, as in the
+-- fold tables. A search reads it by (term, branch piece). An observation's or a
+-- reflection's postings are written in the append transaction of its record; a message's
+-- by the first search that reaches it (search_indexed), so an append pays nothing for
+-- them. Erased with the session. Added in schema version 5, a row per posting.
+--
+-- search_terms: a memory item's postings, a row each (the key is the whole row, so
+-- SQLite keeps it as its own index: WITHOUT ROWID). Until version 8 it held the
+-- messages' too (kind 0), which version 8 moved to search_blocks.
+CREATE TABLE IF NOT EXISTS search_terms (
+    term INTEGER NOT NULL,
+    segment_id INTEGER NOT NULL REFERENCES segments (segment_id),
+    depth INTEGER NOT NULL,
+    kind INTEGER NOT NULL,
+    ordinal INTEGER NOT NULL,
+    PRIMARY KEY (term, segment_id, depth, kind, ordinal)
+) WITHOUT ROWID;
+
+-- search_blocks: a message's postings packed, one row per (term, segment_id, block),
+-- block being depth >> 8: postings holds the depth within the block of each message
+-- holding the term, one byte each, in depth order; a write appends to it. A row per
+-- posting cost 20-25 bytes of the file, a packed posting about one. Added in version 8.
 CREATE TABLE IF NOT EXISTS search_blocks (
     term INTEGER NOT NULL,
     segment_id INTEGER NOT NULL REFERENCES segments (segment_id),
-    kind INTEGER NOT NULL,
     block INTEGER NOT NULL,
     postings BLOB NOT NULL,
-    PRIMARY KEY (term, segment_id, kind, block)
+    PRIMARY KEY (term, segment_id, block)
 ) WITHOUT ROWID;
 
 -- How far the search index holds each segment's messages: every eligible message of
--- segment_id at a depth <= depth has its search_blocks postings. The first search whose branch
+-- segment_id at a depth <= depth has its postings in search_blocks. The first search whose branch
 -- reaches past it indexes the rest of the segment (stores/sql/search_index.py), under the
 -- writer's lock; erased with the session. Added in schema version 6.
 CREATE TABLE IF NOT EXISTS search_indexed (

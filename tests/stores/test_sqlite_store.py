@@ -739,6 +739,7 @@ def test_schema_transpiles_to_postgres(caplog: pytest.LogCaptureFixture) -> None
         "om_supersessions",
         "session_summary",
         "om_live",
+        "search_terms",
         "search_blocks",
         "search_indexed",
     )

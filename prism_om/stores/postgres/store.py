@@ -58,7 +58,7 @@ from ..sql.search_index import (
     backfill_search_index,
     backfill_search_marks,
     index_pending_messages,
-    pack_search_terms,
+    pack_message_postings,
 )
 from ..sql.statements import (
     ADD_TO_SUMMARY_SQL,
@@ -107,7 +107,7 @@ ANALYZED_ROWS_SQL = (
 )
 _ANALYZED_TABLES = (
     "entries, segments, om_observations, om_observation_sources, om_reflections, "
-    "om_drops, om_markers, om_scope_records, om_supersessions, search_blocks, search_indexed"
+    "om_drops, om_markers, om_scope_records, om_supersessions, search_terms, search_blocks, search_indexed"
 )
 DEFAULT_SCHEMA = "public"
 # PostgreSQL-only statements (user_version, advisory locks and sequences have no SQLite
@@ -185,13 +185,11 @@ async def _v7_message_data(conn: PgConnection) -> None:
 
 
 async def _v8_packed_search(conn: PgConnection) -> None:
-    """Version 7 to 8: create search_blocks, pack the search index's postings into it and
-    drop search_terms (if a run before did not: the step may run again)."""
+    """Version 7 to 8: create search_blocks and pack the messages' postings into it
+    (``search_index.pack_message_postings``)."""
     for statement in postgres_schema():
         await conn.raw.execute(cast(Any, statement))
-    old = await conn.fetch_native("SELECT to_regclass('search_terms') IS NOT NULL")
-    if old and old[0][0]:
-        await pack_search_terms(conn)
+    await pack_message_postings(conn)
 
 
 MIGRATIONS: dict[int, Callable[[PgConnection], Awaitable[None]]] = {

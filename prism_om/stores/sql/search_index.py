@@ -1,21 +1,26 @@
-"""The search index of the SQL adapters: ``search_blocks`` rows written, candidates read.
+"""The search index of the SQL adapters: its rows written, candidates read.
 
 A posting is one distinct term key (``core.search_text.index_keys``) of one indexed item:
 an eligible message (kind 0), an observation (kind 1) or a reflection (kind 2) of a memory
 record, at the ``(segment_id, depth)`` of the entry that holds it (``ordinal`` is the
-item's place in its record, as in the fold tables). Postings are kept packed, one row per
-``(term, segment_id, kind, block)`` where ``block`` is ``depth >> BLOCK_SHIFT`` (256
-depths): ``postings`` holds each one's depth within the block as one byte, followed for a
-memory item by its ordinal as a varint. A row per posting cost 20-25 bytes of the file
-(the key repeated, a record header, a cell); packed, a posting costs one to a few
-(schema version 8: the index +36% of a store's bytes where it was +81-92%). A write
-appends to a row's bytes (an upsert that concatenates), and entries are append-only with
-a segment growing at its tail only, so a row's postings stay in depth order.
+item's place in its record, as in the fold tables).
 
-Read as an index range search per branch piece and query key, blocks newest first, so a
-search costs the matches on the branch, not the session; the blocks are decoded here and
-the entries (or memory ids) they name read by ``(segment_id, depth)``. SQLite and
-PostgreSQL run the same statements (transpiled).
+A message's postings, nearly all of them (98% in the bench's sessions), are packed:
+``search_blocks`` holds one row per ``(term, segment_id, block)``, ``block`` being
+``depth >> BLOCK_SHIFT`` (256 depths), whose ``postings`` bytes hold each message's depth
+within the block, one byte each, in depth order. A row per posting cost 20-25 bytes of the
+file (the key repeated, a record header, a cell); packed, a posting costs about one
+(schema version 8: the index +36% of a store's bytes where it was +84-92%). A write
+appends to a row's bytes (one upsert that concatenates); entries are append-only and a
+segment grows at its tail only, so a row's bytes stay in depth order. A memory item's
+postings stay one row each in ``search_terms``, whose one statement joins them to the
+memory ids in the engine: they are few, and a search ranks every active item that holds
+a query word, so packing them would move that join into Python for a few bytes.
+
+Read as an index range search per branch piece and query key, so a search costs the
+matches on the branch, not the session: a key's message blocks newest first, decoded here
+until the newest ``SEARCH_CANDIDATES_PER_TERM`` are found, then the entries they name by
+``(segment_id, depth)``. SQLite and PostgreSQL run the same statements (transpiled).
 
 When rows are written: a memory item's in the append transaction of its record (a few
 items a turn). A message's are not written by the append, which is the hot path of every
@@ -56,7 +61,7 @@ __all__ = [
     "memory_search_rows",
     "message_candidate_rows",
     "message_search_rows",
-    "pack_search_terms",
+    "pack_message_postings",
     "postings_of_block",
     "write_search_rows",
 ]
@@ -70,13 +75,17 @@ Posting = tuple[int, int, int, int, int]
 """``(term, segment_id, depth, kind, ordinal)``: one term key of one indexed item."""
 Fetch = Callable[[str, Mapping[str, Any]], Awaitable[builtins.list[Any]]]
 
-# A posting joins its row's bytes, or starts the row (one statement for both, so a write
-# needs no read first; both engines spell the upsert alike). SQLite's ``||`` gives text
-# even of two blobs (their bytes kept, NULs and all): the cast makes it a blob again.
+# A message's postings join their row's bytes, or start the row (one statement for both,
+# so a write needs no read first; both engines spell the upsert alike). SQLite's ``||``
+# gives text even of two blobs (their bytes kept, NULs and all): the cast makes it a blob.
 INSERT_BLOCK_SQL = (
-    "INSERT INTO search_blocks (term, segment_id, kind, block, postings) VALUES (?, ?, ?, ?, ?)"
-    " ON CONFLICT (term, segment_id, kind, block)"
+    "INSERT INTO search_blocks (term, segment_id, block, postings) VALUES (?, ?, ?, ?)"
+    " ON CONFLICT (term, segment_id, block)"
     " DO UPDATE SET postings = CAST(search_blocks.postings || excluded.postings AS BLOB)"
+)
+# A memory item's postings, a row each.
+INSERT_TERM_SQL = (
+    "INSERT INTO search_terms (term, segment_id, depth, kind, ordinal) VALUES (?, ?, ?, ?, ?)"
 )
 # The branch's pieces whose messages the index does not all hold yet. Bind a
 # ``LeafPosition``'s params.
@@ -125,67 +134,34 @@ def _keys(text: str) -> tuple[int, ...]:
     return index_keys(text)
 
 
-def _varint(value: int, out: bytearray) -> None:
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-
-
-def block_rows(postings: Iterable[Posting]) -> list[tuple[int, int, int, int, bytes]]:
-    """``search_blocks`` rows ``(term, segment_id, kind, block, postings)`` of the postings,
+def block_rows(postings: Iterable[Posting]) -> list[tuple[int, int, int, bytes]]:
+    """``search_blocks`` rows ``(term, segment_id, block, postings)`` of message postings,
     each row's postings in the order given (``postings_of_block`` reads them).
 
-    Every writer gives postings in depth order within a segment (messages by depth, a
-    record's items by ordinal, the old table by its key), which a row's bytes must keep;
+    Every writer gives a segment's messages in depth order, which a row's bytes must keep;
     they are grouped in one pass, without sorting them (the first search of a long
     session packs millions)."""
-    rows: dict[tuple[int, int, int, int], bytearray] = {}
+    rows: dict[tuple[int, int, int], bytearray] = {}
     get = rows.get
-    for term, segment_id, depth, kind, ordinal in postings:
-        key = (term, segment_id, kind, depth >> BLOCK_SHIFT)
+    for term, segment_id, depth, _kind, _ordinal in postings:
+        key = (term, segment_id, depth >> BLOCK_SHIFT)
         packed = get(key)
         if packed is None:
             packed = rows[key] = bytearray()
         packed.append(depth & _BLOCK_MASK)
-        if kind != KIND_MESSAGE:
-            _varint(ordinal, packed)
     return [(*key, bytes(packed)) for key, packed in rows.items()]
 
 
-def postings_of_block(kind: int, block: int, postings: bytes) -> list[tuple[int, int]]:
-    """``(depth, ordinal)`` of each posting a row holds, as ``block_rows`` packed them.
-
-    ``CorruptStoreError``-free by construction: a byte string cut short (a damaged file)
-    loses its last posting, never raises: the entries a search reads are checked anyway."""
+def postings_of_block(block: int, postings: bytes) -> list[int]:
+    """The depth of each message posting a row holds, as ``block_rows`` packed them."""
     base = block << BLOCK_SHIFT
-    if kind == KIND_MESSAGE:
-        return [(base + offset, 0) for offset in postings]
-    found: list[tuple[int, int]] = []
-    i, end = 0, len(postings)
-    while i < end:
-        depth = base + postings[i]
-        i += 1
-        ordinal = shift = 0
-        while i < end:
-            byte = postings[i]
-            i += 1
-            ordinal |= (byte & 0x7F) << shift
-            shift += 7
-            if byte < 0x80:
-                break
-        found.append((depth, ordinal))
-    return found
+    return [base + offset for offset in postings]
 
 
 _IN_PIECE = (
     "t.segment_id = bp.segment_id"
     f" AND t.block BETWEEN (max(bp.lo, :min_depth) >> {BLOCK_SHIFT})"
     f" AND (min(bp.hi, :max_depth) >> {BLOCK_SHIFT})"
-)
-_BLOCK_COLUMNS = (
-    "t.term, t.segment_id, t.kind, t.block, t.postings,"
-    " max(bp.lo, :min_depth), min(bp.hi, :max_depth)"
 )
 
 
@@ -194,24 +170,14 @@ def _message_blocks_sql(count: int) -> str:
     """The newest ``:blocks`` message blocks of each of ``count`` keys (``:k0``...) on the
     branch, each with its piece's depth bounds. Bind a ``LeafPosition``'s params too."""
     per_key = "\n  UNION ALL\n".join(
-        f"  SELECT * FROM (SELECT {_BLOCK_COLUMNS}"
+        "  SELECT * FROM (SELECT t.term, t.segment_id, t.block, t.postings,"
+        " max(bp.lo, :min_depth), min(bp.hi, :max_depth)"
         " FROM branch_path bp CROSS JOIN search_blocks t"
-        f" WHERE {_IN_PIECE} AND t.term = :k{i} AND t.kind = {KIND_MESSAGE}"
+        f" WHERE {_IN_PIECE} AND t.term = :k{i}"
         f" ORDER BY t.block DESC LIMIT :blocks) AS n{i}"
         for i in range(count)
     )
     return f"{BRANCH_PATH_CTE}\n{per_key}"
-
-
-@functools.lru_cache(maxsize=64)
-def _memory_blocks_sql(count: int) -> str:
-    """Every observation and reflection block of ``count`` keys on the branch."""
-    marks = ", ".join(f":k{i}" for i in range(count))
-    return (
-        f"{BRANCH_PATH_CTE}\n"
-        f"SELECT {_BLOCK_COLUMNS} FROM branch_path bp CROSS JOIN search_blocks t\n"
-        f"WHERE {_IN_PIECE} AND t.term IN ({marks}) AND t.kind > {KIND_MESSAGE}"
-    )
 
 
 @functools.lru_cache(maxsize=16)
@@ -227,30 +193,31 @@ def _entries_at_sql(count: int) -> str:
     )
 
 
-@functools.lru_cache(maxsize=16)
-def _memory_at_sql(count: int) -> str:
-    """Memory ids of the items at ``count`` ``(:k<i>, :s<i>, :d<i>, :o<i>)``."""
-    values = ", ".join(f"(:k{i}, :s{i}, :d{i}, :o{i})" for i in range(count))
-    on = "{t}.segment_id = h.segment_id AND {t}.depth = h.depth AND {t}.ordinal = h.ordinal"
+@functools.lru_cache(maxsize=64)
+def _search_memory_sql(count: int) -> str:
+    """Memory ids of the branch's indexed observations and reflections holding any of
+    ``count`` keys (``:k0``...). Bind a ``LeafPosition``'s params too."""
+    marks = ", ".join(f":k{i}" for i in range(count))
     return (
-        f"WITH hits(kind, segment_id, depth, ordinal) AS (VALUES {values})\n"
+        f"{BRANCH_PATH_CTE},\n"
+        "hits(kind, segment_id, depth, ordinal) AS (\n"
+        "  SELECT DISTINCT t.kind, t.segment_id, t.depth, t.ordinal\n"
+        "  FROM branch_path bp CROSS JOIN search_terms t\n"
+        "  WHERE t.segment_id = bp.segment_id"
+        " AND t.depth BETWEEN max(bp.lo, :min_depth) AND min(bp.hi, :max_depth)"
+        f" AND t.term IN ({marks}))\n"
         "SELECT o.memory_id FROM hits h CROSS JOIN om_observations o\n"
-        f"WHERE h.kind = {KIND_OBSERVATION} AND {on.format(t='o')}\n"
+        f"WHERE h.kind = {KIND_OBSERVATION} AND o.segment_id = h.segment_id"
+        " AND o.depth = h.depth AND o.ordinal = h.ordinal\n"
         "UNION ALL\n"
         "SELECT r.memory_id FROM hits h CROSS JOIN om_reflections r\n"
-        f"WHERE h.kind = {KIND_REFLECTION} AND {on.format(t='r')}"
+        f"WHERE h.kind = {KIND_REFLECTION} AND r.segment_id = h.segment_id"
+        " AND r.depth = h.depth AND r.ordinal = h.ordinal"
     )
 
 
-def _chunks(hits: Sequence[tuple[int, ...]]) -> Iterable[tuple[int, Sequence[tuple[int, ...]]]]:
-    """``hits`` in chunks, each with the padded count of its statement (a power of two)."""
-    for start in range(0, len(hits), _HITS_PER_STATEMENT):
-        chunk = hits[start : start + _HITS_PER_STATEMENT]
-        yield max(8, 1 << (len(chunk) - 1).bit_length()), chunk
-
-
 def key_params(keys: Iterable[int]) -> dict[str, int]:
-    """``{"k0": ..., "k1": ...}`` for the block statements (sorted: one text per count)."""
+    """``{"k0": ..., "k1": ...}`` for the key statements (sorted: one text per count)."""
     return {f"k{i}": k for i, k in enumerate(sorted(keys))}
 
 
@@ -264,7 +231,7 @@ async def message_candidate_rows(
     Each block holds at least one posting, so the newest ``cap`` blocks of a key hold its
     newest ``cap`` postings, but for blocks at a piece's ends, which may hold none inside
     the piece: a margin of blocks is read, and a key whose blocks ran out at the margin
-    before ``cap`` postings is read again without it (a branch of many forks)."""
+    is read again without it (a branch of many forks)."""
     if not keys:
         return [], []
     ordered = sorted(keys)
@@ -279,15 +246,7 @@ async def message_candidate_rows(
         by_key[key] = await fetch(_message_blocks_sql(1), again)
     hits: dict[tuple[int, int], builtins.list[int]] = {}
     for key in ordered:
-        found: builtins.list[tuple[int, int]] = []
-        for _term, segment_id, kind, block, postings, lo, hi in by_key[key]:
-            found.extend(
-                (depth, segment_id)
-                for depth, _ in postings_of_block(kind, block, bytes(postings))
-                if lo <= depth <= hi
-            )
-        found.sort(reverse=True)
-        for hit in found[:cap]:
+        for hit in _newest(by_key[key], cap):
             hits.setdefault(hit, []).append(key)
     out: builtins.list[Any] = []
     found_by: builtins.list[frozenset[int]] = []
@@ -307,41 +266,61 @@ async def message_candidate_rows(
     return out, found_by
 
 
+def _newest(rows: Sequence[Any], cap: int) -> builtins.list[tuple[int, int]]:
+    """The newest ``cap`` ``(depth, segment_id)`` of one key's message blocks, in range.
+
+    Blocks are decoded newest first and the decoding stops at the first block number below
+    which ``cap`` postings are already found: every posting of a lower block is older (a
+    block number is a depth range; two pieces may share one, at a fork, so a number's
+    blocks are decoded together). A frequent word's newest matches lie in its newest one
+    or two blocks of the hundreds read."""
+    found: builtins.list[tuple[int, int]] = []
+    ordered = sorted(rows, key=_block_number, reverse=True)
+    at = 0
+    while at < len(ordered) and len(found) < cap:
+        block = ordered[at][2]
+        while at < len(ordered) and ordered[at][2] == block:
+            _term, segment_id, _block, postings, lo, hi = ordered[at]
+            found.extend(
+                (depth, segment_id)
+                for depth in postings_of_block(block, bytes(postings))
+                if lo <= depth <= hi
+            )
+            at += 1
+    found.sort(reverse=True)
+    return found[:cap]
+
+
+def _block_number(row: Sequence[Any]) -> int:
+    return int(row[2])
+
+
+def _chunks(hits: Sequence[tuple[int, int]]) -> Iterable[tuple[int, Sequence[tuple[int, int]]]]:
+    """``hits`` in chunks, each with the padded count of its statement (a power of two)."""
+    for start in range(0, len(hits), _HITS_PER_STATEMENT):
+        chunk = hits[start : start + _HITS_PER_STATEMENT]
+        yield max(8, 1 << (len(chunk) - 1).bit_length()), chunk
+
+
 async def memory_candidate_ids(
     fetch: Fetch, position: Mapping[str, Any], keys: frozenset[int]
 ) -> builtins.set[str]:
-    """Memory ids of the branch's indexed observations and reflections holding any key."""
+    """Memory ids of the branch's indexed observations and reflections holding any key:
+    one statement (``search_terms`` joined to the fold tables)."""
     if not keys:
         return set()
     params = {**position, **key_params(keys)}
-    items: set[tuple[int, int, int, int]] = set()
-    for _term, segment_id, kind, block, postings, lo, hi in await fetch(
-        _memory_blocks_sql(len(keys)), params
-    ):
-        items.update(
-            (kind, segment_id, depth, ordinal)
-            for depth, ordinal in postings_of_block(kind, block, bytes(postings))
-            if lo <= depth <= hi
-        )
-    found: set[str] = set()
-    for count, chunk in _chunks(sorted(items)):
-        bound: dict[str, int] = {}
-        for i in range(count):
-            kind, segment_id, depth, ordinal = chunk[i] if i < len(chunk) else (-1, -1, -1, -1)
-            bound[f"k{i}"], bound[f"s{i}"], bound[f"d{i}"], bound[f"o{i}"] = (
-                kind,
-                segment_id,
-                depth,
-                ordinal,
-            )
-        found.update(row[0] for row in await fetch(_memory_at_sql(count), bound))
-    return found
+    return {row[0] for row in await fetch(_search_memory_sql(len(keys)), params)}
 
 
 async def write_search_rows(conn: Any, postings: Sequence[Posting]) -> None:
-    """Add the postings on the writer connection, inside the append transaction."""
-    if postings:
-        await conn.executemany(INSERT_BLOCK_SQL, block_rows(postings))
+    """Add the postings on the writer connection, inside the append transaction: a
+    message's packed into ``search_blocks``, a memory item's a row each."""
+    messages = [p for p in postings if p[3] == KIND_MESSAGE]
+    if messages:
+        await conn.executemany(INSERT_BLOCK_SQL, block_rows(messages))
+    if len(messages) < len(postings):
+        await conn.executemany(INSERT_TERM_SQL, [p for p in postings if p[3] != KIND_MESSAGE])
 
 
 async def index_pending_messages(conn: Any, segment_ids: Iterable[int]) -> int:
@@ -400,6 +379,7 @@ async def backfill_search_index(conn: Any) -> None:
     The index is rebuilt whole: rows an earlier run left (a step run again on a store
     whose version stamp lags its tables) are deleted first, not duplicated."""
     await conn.execute("DELETE FROM search_blocks")
+    await conn.execute("DELETE FROM search_terms")
     roles = sorted(ELIGIBLE_SOURCE_ROLES)
     marks = ", ".join("?" * len(roles))
     sql = (
@@ -418,15 +398,15 @@ async def backfill_search_index(conn: Any) -> None:
     await write_search_rows(conn, rows)
 
 
-async def pack_search_terms(conn: Any) -> None:
-    """Version 7 to 8: the rows of ``search_terms`` (one per posting) packed into
-    ``search_blocks``, then the old table dropped. What was indexed stays indexed, no more
-    (the marks of ``search_indexed`` still say how far); nothing is tokenised again. The
-    caller runs it only while the old table exists (each engine asks its catalogue)."""
-    await conn.execute("DELETE FROM search_blocks")
+async def pack_message_postings(conn: Any) -> None:
+    """Version 7 to 8: the message rows of ``search_terms`` (one per posting) packed into
+    ``search_blocks`` and deleted; a memory item's rows stay. What was indexed stays
+    indexed, no more (``search_indexed`` still says how far): nothing is tokenised again.
+    Run again (a file whose stamp lags its tables), it finds no message row to move."""
     rows = await conn.execute_fetchall(
         "SELECT term, segment_id, depth, kind, ordinal FROM search_terms"
+        f" WHERE kind = {KIND_MESSAGE}"
         " ORDER BY term, segment_id, depth, kind, ordinal"  # its key: no sort on SQLite
     )
     await write_search_rows(conn, [tuple(row) for row in rows])
-    await conn.execute("DROP TABLE search_terms")
+    await conn.execute(f"DELETE FROM search_terms WHERE kind = {KIND_MESSAGE}")

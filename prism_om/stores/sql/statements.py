@@ -403,6 +403,8 @@ DELETE_SESSION_SQL = (
     ),
     "DELETE FROM entries WHERE session_id = ?",
     # The search index is a second copy of the text's terms: it goes with the session.
+    "DELETE FROM search_terms WHERE segment_id IN (SELECT segment_id FROM segments"
+    " WHERE session_id = ?)",
     "DELETE FROM search_blocks WHERE segment_id IN (SELECT segment_id FROM segments"
     " WHERE session_id = ?)",
     "DELETE FROM search_indexed WHERE segment_id IN (SELECT segment_id FROM segments"

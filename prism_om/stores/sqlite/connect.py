@@ -31,7 +31,11 @@ from .._schema import (
 )
 from ..sql.live_pool import backfill_live_pool
 from ..sql.memory_folds import backfill_supersessions
-from ..sql.search_index import backfill_search_index, backfill_search_marks, pack_search_terms
+from ..sql.search_index import (
+    backfill_search_index,
+    backfill_search_marks,
+    pack_message_postings,
+)
 from ..sql.statements import MESSAGE_DATA_COLUMN_SQL, SUMMARIES_FROM_ENTRIES_SQL, fetch_first_row
 from .loop_reads import NotAPoint, PointConnection
 from .translate import close_quietly, primary_code, retrying, rollback_quietly, translate_error
@@ -488,14 +492,9 @@ async def _v7_message_data(conn: aiosqlite.Connection) -> None:
 
 
 async def _v8_packed_search(conn: aiosqlite.Connection) -> None:
-    """Version 7 to 8: the search index's postings packed into blocks (search_blocks),
-    search_terms dropped. (A file whose version stamp lags its tables may have lost the
-    old table already: then there is nothing to pack.)"""
-    old = await conn.execute_fetchall(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'search_terms'"
-    )
-    if old:
-        await pack_search_terms(conn)
+    """Version 7 to 8: the messages' postings packed into search_blocks
+    (``search_index.pack_message_postings``); a memory item's stay in search_terms."""
+    await pack_message_postings(conn)
 
 
 # Migration steps, keyed by the version they start from. Each runs inside the one
