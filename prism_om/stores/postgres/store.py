@@ -107,7 +107,8 @@ ANALYZED_ROWS_SQL = (
 )
 _ANALYZED_TABLES = (
     "entries, segments, om_observations, om_observation_sources, om_reflections, "
-    "om_drops, om_markers, om_scope_records, om_supersessions, search_terms, search_blocks, search_indexed"
+    "om_drops, om_markers, om_scope_records, om_supersessions, search_terms, search_blocks, "
+    "search_indexed"
 )
 DEFAULT_SCHEMA = "public"
 # PostgreSQL-only statements (user_version, advisory locks and sequences have no SQLite
