@@ -13,8 +13,8 @@ per job:
 - ``placement``: placing a batch in the tree and checking it, inside the append.
 - ``memory_folds``: the memory fold rows written at append and read back as a ledger.
 - ``live_pool``: what each segment's tail keeps active (schema 4), kept at append.
-- ``search_index``: the ``search_blocks`` rows of the search index (packed postings),
-  written and read.
+- ``search_index``: the search index's rows, written and read (a message's postings
+  packed in ``search_blocks``, a memory item's in ``search_terms``).
 - ``recall_rows``: a recall's memory rows and the entries they cite, in one statement,
   and the ledger built from them.
 """

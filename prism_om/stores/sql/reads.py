@@ -341,7 +341,7 @@ class SqlReads(StoreLifecycle):
         invalidated_ids: Iterable[str] | None = None,
         secrets: Iterable[str] | Redactor | None = None,
     ) -> builtins.list[SearchHit]:
-        """``SessionStore.search``, its candidates read from the ``search_blocks`` index:
+        """``SessionStore.search``, its candidates read from the search index:
         one index range search per branch piece and query key (``search_index.py``), so
         the cost follows the matches on the branch. A message's rows are written by the
         first search that reaches it (``_search_index_ready``); a store that cannot write
