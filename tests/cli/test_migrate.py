@@ -121,27 +121,45 @@ async def _set_back_one_version(postgres_url: str) -> None:
     from psycopg import sql as pgsql
 
     from prism_om.stores.postgres.store import split_postgres_url
+    from prism_om.stores.sql.search_index import postings_of_block
 
     conninfo, schema, _ = split_postgres_url(postgres_url)
-    # Version 7 added entries.data: without it (the demo's rows hold none), and stamped 6,
-    # the store is a version 6.
-    table = pgsql.Identifier(schema, "entries")
+
+    # Version 8 packed a message's search postings into search_blocks: with them a row
+    # each in search_terms again, without search_blocks, and stamped 7, the store is a
+    # version 7.
+    def name(table: str) -> pgsql.Composed:
+        return pgsql.SQL("{}").format(pgsql.Identifier(schema, table))
+
     async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
         cursor = await conn.execute(
-            pgsql.SQL("SELECT count(*) FROM {} WHERE data IS NOT NULL").format(table)
+            pgsql.SQL("SELECT term, segment_id, block, postings FROM {}").format(
+                name("search_blocks")
+            )
         )
-        assert await cursor.fetchone() == (0,)
-        await conn.execute(pgsql.SQL("ALTER TABLE {} DROP COLUMN data").format(table))
+        rows = [
+            (term, segment_id, depth, 0, 0)
+            for term, segment_id, block, packed in await cursor.fetchall()
+            for depth in postings_of_block(block, bytes(packed))
+        ]
+        async with conn.cursor() as insert:
+            await insert.executemany(
+                pgsql.SQL("INSERT INTO {} VALUES (%s, %s, %s, %s, %s)").format(
+                    name("search_terms")
+                ),
+                rows,
+            )
+        await conn.execute(pgsql.SQL("DROP TABLE {}").format(name("search_blocks")))
         await conn.execute(
-            pgsql.SQL("UPDATE {}.prism_meta SET value = %s WHERE name = 'schema_version'").format(
-                pgsql.Identifier(schema)
+            pgsql.SQL("UPDATE {} SET value = %s WHERE name = 'schema_version'").format(
+                name("prism_meta")
             ),
             (str(SCHEMA_VERSION - 1),),
         )
 
 
 def test_postgres_store_set_back_a_version_is_migrated(postgres_url: str, tmp_path: Path) -> None:
-    assert SCHEMA_VERSION == 7, "set_back_one_version emulates version 6: update it"
+    assert SCHEMA_VERSION == 8, "set_back_one_version emulates version 7: update it"
     assert main(["demo", "--db", postgres_url]) == 0
 
     async def before() -> dict[str, object]:

@@ -228,10 +228,11 @@ async def message_candidate_rows(
     each key (what ``search.scan_message_candidates`` finds by a scan), with the keys each
     was found by, row for row.
 
-    Each block holds at least one posting, so the newest ``cap`` blocks of a key hold its
-    newest ``cap`` postings, but for blocks at a piece's ends, which may hold none inside
-    the piece: a margin of blocks is read, and a key whose blocks ran out at the margin
-    is read again without it (a branch of many forks)."""
+    A key's newest ``cap + 16`` blocks are read (each holds at least one posting; those
+    at a piece's ends may hold none inside it). When the limit cut the blocks, the lowest
+    block number read may be cut too, so only the numbers above it are trusted: if they
+    hold ``cap`` postings the answer is exact, else (a key of many forks, or of blocks
+    mostly outside their pieces) the key's blocks are read again, all of them."""
     if not keys:
         return [], []
     ordered = sorted(keys)
@@ -241,12 +242,18 @@ async def message_candidate_rows(
     by_key: dict[int, builtins.list[Any]] = {key: [] for key in ordered}
     for row in rows:
         by_key[row[0]].append(row)
-    for key in [k for k in ordered if len(by_key[k]) >= margin]:
-        again = {**position, "k0": key, "blocks": 2**62}
-        by_key[key] = await fetch(_message_blocks_sql(1), again)
     hits: dict[tuple[int, int], builtins.list[int]] = {}
     for key in ordered:
-        for hit in _newest(by_key[key], cap):
+        blocks = by_key[key]
+        if len(blocks) < margin:
+            newest = _newest(blocks, cap)  # every block of the key on the branch
+        else:
+            lowest = min(_block_number(row) for row in blocks)
+            newest = _newest([row for row in blocks if _block_number(row) > lowest], cap)
+            if len(newest) < cap:
+                every = {**position, "k0": key, "blocks": 2**62}
+                newest = _newest(await fetch(_message_blocks_sql(1), every), cap)
+        for hit in newest:
             hits.setdefault(hit, []).append(key)
     out: builtins.list[Any] = []
     found_by: builtins.list[frozenset[int]] = []
