@@ -1003,7 +1003,9 @@ class StoreBase(StoreLifecycle):
 
         async def messages(leaf: str, keys: frozenset[int]) -> builtins.list[MessageCandidate]:
             branch = await self.entries(session_id, leaf)
-            return scan_message_candidates(branch, keys, self._search_keys, _SEARCH_KEYS_CACHE_SIZE)
+            return scan_message_candidates(
+                branch, keys, self._search_keys, _SEARCH_KEYS_CACHE_SIZE, q.redactor
+            )
 
         async def memory(leaf: str, keys: frozenset[int]) -> builtins.set[str] | None:
             return None  # every memory item of the ledger, tested by its own keys

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MessageCandidate",
+    "shown_keys",
     "SEARCH_CANDIDATES_PER_TERM",
     "SEARCH_KINDS",
     "SEARCH_LIMIT_HARD_CAP",
@@ -393,14 +394,18 @@ def scan_message_candidates(
     keys: frozenset[int],
     cache: dict[str, tuple[int, ...]] | None = None,
     cache_size: int = 0,
+    red: Redactor | None = None,
 ) -> builtins.list[MessageCandidate]:
     """The eligible messages of ``branch`` that an index gives for ``keys``: for each key,
     the newest ``SEARCH_CANDIDATES_PER_TERM`` messages whose ``index_keys`` hold it. Found
     by a scan from the leaf back; ``cache`` keeps each message's keys by entry id (at
-    most ``cache_size``, oldest evicted first), as an entry's text never changes."""
+    most ``cache_size``, oldest evicted first), as an entry's text never changes. With a
+    redactor that hides something, a message counts for a key only while the key shows
+    in its redacted text (``shown_keys``), as the SQL stores' index read counts it."""
     found: builtins.list[MessageCandidate] = []
     taken = dict.fromkeys(keys, 0)
     cap = SEARCH_CANDIDATES_PER_TERM
+    hiding = bool(red)
     for index in range(len(branch) - 1, -1, -1):
         entry = branch[index]
         message = entry.message
@@ -417,13 +422,22 @@ def scan_message_candidates(
         for key in held:
             count = taken.get(key)
             if count is not None and count < cap:
-                taken[key] = count + 1
                 by.append(key)
+        if by and hiding:
+            shows = shown_keys(message, red)
+            by = [key for key in by if key in shows]
+        for key in by:
+            taken[key] += 1
         if by:
             found.append((entry.id, entry.timestamp, message, frozenset(by)))
         if taken and min(taken.values()) >= cap:
             break  # every key has its newest matches: older ones cannot be candidates
     return found
+
+
+def shown_keys(message: Message, red: Redactor | None) -> frozenset[int]:
+    """The index keys of a message's text as a read with ``red`` shows it."""
+    return frozenset(index_keys(redacted_message_text(message, red)))
 
 
 def sort_kinds(kinds: Iterable[SearchKind]) -> builtins.list[SearchKind]:

@@ -204,6 +204,25 @@ class SearchConformance:
         # Without the secret the word finds its message: the rule did the work.
         assert hidden.id in _ids(await store.search("guess", "hunter2 deploy", limit=100))
 
+    async def test_hidden_copies_of_a_word_take_no_place_among_its_newest(
+        self, store: SessionStore
+    ) -> None:
+        """A word a secret hides in many newer messages (``gamma`` of ``beta gam...``) and
+        shows in an older one: the older one is found by the word, as by any other word
+        it shows, so the answer cannot tell the hidden text from a wrong guess of it."""
+        b = BranchBuilder(session_id="hide", rng=random.Random(13))
+        shown = b.message("user", "Greek letters: gamma and sigma.")
+        for n in range(SEARCH_CANDIDATES_PER_TERM + 5):
+            b.message("user", f"code beta gamma {n}")
+        await _load(store, b.entries, None)
+        secrets = ["beta gam"]
+        for query in ("gamma", "sigma", "gamma sigma"):
+            assert _ids(await store.search("hide", query, limit=100, secrets=secrets)) == [
+                shown.id
+            ], query
+        # Without the secret the newer messages show the word and take its places.
+        assert shown.id not in _ids(await store.search("hide", "gamma", limit=100))
+
     async def test_inactive_memory_only_when_asked_and_marked(self, store: SessionStore) -> None:
         b = BranchBuilder(session_id="act", rng=random.Random(5))
         m = b.message("user", "the pgbouncer pool size is twenty")

@@ -52,6 +52,7 @@ from ..search import (
     check_search,
     run_search,
     scan_message_candidates,
+    shown_keys,
 )
 from ..snapshot import read_branch_snapshot
 from .connection import Params, SqlReader
@@ -358,15 +359,26 @@ class SqlReads(StoreLifecycle):
             secrets=secrets,
         )
 
+        red = q.redactor
+
+        def shown(rows: builtins.list[Any]) -> builtins.list[frozenset[int]]:
+            # A row with no message cannot be an indexed message; it shows no key.
+            return [
+                shown_keys(e.message, red) if e.message else frozenset()
+                for e in self._parse_rows(rows)
+            ]
+
+        visible = shown if red else None
+
         async def messages(leaf: str, keys: frozenset[int]) -> builtins.list[MessageCandidate]:
             position = await self._leaf_position(session_id, leaf)
             if position is None:
                 return []
             if not await self._search_index_ready(session_id, position):
                 branch = await self._branch_range(position, 0, position.depth)
-                return scan_message_candidates(branch, keys)
+                return scan_message_candidates(branch, keys, red=q.redactor)
             rows, found_by = await message_candidate_rows(
-                self._fetch, position.params(), keys, SEARCH_CANDIDATES_PER_TERM
+                self._fetch, position.params(), keys, SEARCH_CANDIDATES_PER_TERM, visible
             )
             return [
                 (e.id, e.timestamp, e.message, by)

@@ -38,7 +38,7 @@ from __future__ import annotations
 import builtins
 import functools
 import json
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...core.search_text import index_keys, message_search_text
@@ -221,18 +221,28 @@ def key_params(keys: Iterable[int]) -> dict[str, int]:
     return {f"k{i}": k for i, k in enumerate(sorted(keys))}
 
 
+Visible = Callable[[builtins.list[Any]], builtins.list[frozenset[int]]]
+"""The keys of each entry row's text as a read shows it (redacted), row for row."""
+
+
 async def message_candidate_rows(
-    fetch: Fetch, position: Mapping[str, Any], keys: frozenset[int], cap: int
+    fetch: Fetch,
+    position: Mapping[str, Any],
+    keys: frozenset[int],
+    cap: int,
+    visible: Visible | None = None,
 ) -> tuple[builtins.list[Any], builtins.list[frozenset[int]]]:
     """The entry rows of the branch's indexed messages among the newest ``cap`` holding
     each key (what ``search.scan_message_candidates`` finds by a scan), with the keys each
-    was found by, row for row.
+    was found by, row for row. With ``visible`` (a read with secrets), a message counts
+    for a key only while the key shows in its redacted text: a hidden copy of a word
+    takes no place among its newest ``cap``, so the answer never depends on hidden text.
 
     A key's newest ``cap + 16`` blocks are read (each holds at least one posting; those
     at a piece's ends may hold none inside it). When the limit cut the blocks, the lowest
     block number read may be cut too, so only the numbers above it are trusted: if they
-    hold ``cap`` postings the answer is exact, else (a key of many forks, or of blocks
-    mostly outside their pieces) the key's blocks are read again, all of them."""
+    hold enough the answer is exact, else (a key of many forks, of blocks mostly outside
+    their pieces, or of many hidden copies) the key's blocks are read again, all of them."""
     if not keys:
         return [], []
     ordered = sorted(keys)
@@ -242,60 +252,84 @@ async def message_candidate_rows(
     by_key: dict[int, builtins.list[Any]] = {key: [] for key in ordered}
     for row in rows:
         by_key[row[0]].append(row)
+    read: dict[tuple[int, int], Any] = {}  # (depth, segment_id) -> its entry row, or None
+    shown: dict[tuple[int, int], frozenset[int]] = {}
+
+    async def load(wanted: Sequence[tuple[int, int]]) -> None:
+        todo = [hit for hit in dict.fromkeys(wanted) if hit not in read]
+        for count, chunk in _chunks(todo):
+            bound: dict[str, int] = {}
+            for i in range(count):
+                depth, segment_id = chunk[i] if i < len(chunk) else (-1, -1)
+                bound[f"s{i}"], bound[f"d{i}"] = segment_id, depth
+            got = await fetch(_entries_at_sql(count), bound)
+            # The rows come back in any order: each is put back with its hit by its place.
+            placed = {(row[-1], row[-2]): row[:-2] for row in got}
+            for hit in chunk:
+                read[hit] = placed.get(hit)
+        if visible is not None:
+            found = [hit for hit in todo if read[hit] is not None]
+            shown.update(zip(found, visible([read[hit] for hit in found]), strict=True))
+
+    async def newest(key: int, blocks: Sequence[Any]) -> builtins.list[tuple[int, int]]:
+        postings = _newest_first(blocks)
+        if visible is None:
+            return [hit for _, hit in zip(range(cap), postings, strict=False)]
+        taken: builtins.list[tuple[int, int]] = []
+        while len(taken) < cap:
+            batch = [hit for _, hit in zip(range(cap), postings, strict=False)]
+            if not batch:
+                break
+            await load(batch)
+            taken += [hit for hit in batch if read[hit] is not None and key in shown[hit]]
+        return taken[:cap]
+
     hits: dict[tuple[int, int], builtins.list[int]] = {}
     for key in ordered:
         blocks = by_key[key]
         if len(blocks) < margin:
-            newest = _newest(blocks, cap)  # every block of the key on the branch
+            chosen = await newest(key, blocks)  # every block of the key on the branch
         else:
             lowest = min(_block_number(row) for row in blocks)
-            newest = _newest([row for row in blocks if _block_number(row) > lowest], cap)
-            if len(newest) < cap:
+            chosen = await newest(key, [row for row in blocks if _block_number(row) > lowest])
+            if len(chosen) < cap:
                 every = {**position, "k0": key, "blocks": 2**62}
-                newest = _newest(await fetch(_message_blocks_sql(1), every), cap)
-        for hit in newest:
+                chosen = await newest(key, await fetch(_message_blocks_sql(1), every))
+        for hit in chosen:
             hits.setdefault(hit, []).append(key)
+    ordered_hits = sorted(hits, reverse=True)
+    await load(ordered_hits)
     out: builtins.list[Any] = []
     found_by: builtins.list[frozenset[int]] = []
-    for count, chunk in _chunks(sorted(hits, reverse=True)):
-        bound: dict[str, int] = {}
-        for i in range(count):
-            depth, segment_id = chunk[i] if i < len(chunk) else (-1, -1)
-            bound[f"s{i}"], bound[f"d{i}"] = segment_id, depth
-        rows = await fetch(_entries_at_sql(count), bound)
-        # The rows come back in any order: each is put back with its hit by its place.
-        placed = {(row[-1], row[-2]): row[:-2] for row in rows}
-        for depth, segment_id in chunk:
-            row = placed.get((depth, segment_id))
-            if row is not None:
-                out.append(row)
-                found_by.append(frozenset(hits[(depth, segment_id)]))
+    for hit in ordered_hits:
+        if read[hit] is not None:
+            out.append(read[hit])
+            found_by.append(frozenset(hits[hit]))
     return out, found_by
 
 
-def _newest(rows: Sequence[Any], cap: int) -> builtins.list[tuple[int, int]]:
-    """The newest ``cap`` ``(depth, segment_id)`` of one key's message blocks, in range.
+def _newest_first(rows: Sequence[Any]) -> Iterator[tuple[int, int]]:
+    """The ``(depth, segment_id)`` in range of one key's message blocks, newest first.
 
-    Blocks are decoded newest first and the decoding stops at the first block number below
-    which ``cap`` postings are already found: every posting of a lower block is older (a
-    block number is a depth range; two pieces may share one, at a fork, so a number's
-    blocks are decoded together). A frequent word's newest matches lie in its newest one
-    or two blocks of the hundreds read."""
-    found: builtins.list[tuple[int, int]] = []
+    Blocks are decoded lazily, newest block number first: a caller that stops after the
+    newest few decodes one or two blocks of the hundreds read. Every posting of a lower
+    block number is older (a number is a depth range; two pieces may share one, at a
+    fork, so a number's blocks are decoded and ordered together)."""
     ordered = sorted(rows, key=_block_number, reverse=True)
     at = 0
-    while at < len(ordered) and len(found) < cap:
+    while at < len(ordered):
         block = ordered[at][2]
+        group: builtins.list[tuple[int, int]] = []
         while at < len(ordered) and ordered[at][2] == block:
             _term, segment_id, _block, postings, lo, hi = ordered[at]
-            found.extend(
+            group.extend(
                 (depth, segment_id)
                 for depth in postings_of_block(block, bytes(postings))
                 if lo <= depth <= hi
             )
             at += 1
-    found.sort(reverse=True)
-    return found[:cap]
+        group.sort(reverse=True)
+        yield from group
 
 
 def _block_number(row: Sequence[Any]) -> int:
