@@ -10,7 +10,7 @@ A message's postings, nearly all of them (98% in the bench's sessions), are pack
 ``depth >> BLOCK_SHIFT`` (256 depths), whose ``postings`` bytes hold each message's depth
 within the block, one byte each, in depth order. A row per posting cost 20-25 bytes of the
 file (the key repeated, a record header, a cell); packed, a posting costs about one
-(schema version 8: the index +36% of a store's bytes where it was +84-92%). A write
+(schema version 8: the index +32-34% of a store's bytes where it was +84-88%). A write
 appends to a row's bytes (one upsert that concatenates); entries are append-only and a
 segment grows at its tail only, so a row's bytes stay in depth order. A memory item's
 postings stay one row each in ``search_terms``, whose one statement joins them to the
