@@ -68,9 +68,9 @@ SEARCH_QUERY_MAX_TERMS: Final = 32
 SEARCH_CANDIDATES_PER_TERM: Final = 200
 
 # (leaf id, query keys) -> the candidates on the branch ending at that leaf.
-MessageCandidate = tuple[str, str, Message, frozenset[int]]
-"""(entry id, timestamp, message, the query keys it was found by): one message candidate.
-The keys are those whose newest ``SEARCH_CANDIDATES_PER_TERM`` holders it is among."""
+MessageCandidate = tuple[str, str, Message]
+"""(entry id, timestamp, message): one message candidate, among the newest
+``SEARCH_CANDIDATES_PER_TERM`` messages whose text shows one of the query's keys."""
 MessageCandidates = Callable[[str, frozenset[int]], Awaitable[builtins.list[MessageCandidate]]]
 MemoryCandidates = Callable[[str, frozenset[int]], Awaitable[builtins.set[str] | None]]
 
@@ -250,13 +250,13 @@ async def run_search(
         red = q.redactor
         docs: builtins.list[tuple[_Item, str, str, str, str]] = []
         if "message" in q.kinds:
-            for entry_id, timestamp, message, found_by in await messages(leaf_id, keys):
+            for entry_id, timestamp, message in await messages(leaf_id, keys):
                 if entry_id in q.invalidated:
                     continue  # a revoked message keeps no text: it cannot match
                 item: _Item = ("message", entry_id, timestamp, (entry_id,), "active", ())
+                # The candidate reads count a message for a key only where the key shows
+                # in its redacted text: none was found by what a secret hides.
                 text = redacted_message_text(message, red)
-                if red and not _found_by_what_shows(text, found_by):
-                    continue
                 docs.append((item, "message", entry_id, timestamp, text))
         if q.kinds & {"observation", "reflection"}:
             wanted = await memory(leaf_id, keys)
@@ -279,19 +279,6 @@ async def run_search(
             for kind, id_, ts, sources, status, obs in (r.item,)
         ]
         return await _with_reflection_sources(store, session_id, leaf_id, hits)
-
-
-def _found_by_what_shows(text: str, found_by: frozenset[int]) -> bool:
-    """Whether a key the message was found by is still in its redacted ``text``.
-
-    A message is a candidate by the raw text's keys, the newest few of each; one found
-    only by a word a secret hides (``hunter2`` of a secret ``unter2``) would otherwise be
-    ranked by its other, visible words and shown, where a wrong guess of the hidden word
-    finds nothing: the answer would confirm the guess. Kept or not, such a message now
-    answers the same for every guess."""
-    if not found_by:
-        return False
-    return not found_by.isdisjoint(index_keys(text))
 
 
 def _memory_docs(
@@ -429,7 +416,7 @@ def scan_message_candidates(
         for key in by:
             taken[key] += 1
         if by:
-            found.append((entry.id, entry.timestamp, message, frozenset(by)))
+            found.append((entry.id, entry.timestamp, message))
         if taken and min(taken.values()) >= cap:
             break  # every key has its newest matches: older ones cannot be candidates
     return found

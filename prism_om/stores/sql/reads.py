@@ -377,14 +377,10 @@ class SqlReads(StoreLifecycle):
             if not await self._search_index_ready(session_id, position):
                 branch = await self._branch_range(position, 0, position.depth)
                 return scan_message_candidates(branch, keys, red=q.redactor)
-            rows, found_by = await message_candidate_rows(
+            rows = await message_candidate_rows(
                 self._fetch, position.params(), keys, SEARCH_CANDIDATES_PER_TERM, visible
             )
-            return [
-                (e.id, e.timestamp, e.message, by)
-                for e, by in zip(self._parse_rows(rows), found_by, strict=True)
-                if e.message
-            ]
+            return [(e.id, e.timestamp, e.message) for e in self._parse_rows(rows) if e.message]
 
         async def memory(leaf: str, keys: frozenset[int]) -> builtins.set[str] | None:
             position = await self._leaf_position(session_id, leaf)

@@ -231,12 +231,13 @@ async def message_candidate_rows(
     keys: frozenset[int],
     cap: int,
     visible: Visible | None = None,
-) -> tuple[builtins.list[Any], builtins.list[frozenset[int]]]:
+) -> builtins.list[Any]:
     """The entry rows of the branch's indexed messages among the newest ``cap`` holding
-    each key (what ``search.scan_message_candidates`` finds by a scan), with the keys each
-    was found by, row for row. With ``visible`` (a read with secrets), a message counts
-    for a key only while the key shows in its redacted text: a hidden copy of a word
-    takes no place among its newest ``cap``, so the answer never depends on hidden text.
+    each key (what ``search.scan_message_candidates`` finds by a scan), newest first.
+    With ``visible`` (a read with secrets), a message counts for a key only while the key
+    shows in its redacted text: a hidden copy of a word takes no place among its newest
+    ``cap``, and a message found only by hidden words is none, so the answer never depends
+    on hidden text.
 
     A key's newest ``cap + 16`` blocks are read (each holds at least one posting; those
     at a piece's ends may hold none inside it). When the limit cut the blocks, the lowest
@@ -244,7 +245,7 @@ async def message_candidate_rows(
     hold enough the answer is exact, else (a key of many forks, of blocks mostly outside
     their pieces, or of many hidden copies) the key's blocks are read again, all of them."""
     if not keys:
-        return [], []
+        return []
     ordered = sorted(keys)
     margin = cap + 16
     params = {**position, **key_params(ordered), "blocks": margin}
@@ -284,7 +285,7 @@ async def message_candidate_rows(
             taken += [hit for hit in batch if read[hit] is not None and key in shown[hit]]
         return taken[:cap]
 
-    hits: dict[tuple[int, int], builtins.list[int]] = {}
+    hits: set[tuple[int, int]] = set()
     for key in ordered:
         blocks = by_key[key]
         if len(blocks) < margin:
@@ -295,17 +296,10 @@ async def message_candidate_rows(
             if len(chosen) < cap:
                 every = {**position, "k0": key, "blocks": 2**62}
                 chosen = await newest(key, await fetch(_message_blocks_sql(1), every))
-        for hit in chosen:
-            hits.setdefault(hit, []).append(key)
+        hits.update(chosen)
     ordered_hits = sorted(hits, reverse=True)
     await load(ordered_hits)
-    out: builtins.list[Any] = []
-    found_by: builtins.list[frozenset[int]] = []
-    for hit in ordered_hits:
-        if read[hit] is not None:
-            out.append(read[hit])
-            found_by.append(frozenset(hits[hit]))
-    return out, found_by
+    return [read[hit] for hit in ordered_hits if read[hit] is not None]
 
 
 def _newest_first(rows: Sequence[Any]) -> Iterator[tuple[int, int]]:
@@ -431,6 +425,11 @@ async def backfill_search_index(conn: Any) -> None:
     for segment_id, depth, *row in await conn.execute_fetchall(sql, roles):
         entry, _ = stored_entry(row)
         rows.extend(message_search_rows([(entry, segment_id, depth)]))
+        if len(rows) >= 50_000:
+            # Written as they come (in append order, so each row's bytes stay in depth
+            # order across the writes), not held for the whole store.
+            await write_search_rows(conn, rows)
+            rows = []
     for kind, table in ((KIND_OBSERVATION, "om_observations"), (KIND_REFLECTION, "om_reflections")):
         sql = f"SELECT segment_id, depth, ordinal, body FROM {table} ORDER BY entry_seq, ordinal"
         for segment_id, depth, ordinal, body in await conn.execute_fetchall(sql):
@@ -443,11 +442,22 @@ async def pack_message_postings(conn: Any) -> None:
     """Version 7 to 8: the message rows of ``search_terms`` (one per posting) packed into
     ``search_blocks`` and deleted; a memory item's rows stay. What was indexed stays
     indexed, no more (``search_indexed`` still says how far): nothing is tokenised again.
-    Run again (a file whose stamp lags its tables), it finds no message row to move."""
-    rows = await conn.execute_fetchall(
+    Run again (a file whose stamp lags its tables), it finds no message row to move.
+
+    Read one range of term keys at a time (a long session holds millions of rows, and
+    each term's rows are whole within its range, in key order): memory stays bounded."""
+    sql = (
         "SELECT term, segment_id, depth, kind, ordinal FROM search_terms"
-        f" WHERE kind = {KIND_MESSAGE}"
+        f" WHERE kind = {KIND_MESSAGE} AND term >= ? AND term < ?"
         " ORDER BY term, segment_id, depth, kind, ordinal"  # its key: no sort on SQLite
     )
-    await write_search_rows(conn, [tuple(row) for row in rows])
+    for low in range(0, _TERM_KEYS, _TERM_KEYS_PER_READ):
+        rows = await conn.execute_fetchall(sql, (low, low + _TERM_KEYS_PER_READ))
+        await write_search_rows(conn, [tuple(row) for row in rows])
     await conn.execute(f"DELETE FROM search_terms WHERE kind = {KIND_MESSAGE}")
+
+
+# Term keys are 31-bit (``core.search_text.term_key``); the migration reads them in 64
+# ranges (about 30,000 rows each for a session of 100,000 entries).
+_TERM_KEYS = 1 << 31
+_TERM_KEYS_PER_READ = _TERM_KEYS // 64

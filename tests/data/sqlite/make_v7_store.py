@@ -20,55 +20,16 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from pathlib import Path
-from typing import Any
+
+# One of each shape the SDK hands a session: the items of the version 6 fixture (run as a
+# script, this directory is on the path).
+from make_v6_store import ITEMS
 
 from prism_om.entries import message_entry
 from prism_om.stores.sqlite import SqliteStore
 from prism_om.testing.om_factories import SUPERSESSION_OPERATIONS, random_builder
 
 TARGET = Path(__file__).resolve().parent / "store-v7.db"
-
-# One of each shape the SDK hands a session: what the migration test expects back.
-ITEMS: list[dict[str, Any]] = [
-    {"role": "user", "content": "The billing export runs at 02:00 UTC; Priya owns it."},
-    {
-        "id": "msg_a1",
-        "type": "message",
-        "role": "assistant",
-        "status": "completed",
-        "content": [{"type": "output_text", "text": "Noted: 02:00 UTC, Priya.", "annotations": []}],
-    },
-    {
-        "role": "user",
-        "content": [
-            {"type": "input_text", "text": "Here is the dashboard:"},
-            {"type": "input_image", "image_url": "https://example.com/d.png", "detail": "auto"},
-        ],
-    },
-    {"id": "rs_1", "type": "reasoning", "summary": [{"type": "summary_text", "text": "Check."}]},
-    {
-        "id": "fc_1",
-        "type": "function_call",
-        "call_id": "call_1",
-        "name": "ls",
-        "arguments": '{"path": "/srv/export"}',
-        "status": "completed",
-    },
-    {
-        "type": "function_call_output",
-        "call_id": "call_1",
-        "output": "total 8\n-rw-r--r-- 1 priya 4096 Mar  2 02:00 billing-2026-03-02.csv",
-    },
-    {"role": "system", "content": "Be brief."},
-    {
-        "id": "msg_a2",
-        "type": "message",
-        "role": "assistant",
-        "status": "completed",
-        "content": [{"type": "refusal", "refusal": "I cannot share credentials."}],
-    },
-    {"type": "web_search_call", "id": "ws_1", "status": "completed"},
-]
 
 
 async def build(path: Path) -> None:
